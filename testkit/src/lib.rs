@@ -1,0 +1,1 @@
+//! Test support shared by unit, end-to-end tests and benchmarks.
