@@ -1,1 +1,21 @@
-//! Test support shared by unit, end-to-end tests and benchmarks.
+//! Test support shared by unit tests, end-to-end tests and benchmarks.
+//!
+//! # Layout
+//! - [`redis`]: a private `redis-server` per test, killed by pid.
+//! - [`process`]: real `telos-world` / `telos-gate` processes on port 0.
+//! - [`play`]: a direct `Play` stream client.
+//! - [`world`]: facts about the starter world.
+
+pub mod play;
+pub mod process;
+pub mod redis;
+pub mod world;
+
+pub use redis::RedisServer;
+
+/// A number unique within this test process (temp file names).
+pub fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}

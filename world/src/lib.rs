@@ -4,8 +4,18 @@
 //! - [`zone`]: the zone actor: one task per hosted zone, tick, sessions, exactly-once input.
 //! - [`directory`]: Redis coordination: zone leases, shard registry, presence.
 //! - [`store`]: durable character rows: create, claim (owner epochs), load, fenced save.
+//! - [`play`]: one player session: login, resume, routing, forwarding input.
+//! - [`shard`]: the runtime: hosted zones, lease loops, heartbeat, shutdown.
 //! - [`rpc`]: thin tonic service impls.
+//! - [`config`], [`app`]: settings and process wiring.
 
+pub mod app;
+pub mod config;
 pub mod directory;
 pub mod game;
+pub mod handoff;
+pub mod play;
+pub mod rpc;
+pub mod shard;
 pub mod store;
+pub mod zone;

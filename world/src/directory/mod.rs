@@ -1,1 +1,89 @@
-//! directory
+//! # Directory: Redis coordination for the cluster
+//!
+//! Zone leases, the shard registry and presence, the online-player list for
+//! `who`, and `ShardForZone`. Every multi-key decision and every fence is one
+//! Lua script (the `*.lua` files beside this module), so it is atomic on the
+//! server and every expiry runs on the Redis server's clock (`PX`/`PEXPIRE`),
+//! never a shard's.
+//!
+//! ## Layout
+//! - [`lease`]: claim / renew / release / fenced flip of zone leases, `ShardForZone`.
+//! - [`registry`]: shard heartbeat and registry, known zones, per-zone player counts.
+//! - [`online`]: each shard's online-player list, merged for `who`.
+//! - [`keys`]: the key scheme below, in one place.
+//!
+//! ## Key scheme (prefix `telos:`)
+//! | key | type | TTL | meaning |
+//! |---|---|---|---|
+//! | `telos:zone:{zone}:lease` | hash `owner`, `gen` | lease TTL | the live lease; absent = zone free |
+//! | `telos:zone:{zone}:gen` | integer | none | last generation ever issued for the zone |
+//! | `telos:zone:{zone}:players:{shard}` | integer | presence TTL | players `shard` hosts in `zone` |
+//! | `telos:zones` | set | none | every known zone id |
+//! | `telos:shard:{shard}` | hash `id addr state players capacity` | presence TTL | a live shard |
+//! | `telos:shards` | set | none | ids that may be live; dead ids pruned on read |
+//! | `telos:shard:{shard}:online` | string (JSON list) | presence TTL | players online on `shard` |
+//!
+//! The generation counter is its own key without a TTL so that generations
+//! never go backwards: when a lease expires and the zone is claimed again,
+//! the new owner gets a higher generation than any fence a dead owner could
+//! still be holding.
+//!
+//! Refusals are values, not errors: [`Claim::Held`], `renew_zone → false`,
+//! `flip_zone → None`. An `Err` means Redis could not be asked (failed) or
+//! the request itself is not allowed ([`DirectoryError::is_refused`]).
+
+mod error;
+pub mod keys;
+pub mod lease;
+pub mod online;
+pub mod registry;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+
+pub use error::DirectoryError;
+pub use types::{Claim, OnlinePlayer, ShardInfo, ShardState, ZoneStatus};
+
+/// A handle on the directory. Cheap to clone: every clone shares one
+/// multiplexed, self-reconnecting connection.
+#[derive(Clone)]
+pub struct Directory {
+    conn: ConnectionManager,
+}
+
+impl std::fmt::Debug for Directory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Directory").finish_non_exhaustive()
+    }
+}
+
+impl Directory {
+    /// Connects to Redis at `url` (`redis://host:port/db`).
+    pub async fn connect(url: &str) -> Result<Directory, DirectoryError> {
+        let client = redis::Client::open(url)?;
+        let conn = ConnectionManager::new(client).await?;
+        Ok(Directory { conn })
+    }
+
+    /// A connection to run one command or script on (clones share the pipe).
+    fn conn(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+}
+
+/// A TTL as whole milliseconds for `PX`/`PEXPIRE`. Zero is refused: Redis
+/// rejects it, and a lease that is born expired is a caller bug.
+fn ttl_ms(ttl: Duration) -> Result<u64, DirectoryError> {
+    let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+    if ms == 0 {
+        return Err(DirectoryError::Invalid(format!(
+            "ttl {ttl:?} rounds to 0 ms"
+        )));
+    }
+    Ok(ms)
+}

@@ -1,1 +1,38 @@
-//! game
+//! # Layout
+//! The pure game model: no sockets, no Redis, no async. Only
+//! [`world::load_world`] reads files.
+//! - [`world`]: static definitions from the JSON zone files, and validation.
+//! - [`character`]: the durable character and its one serializer.
+//! - [`tier`]: trust tiers and the capability flags they grant.
+//! - [`alias`]: bounded player aliases.
+//! - [`command`]: parsing an input line; the verb table.
+//! - [`zone`]: the live state of one hosted zone: arrival, departure, tick.
+//! - `exec`: running a command against a zone; `render`: how rooms read.
+//! - [`who`]: the `who` list.
+//! - `text`: sanitizing and formatting helpers.
+
+pub mod alias;
+pub mod character;
+pub mod command;
+mod exec;
+mod render;
+mod text;
+pub mod tier;
+pub mod who;
+pub mod world;
+pub mod zone;
+
+pub use character::{
+    Affect, Character, Item, JOURNAL_LIMIT, Stats, Vitals, display_name, from_state_json,
+    sanitize_loaded, to_state_json, valid_name,
+};
+pub use exec::{HUH, MAX_FLOOR_ITEMS, MAX_LINE};
+pub use render::render_room;
+pub use text::strip_control;
+pub use tier::{RESERVED_FLAGS, Tier, WIZINVIS, apply_tier_flags, is_admin};
+pub use who::{WhoEntry, format_who};
+pub use world::{
+    Direction, ItemDef, MobDef, RoomDef, WorldDef, WorldError, ZoneDef, instance_room,
+    is_instance_id, load_world, template_of, valid_zone_id, zone_of,
+};
+pub use zone::{Action, Ctx, Delivery, Outcome, ZoneState};

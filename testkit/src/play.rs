@@ -1,0 +1,149 @@
+//! A direct `Play` stream client for tests and benchmarks that talk to a
+//! world shard without the gate.
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use telos_proto::v1::{
+    Attach, ClientFrame, Input, Login, Resume, ServerFrame, client_frame, play_client::PlayClient,
+    server_frame::Frame,
+};
+use tokio::sync::mpsc;
+use tonic::Streaming;
+
+/// How long `next` waits for a frame before failing the test.
+pub const FRAME_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct PlayStream {
+    tx: mpsc::Sender<ClientFrame>,
+    rx: Streaming<ServerFrame>,
+    /// Every output text seen so far, in order.
+    pub transcript: String,
+}
+
+impl PlayStream {
+    pub async fn open(addr: &str) -> anyhow::Result<PlayStream> {
+        let mut client = PlayClient::connect(format!("http://{addr}"))
+            .await
+            .with_context(|| format!("connecting to {addr}"))?;
+        let (tx, rx) = mpsc::channel(1024);
+        let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
+        let response = client.session(stream).await?;
+        Ok(PlayStream {
+            tx,
+            rx: response.into_inner(),
+            transcript: String::new(),
+        })
+    }
+
+    pub async fn send(&self, frame: client_frame::Frame) -> anyhow::Result<()> {
+        self.tx
+            .send(ClientFrame { frame: Some(frame) })
+            .await
+            .map_err(|_| anyhow::anyhow!("stream closed"))
+    }
+
+    pub async fn login(
+        &self,
+        name: &str,
+        password: &str,
+        create: bool,
+        conn_id: &str,
+    ) -> anyhow::Result<()> {
+        self.send(client_frame::Frame::Login(Login {
+            name: name.into(),
+            password: password.into(),
+            create,
+            conn_id: conn_id.into(),
+        }))
+        .await
+    }
+
+    pub async fn resume(&self, name: &str, conn_id: &str, credential: &str) -> anyhow::Result<()> {
+        self.send(client_frame::Frame::Resume(Resume {
+            name: name.into(),
+            conn_id: conn_id.into(),
+            credential: credential.into(),
+        }))
+        .await
+    }
+
+    pub async fn attach(&self, token: &str, conn_id: &str) -> anyhow::Result<()> {
+        self.send(client_frame::Frame::Attach(Attach {
+            token: token.into(),
+            conn_id: conn_id.into(),
+        }))
+        .await
+    }
+
+    pub async fn input(&self, seq: u64, line: &str) -> anyhow::Result<()> {
+        self.send(client_frame::Frame::Input(Input {
+            seq,
+            line: line.into(),
+        }))
+        .await
+    }
+
+    /// The next frame; `None` when the stream ended.
+    pub async fn next(&mut self) -> anyhow::Result<Option<Frame>> {
+        let msg = tokio::time::timeout(FRAME_TIMEOUT, self.rx.message())
+            .await
+            .context("timed out waiting for a frame")??;
+        let frame = msg.and_then(|m| m.frame);
+        if let Some(Frame::Output(o)) = &frame {
+            self.transcript.push_str(&o.text);
+        }
+        Ok(frame)
+    }
+
+    /// Read frames until `pick` returns Some; fails on stream end or timeout.
+    pub async fn until<T>(
+        &mut self,
+        mut pick: impl FnMut(&Frame) -> Option<T>,
+    ) -> anyhow::Result<T> {
+        loop {
+            match self.next().await? {
+                Some(f) => {
+                    if let Some(t) = pick(&f) {
+                        return Ok(t);
+                    }
+                }
+                None => bail!("stream ended; transcript:\n{}", self.transcript),
+            }
+        }
+    }
+
+    /// Read until an output containing `needle`; returns that output's text.
+    pub async fn until_output(&mut self, needle: &str) -> anyhow::Result<String> {
+        self.until(|f| match f {
+            Frame::Output(o) if o.text.contains(needle) => Some(o.text.clone()),
+            _ => None,
+        })
+        .await
+        .with_context(|| format!("waiting for output containing {needle:?}"))
+    }
+
+    /// Read until `InputAck{seq}` (or a later one).
+    pub async fn until_ack(&mut self, seq: u64) -> anyhow::Result<()> {
+        self.until(|f| match f {
+            Frame::InputAck(a) if a.seq >= seq => Some(()),
+            _ => None,
+        })
+        .await
+    }
+
+    /// Send `line` as `seq` and return all output until its `InputAck`.
+    pub async fn command(&mut self, seq: u64, line: &str) -> anyhow::Result<String> {
+        self.input(seq, line).await?;
+        let mut text = String::new();
+        loop {
+            match self.next().await? {
+                Some(Frame::Output(o)) => text.push_str(&o.text),
+                Some(Frame::InputAck(a)) if a.seq >= seq => return Ok(text),
+                Some(Frame::Closed(c)) => bail!("closed: {}", c.reason),
+                Some(_) => {}
+                None => bail!("stream ended while waiting for ack {seq}"),
+            }
+        }
+    }
+}

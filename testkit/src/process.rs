@@ -1,0 +1,197 @@
+//! Real Telos processes for end-to-end tests: started from the workspace's
+//! built binaries on port 0, ready when they print their bound address,
+//! stopped by pid.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+/// How long a process may take to print its readiness line.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The workspace root (where `config/world` lives).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("testkit lives in the workspace")
+        .to_path_buf()
+}
+
+/// A workspace binary next to the running test executable
+/// (`target/<profile>/deps/test-xxx` → `target/<profile>/<name>`).
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let mut dir = exe.parent().expect("exe dir").to_path_buf();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} is not built; run `cargo build --workspace --bins` first",
+        path.display()
+    );
+    path
+}
+
+/// A running child process with its stderr captured to a log file.
+pub struct Proc {
+    pub child: Child,
+    /// The address from the readiness line.
+    pub addr: String,
+    pub log: PathBuf,
+    name: String,
+}
+
+impl Proc {
+    /// Spawn `cmd` and wait for a stdout line containing `listening on <addr>`.
+    pub fn spawn(name: &str, mut cmd: Command) -> anyhow::Result<Proc> {
+        let log = std::env::temp_dir().join(format!(
+            "telos-test-{}-{}-{}.log",
+            name,
+            std::process::id(),
+            crate::unique()
+        ));
+        let log_file = std::fs::File::create(&log)?;
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log_file))
+            .stdin(Stdio::null())
+            .spawn()
+            .with_context(|| format!("spawning {name}"))?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(addr) = line.split("listening on ").nth(1)
+                    && let Some(tx) = tx.take()
+                {
+                    let _ = tx.send(addr.trim().to_string());
+                }
+            }
+        });
+        match rx.recv_timeout(READY_TIMEOUT) {
+            Ok(addr) => Ok(Proc {
+                child,
+                addr,
+                log,
+                name: name.to_string(),
+            }),
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                bail!("{name} did not become ready:\n{text}")
+            }
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.pid(), sig);
+        }
+    }
+
+    /// SIGKILL and reap.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Send `sig` and wait up to `timeout` for the exit.
+    pub fn stop_with(&mut self, sig: i32, timeout: Duration) -> anyhow::Result<ExitStatus> {
+        self.signal(sig);
+        let until = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() > until {
+                self.kill();
+                bail!("{} did not exit within {timeout:?}", self.name);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_file(&self.log);
+        } else {
+            eprintln!("--- {} log: {}", self.name, self.log.display());
+        }
+    }
+}
+
+/// Options for a `telos-world` under test.
+pub struct WorldOpts<'a> {
+    pub shard_id: &'a str,
+    pub redis_url: &'a str,
+    pub zones: &'a [&'a str],
+    /// `127.0.0.1:0` unless restarting on a known address.
+    pub listen: String,
+    pub extra: Vec<String>,
+}
+
+impl<'a> WorldOpts<'a> {
+    pub fn new(shard_id: &'a str, redis_url: &'a str, zones: &'a [&'a str]) -> Self {
+        WorldOpts {
+            shard_id,
+            redis_url,
+            zones,
+            listen: "127.0.0.1:0".into(),
+            extra: Vec::new(),
+        }
+    }
+}
+
+/// Start a real `telos-world` on the starter world.
+pub fn start_world(opts: WorldOpts<'_>) -> anyhow::Result<Proc> {
+    let mut cmd = Command::new(bin("telos-world"));
+    cmd.current_dir(repo_root())
+        .env("RUST_LOG", "info")
+        .arg("--shard-id")
+        .arg(opts.shard_id)
+        .arg("--redis-url")
+        .arg(opts.redis_url)
+        .arg("--grpc-listen")
+        .arg(&opts.listen)
+        .arg("--world")
+        .arg(repo_root().join("config/world"))
+        .args(opts.extra);
+    if !opts.zones.is_empty() {
+        cmd.arg("--zones").arg(opts.zones.join(","));
+    }
+    Proc::spawn(&format!("world-{}", opts.shard_id), cmd)
+}
+
+/// Start a real `telos-gate` on port 0.
+pub fn start_gate(redis_url: &str, extra: &[&str]) -> anyhow::Result<Proc> {
+    let mut cmd = Command::new(bin("telos-gate"));
+    cmd.current_dir(repo_root())
+        .env("RUST_LOG", "info")
+        .arg("--listen")
+        .arg("127.0.0.1:0")
+        .arg("--redis-url")
+        .arg(redis_url)
+        .args(extra);
+    Proc::spawn("gate", cmd)
+}

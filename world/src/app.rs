@@ -1,0 +1,81 @@
+//! Process wiring for `telos-world`: logs, metrics, the gRPC server, signals.
+//!
+//! One shutdown story: SIGINT and SIGTERM stop the shard cleanly (save every
+//! player, close their sessions so gates resume them, release leases, leave
+//! the registry). The graceful drain on SIGTERM replaces the latter with a
+//! live handoff of every zone once the drain lands.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use telos_proto::v1::{handoff_server::HandoffServer, play_server::PlayServer};
+use tokio::net::TcpListener;
+use tokio::signal::unix::{SignalKind, signal};
+use tonic::transport::server::TcpIncoming;
+use tracing::info;
+
+use crate::config::WorldConfig;
+use crate::game::load_world;
+use crate::rpc::{handoff::HandoffService, play::PlayService};
+use crate::shard::Shard;
+
+/// Logs to stderr; `TELOS_LOG_FORMAT=json` gives one JSON object a line.
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if std::env::var("TELOS_LOG_FORMAT").as_deref() == Ok("json") {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+/// Run a shard until SIGINT or SIGTERM.
+pub async fn run(cfg: WorldConfig) -> anyhow::Result<()> {
+    let world = load_world(&cfg.world)?;
+    if let Some(addr) = cfg.metrics_listen {
+        metrics_exporter_prometheus::PrometheusBuilder::new()
+            .with_http_listener(addr)
+            .install()
+            .with_context(|| format!("starting /metrics on {addr}"))?;
+    }
+    let listener = TcpListener::bind(cfg.grpc_listen)
+        .await
+        .with_context(|| format!("binding --grpc-listen {}", cfg.grpc_listen))?;
+    let addr = listener.local_addr()?.to_string();
+    let shard = Shard::new(cfg, addr.clone(), world).await?;
+    shard.start();
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let stop_serving = shard.root.clone();
+    let server = tonic::transport::Server::builder()
+        .add_service(PlayServer::new(PlayService::new(shard.clone())))
+        .add_service(HandoffServer::new(HandoffService))
+        .serve_with_incoming_shutdown(incoming, stop_serving.cancelled_owned());
+    let server = tokio::spawn(server);
+    // Readiness line for scripts and tests (they read the bound address).
+    println!("telos-world {} listening on {addr}", shard.id());
+    info!(shard = shard.id(), %addr, "listening");
+    wait_for_signal().await?;
+    stop(shard).await;
+    let _ = server.await;
+    info!("stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => info!("SIGTERM: stopping"),
+        _ = int.recv() => info!("SIGINT: stopping"),
+    }
+    Ok(())
+}
+
+async fn stop(shard: Arc<Shard>) {
+    let deadline = shard.cfg.drain_deadline;
+    shard.shutdown(deadline).await;
+}

@@ -1,0 +1,260 @@
+//! `telos-world` settings: flag > environment variable > TOML file > default.
+//!
+//! Every flag is optional in clap so we can tell "not given" from "given";
+//! [`WorldConfig::resolve`] merges the three sources and validates once.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Parser;
+use serde::Deserialize;
+
+/// A world shard of Telos.
+#[derive(Debug, Parser, Default)]
+#[command(name = "telos-world", version, about)]
+pub struct Cli {
+    /// TOML file with any of the settings below (keys as the flags, with `_`).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// This shard's id (`[a-z0-9-]{1,32}`).
+    #[arg(long, env = "TELOS_SHARD_ID")]
+    pub shard_id: Option<String>,
+    /// gRPC listen address; also the address peers and gates dial [default: 127.0.0.1:7100].
+    #[arg(long, env = "TELOS_GRPC_LISTEN")]
+    pub grpc_listen: Option<String>,
+    /// Redis URL [default: redis://127.0.0.1:6379].
+    #[arg(long, env = "TELOS_REDIS_URL")]
+    pub redis_url: Option<String>,
+    /// Folder of zone files [default: config/world].
+    #[arg(long, env = "TELOS_WORLD")]
+    pub world: Option<PathBuf>,
+    /// Boot zones this shard claims at start, comma separated.
+    #[arg(long, env = "TELOS_ZONES", value_delimiter = ',')]
+    pub zones: Option<Vec<String>>,
+    /// Key folder written by `telosctl keygen`; absent = keyless shard (never hands off).
+    #[arg(long, env = "TELOS_KEYS")]
+    pub keys: Option<PathBuf>,
+    /// Prometheus `/metrics` listen address (off when unset).
+    #[arg(long, env = "TELOS_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
+    /// Soft occupancy ceiling, players [default: 2000].
+    #[arg(long, env = "TELOS_CAPACITY")]
+    pub capacity: Option<u64>,
+    /// Graceful-drain deadline in seconds [default: 30].
+    #[arg(long, env = "TELOS_DRAIN_DEADLINE")]
+    pub drain_deadline: Option<u64>,
+    /// Zone lease TTL in milliseconds [default: 6000].
+    #[arg(long, env = "TELOS_LEASE_TTL_MS")]
+    pub lease_ttl_ms: Option<u64>,
+    /// Cadence save interval in milliseconds [default: 2000].
+    #[arg(long, env = "TELOS_SAVE_INTERVAL_MS")]
+    pub save_interval_ms: Option<u64>,
+    /// Zone tick in milliseconds [default: 1000].
+    #[arg(long, env = "TELOS_TICK_MS")]
+    pub tick_ms: Option<u64>,
+}
+
+/// The TOML file: the same settings, all optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    shard_id: Option<String>,
+    grpc_listen: Option<String>,
+    redis_url: Option<String>,
+    world: Option<PathBuf>,
+    zones: Option<Vec<String>>,
+    keys: Option<PathBuf>,
+    metrics_listen: Option<String>,
+    capacity: Option<u64>,
+    drain_deadline: Option<u64>,
+    lease_ttl_ms: Option<u64>,
+    save_interval_ms: Option<u64>,
+    tick_ms: Option<u64>,
+}
+
+/// Resolved, validated settings.
+#[derive(Debug, Clone)]
+pub struct WorldConfig {
+    pub shard_id: String,
+    pub grpc_listen: SocketAddr,
+    pub redis_url: String,
+    pub world: PathBuf,
+    pub zones: Vec<String>,
+    pub keys: Option<PathBuf>,
+    pub metrics_listen: Option<SocketAddr>,
+    pub capacity: u64,
+    pub drain_deadline: Duration,
+    /// Zone lease TTL. 6 s: long enough that a renew every TTL/3 survives two
+    /// lost round trips, short enough that a dead shard's zones free quickly.
+    pub lease_ttl: Duration,
+    /// How often dirty players are saved. Bounds what a shard crash loses
+    /// when the gate dies too; with the gate alive nothing accepted is lost.
+    pub save_interval: Duration,
+    pub tick: Duration,
+}
+
+/// A setting that is missing or malformed; the message names it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(String);
+
+fn bad(name: &str, why: impl std::fmt::Display) -> ConfigError {
+    ConfigError(format!("invalid setting {name}: {why}"))
+}
+
+/// Shard ids: `[a-z0-9-]{1,32}`.
+pub fn valid_shard_id(id: &str) -> bool {
+    (1..=32).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+fn parse_addr(name: &str, value: &str) -> Result<SocketAddr, ConfigError> {
+    value
+        .parse()
+        .map_err(|e| bad(name, format!("{value:?}: {e}")))
+}
+
+fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| bad("--config", format!("{}: {e}", path.display())))?;
+    toml::from_str(&text).map_err(|e| bad("--config", format!("{}: {e}", path.display())))
+}
+
+impl WorldConfig {
+    /// Merge flag/env (already merged by clap) over the file over defaults.
+    pub fn resolve(cli: Cli) -> Result<WorldConfig, ConfigError> {
+        let file = match &cli.config {
+            Some(p) => read_file(p)?,
+            None => FileConfig::default(),
+        };
+        let shard_id = cli
+            .shard_id
+            .or(file.shard_id)
+            .ok_or_else(|| bad("--shard-id (TELOS_SHARD_ID)", "required"))?;
+        if !valid_shard_id(&shard_id) {
+            return Err(bad(
+                "--shard-id (TELOS_SHARD_ID)",
+                format!("{shard_id:?} must match [a-z0-9-]{{1,32}}"),
+            ));
+        }
+        let grpc_listen = cli
+            .grpc_listen
+            .or(file.grpc_listen)
+            .unwrap_or_else(|| "127.0.0.1:7100".into());
+        let metrics_listen = cli
+            .metrics_listen
+            .or(file.metrics_listen)
+            .map(|m| parse_addr("--metrics-listen (TELOS_METRICS_LISTEN)", &m))
+            .transpose()?;
+        let zones: Vec<String> = cli
+            .zones
+            .or(file.zones)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|z| z.trim().to_string())
+            .filter(|z| !z.is_empty())
+            .collect();
+        let capacity = cli.capacity.or(file.capacity).unwrap_or(2000);
+        if capacity == 0 {
+            return Err(bad("--capacity (TELOS_CAPACITY)", "must be at least 1"));
+        }
+        let positive = |name: &str, v: Option<u64>, default: u64| {
+            let v = v.unwrap_or(default);
+            if v == 0 {
+                Err(bad(name, "must be positive"))
+            } else {
+                Ok(v)
+            }
+        };
+        Ok(WorldConfig {
+            shard_id,
+            grpc_listen: parse_addr("--grpc-listen (TELOS_GRPC_LISTEN)", &grpc_listen)?,
+            redis_url: cli
+                .redis_url
+                .or(file.redis_url)
+                .unwrap_or_else(|| "redis://127.0.0.1:6379".into()),
+            world: cli
+                .world
+                .or(file.world)
+                .unwrap_or_else(|| "config/world".into()),
+            zones,
+            keys: cli.keys.or(file.keys),
+            metrics_listen,
+            capacity,
+            drain_deadline: Duration::from_secs(positive(
+                "--drain-deadline (TELOS_DRAIN_DEADLINE)",
+                cli.drain_deadline.or(file.drain_deadline),
+                30,
+            )?),
+            lease_ttl: Duration::from_millis(positive(
+                "--lease-ttl-ms (TELOS_LEASE_TTL_MS)",
+                cli.lease_ttl_ms.or(file.lease_ttl_ms),
+                6000,
+            )?),
+            save_interval: Duration::from_millis(positive(
+                "--save-interval-ms (TELOS_SAVE_INTERVAL_MS)",
+                cli.save_interval_ms.or(file.save_interval_ms),
+                2000,
+            )?),
+            tick: Duration::from_millis(positive(
+                "--tick-ms (TELOS_TICK_MS)",
+                cli.tick_ms.or(file.tick_ms),
+                1000,
+            )?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cli(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("telos-world").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn shard_id_is_required_and_validated() {
+        let err = WorldConfig::resolve(cli(&[])).unwrap_err().to_string();
+        assert!(err.contains("--shard-id"), "{err}");
+        let err = WorldConfig::resolve(cli(&["--shard-id", "Bad_Id"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("[a-z0-9-]"), "{err}");
+    }
+
+    #[test]
+    fn flag_beats_file_and_file_beats_default() {
+        let dir = std::env::temp_dir().join(format!("telos-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("world.toml");
+        std::fs::write(
+            &path,
+            "shard_id = \"from-file\"\ncapacity = 7\nzones = [\"city\"]\n",
+        )
+        .unwrap();
+        let p = path.to_str().unwrap();
+        let c = WorldConfig::resolve(cli(&["--config", p, "--capacity", "9"])).unwrap();
+        assert_eq!(c.shard_id, "from-file");
+        assert_eq!(c.capacity, 9);
+        assert_eq!(c.zones, vec!["city".to_string()]);
+        assert_eq!(c.grpc_listen.to_string(), "127.0.0.1:7100");
+        std::fs::write(&path, "bogus = 1\n").unwrap();
+        let err = WorldConfig::resolve(cli(&["--config", p]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("bogus"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bad_address_names_the_setting() {
+        let err = WorldConfig::resolve(cli(&["--shard-id", "a", "--grpc-listen", "nope"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--grpc-listen"), "{err}");
+    }
+}

@@ -1,0 +1,34 @@
+//! The key scheme of the directory (documented in the module root). Every
+//! key name is built here and nowhere else.
+
+/// Prefix of every Telos key, so a shared Redis can be inspected and flushed
+/// by pattern.
+pub const PREFIX: &str = "telos:";
+
+pub fn zone_lease(zone: &str) -> String {
+    format!("{PREFIX}zone:{zone}:lease")
+}
+
+pub fn zone_gen(zone: &str) -> String {
+    format!("{PREFIX}zone:{zone}:gen")
+}
+
+pub fn zone_players(zone: &str, shard: &str) -> String {
+    format!("{PREFIX}zone:{zone}:players:{shard}")
+}
+
+pub fn zones() -> String {
+    format!("{PREFIX}zones")
+}
+
+pub fn shard(shard: &str) -> String {
+    format!("{PREFIX}shard:{shard}")
+}
+
+pub fn shards() -> String {
+    format!("{PREFIX}shards")
+}
+
+pub fn shard_online(shard: &str) -> String {
+    format!("{PREFIX}shard:{shard}:online")
+}

@@ -1,0 +1,169 @@
+//! Zone leases: time-fenced compare-and-set with a generation.
+//!
+//! A zone is hosted only while its lease is held. The lease key carries the
+//! owner and generation and expires on the Redis server's clock; the
+//! generation counter never expires (see the module root). Each operation is
+//! one Lua script in the `lease_*.lua` files beside this one.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::Script;
+
+use super::registry::shard_from_fields;
+use super::{Claim, Directory, DirectoryError, ShardInfo, keys, ttl_ms};
+
+static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease_claim.lua")));
+static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease_renew.lua")));
+static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease_release.lua")));
+static FLIP: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease_flip.lua")));
+static SHARD_FOR_ZONE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("shard_for_zone.lua")));
+
+/// Refuses ids that can never hold a lease: empty, or instance-shaped
+/// (`<zone>#<n>`, private to one shard, outside placement).
+pub(super) fn check_zone(zone: &str) -> Result<(), DirectoryError> {
+    if zone.is_empty() {
+        return Err(DirectoryError::Invalid("empty zone id".into()));
+    }
+    if zone.contains('#') {
+        return Err(DirectoryError::InstanceZone(zone.to_owned()));
+    }
+    Ok(())
+}
+
+pub(super) fn check_shard(shard: &str) -> Result<(), DirectoryError> {
+    if shard.is_empty() {
+        return Err(DirectoryError::Invalid("empty shard id".into()));
+    }
+    Ok(())
+}
+
+impl Directory {
+    /// Claims `zone` for `shard`: mints the next generation if the zone is
+    /// free, refreshes the TTL at the same generation if `shard` already
+    /// holds it, and otherwise reports the holder.
+    pub async fn claim_zone(
+        &self,
+        zone: &str,
+        shard: &str,
+        ttl: Duration,
+    ) -> Result<Claim, DirectoryError> {
+        check_zone(zone)?;
+        check_shard(shard)?;
+        let (won, generation, owner): (i64, u64, String) = CLAIM
+            .key(keys::zone_lease(zone))
+            .key(keys::zone_gen(zone))
+            .arg(shard)
+            .arg(ttl_ms(ttl)?)
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(if won == 1 {
+            Claim::Acquired { r#gen: generation }
+        } else {
+            Claim::Held {
+                owner,
+                r#gen: generation,
+            }
+        })
+    }
+
+    /// Extends `shard`'s lease on `zone` at `generation`. False when the lease has
+    /// expired, moved, or been re-minted: the caller must stop the zone.
+    pub async fn renew_zone(
+        &self,
+        zone: &str,
+        shard: &str,
+        generation: u64,
+        ttl: Duration,
+    ) -> Result<bool, DirectoryError> {
+        check_zone(zone)?;
+        let renewed: i64 = RENEW
+            .key(keys::zone_lease(zone))
+            .arg(shard)
+            .arg(generation)
+            .arg(ttl_ms(ttl)?)
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(renewed == 1)
+    }
+
+    /// Gives up `shard`'s lease on `zone` if it is still held at `generation`.
+    pub async fn release_zone(
+        &self,
+        zone: &str,
+        shard: &str,
+        generation: u64,
+    ) -> Result<bool, DirectoryError> {
+        check_zone(zone)?;
+        let released: i64 = RELEASE
+            .key(keys::zone_lease(zone))
+            .arg(shard)
+            .arg(generation)
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(released == 1)
+    }
+
+    /// The fenced hand-over (HandoverZone): only if `from` holds the live
+    /// lease at `expected_gen`, make `to` the owner at a new generation with a
+    /// fresh TTL, in one step. Returns the new generation, `None` if fenced.
+    pub async fn flip_zone(
+        &self,
+        zone: &str,
+        from: &str,
+        expected_gen: u64,
+        to: &str,
+        ttl: Duration,
+    ) -> Result<Option<u64>, DirectoryError> {
+        check_zone(zone)?;
+        check_shard(to)?;
+        Ok(FLIP
+            .key(keys::zone_lease(zone))
+            .key(keys::zone_gen(zone))
+            .arg(from)
+            .arg(expected_gen)
+            .arg(to)
+            .arg(ttl_ms(ttl)?)
+            .invoke_async(&mut self.conn())
+            .await?)
+    }
+
+    /// The live lease's `(owner, gen)`, or `None` while the zone is free.
+    pub async fn zone_owner(&self, zone: &str) -> Result<Option<(String, u64)>, DirectoryError> {
+        check_zone(zone)?;
+        let key = keys::zone_lease(zone);
+        let (owner, generation): (Option<String>, Option<u64>) = redis::cmd("HMGET")
+            .arg(&key)
+            .arg("owner")
+            .arg("gen")
+            .query_async(&mut self.conn())
+            .await?;
+        match (owner, generation) {
+            (Some(owner), Some(generation)) => Ok(Some((owner, generation))),
+            (None, None) => Ok(None),
+            _ => Err(DirectoryError::Corrupt {
+                key,
+                reason: "lease hash lacks owner or gen".into(),
+            }),
+        }
+    }
+
+    /// ShardForZone: the shard that owns `zone` right now, if it is live.
+    /// `None` when the zone is free or its owner's registry entry expired.
+    pub async fn shard_for_zone(&self, zone: &str) -> Result<Option<ShardInfo>, DirectoryError> {
+        check_zone(zone)?;
+        let reply: Option<Vec<String>> = SHARD_FOR_ZONE
+            .key(keys::zone_lease(zone))
+            .arg(keys::shard(""))
+            .invoke_async(&mut self.conn())
+            .await?;
+        let Some(reply) = reply else {
+            return Ok(None);
+        };
+        // reply = [owner, gen, field, value, ...]; the registry fields decide.
+        let owner = reply.first().cloned().unwrap_or_default();
+        let fields = reply.get(2..).unwrap_or_default();
+        shard_from_fields(&keys::shard(&owner), fields).map(Some)
+    }
+}

@@ -1,0 +1,14 @@
+-- Fenced hand-over of a zone lease (HandoverZone): one atomic step from the
+-- live owner to the next, so ShardForZone never sees the zone ownerless.
+-- KEYS[1] lease hash    KEYS[2] generation counter
+-- ARGV[1] from shard    ARGV[2] expected gen    ARGV[3] to shard    ARGV[4] TTL, ms
+-- Returns the new generation, or nil when the live lease is not exactly
+-- (from, expected gen) — including when it has expired.
+if redis.call('HGET', KEYS[1], 'owner') == ARGV[1]
+   and redis.call('HGET', KEYS[1], 'gen') == ARGV[2] then
+  local gen = redis.call('INCR', KEYS[2])
+  redis.call('HSET', KEYS[1], 'owner', ARGV[3], 'gen', gen)
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  return gen
+end
+return false

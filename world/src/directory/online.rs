@@ -1,0 +1,61 @@
+//! The online-player list behind `who`: each shard publishes its own list
+//! with a TTL, and a reader merges the lists of every live shard.
+
+use std::time::Duration;
+
+use super::lease::check_shard;
+use super::{Directory, DirectoryError, OnlinePlayer, keys, ttl_ms};
+
+impl Directory {
+    /// Replaces `shard`'s list. It expires after `ttl` unless republished,
+    /// so a dead shard's players drop out of `who` by themselves.
+    pub async fn publish_online(
+        &self,
+        shard: &str,
+        players: &[OnlinePlayer],
+        ttl: Duration,
+    ) -> Result<(), DirectoryError> {
+        check_shard(shard)?;
+        let json = serde_json::to_string(players)
+            .map_err(|e| DirectoryError::Invalid(format!("online list: {e}")))?;
+        redis::cmd("SET")
+            .arg(keys::shard_online(shard))
+            .arg(json)
+            .arg("PX")
+            .arg(ttl_ms(ttl)?)
+            .exec_async(&mut self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// Everyone online on every live shard, sorted by name (case-insensitive).
+    /// Filtering `wizinvis` players is the caller's job: it depends on who asks.
+    pub async fn online(&self) -> Result<Vec<OnlinePlayer>, DirectoryError> {
+        let shards = self.shards().await?;
+        if shards.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = shards.iter().map(|s| keys::shard_online(&s.id)).collect();
+        let lists: Vec<Option<String>> = redis::cmd("MGET")
+            .arg(&keys)
+            .query_async(&mut self.conn())
+            .await?;
+        let mut players = Vec::new();
+        for (key, list) in keys.iter().zip(lists) {
+            let Some(list) = list else { continue };
+            let mut parsed: Vec<OnlinePlayer> =
+                serde_json::from_str(&list).map_err(|e| DirectoryError::Corrupt {
+                    key: key.clone(),
+                    reason: e.to_string(),
+                })?;
+            players.append(&mut parsed);
+        }
+        players.sort_by(|a, b| {
+            a.name
+                .to_lowercase()
+                .cmp(&b.name.to_lowercase())
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        Ok(players)
+    }
+}

@@ -1,0 +1,88 @@
+//! Values the directory hands out.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The answer to a lease claim. (`gen` is a reserved word in edition 2024,
+/// hence `r#gen`; serde still names the field `gen`.)
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// The caller holds the lease at `gen` (newly minted, or its own lease
+    /// refreshed at the same generation).
+    Acquired { r#gen: u64 },
+    /// Another shard holds a live lease.
+    Held { owner: String, r#gen: u64 },
+}
+
+/// Whether a shard takes new work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShardState {
+    /// Accepts fresh logins and handoffs.
+    Live,
+    /// Rejects fresh logins; still accepts inbound handoffs.
+    Draining,
+}
+
+impl ShardState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShardState::Live => "live",
+            ShardState::Draining => "draining",
+        }
+    }
+}
+
+impl fmt::Display for ShardState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ShardState {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "live" => Ok(ShardState::Live),
+            "draining" => Ok(ShardState::Draining),
+            other => Err(format!("unknown shard state {other:?}")),
+        }
+    }
+}
+
+/// One shard's registry entry, as its last heartbeat wrote it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    pub id: String,
+    /// gRPC address peers and gates dial.
+    pub addr: String,
+    pub state: ShardState,
+    pub players: u64,
+    /// Soft occupancy ceiling, players.
+    pub capacity: u64,
+}
+
+/// A player as `who` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OnlinePlayer {
+    pub name: String,
+    pub tier: String,
+    pub wizinvis: bool,
+    pub shard: String,
+    pub zone: String,
+}
+
+/// One known zone for `telosctl status`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZoneStatus {
+    pub id: String,
+    /// Holder of the live lease; `None` while the zone is unowned.
+    pub owner: Option<String>,
+    /// The live lease's generation, or the last one issued if none is live
+    /// (0 if the zone was never claimed).
+    pub r#gen: u64,
+    /// Players in the zone, summed over live shards' reports.
+    pub players: u64,
+}

@@ -1,0 +1,109 @@
+//! Small text helpers shared by the game model. Every string a player can
+//! type passes through here before it is stored or echoed, so none of these
+//! may panic on any input (multi-byte UTF-8, control bytes, huge lines).
+
+/// Removes every control character (C0, DEL, C1): they could rewrite a
+/// terminal, forge line breaks in another player's output or smuggle ANSI
+/// escapes into durable state.
+pub fn strip_control(s: &str) -> String {
+    s.chars().filter(|c| !c.is_control()).collect()
+}
+
+/// The longest prefix of `s` that is at most `max` bytes and ends on a char
+/// boundary (byte bounds keep durable sizes predictable; the boundary keeps
+/// slicing from panicking on multi-byte text).
+pub fn truncate_bytes(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Upper-cases the first character: item and mob names are written in
+/// running-text form ("a red fox") and start sentences in output.
+pub fn capitalize(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// Greedy word wrap to `width` characters; each output line ends in "\n".
+/// A single word longer than `width` gets a line of its own rather than being
+/// split, so authors' text is never altered.
+pub fn wrap(s: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line_len = 0;
+    for word in s.split_whitespace() {
+        let len = word.chars().count();
+        if line_len > 0 && line_len + 1 + len > width {
+            out.push('\n');
+            line_len = 0;
+        }
+        if line_len > 0 {
+            out.push(' ');
+            line_len += 1;
+        }
+        out.push_str(word);
+        line_len += len;
+    }
+    out.push('\n');
+    out
+}
+
+/// Splits a command line into its first word and the rest (leading
+/// whitespace of the rest removed, inner spacing kept for `say`).
+pub fn split_word(s: &str) -> (&str, &str) {
+    let s = s.trim_start();
+    match s.find(char::is_whitespace) {
+        Some(i) => (&s[..i], s[i..].trim_start()),
+        None => (s, ""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strip_control_removes_escapes_and_newlines_keeps_unicode() {
+        assert_eq!(strip_control("a\x1b[31mb\r\nc\u{85}d é"), "a[31mbcd é");
+    }
+
+    #[test]
+    fn truncate_respects_char_boundaries() {
+        assert_eq!(truncate_bytes("héllo", 2), "h");
+        assert_eq!(truncate_bytes("héllo", 3), "hé");
+        assert_eq!(truncate_bytes("abc", 10), "abc");
+        assert_eq!(truncate_bytes("日本", 1), "");
+    }
+
+    #[test]
+    fn capitalize_handles_empty_and_unicode() {
+        assert_eq!(capitalize("a red fox"), "A red fox");
+        assert_eq!(capitalize(""), "");
+        assert_eq!(capitalize("ébène"), "Ébène");
+    }
+
+    #[test]
+    fn wrap_breaks_at_width() {
+        assert_eq!(wrap("aaa bbb ccc", 7), "aaa bbb\nccc\n");
+        assert_eq!(wrap("", 7), "\n");
+        assert_eq!(
+            wrap("averyveryverylongword x", 5),
+            "averyveryverylongword\nx\n"
+        );
+    }
+
+    #[test]
+    fn split_word_keeps_rest() {
+        assert_eq!(split_word("  say  hello  there "), ("say", "hello  there "));
+        assert_eq!(split_word("look"), ("look", ""));
+        assert_eq!(split_word(""), ("", ""));
+    }
+}

@@ -1,0 +1,68 @@
+//! The `who` list. The zone actor gathers entries from every shard; this
+//! only decides what a given viewer may see and how it reads.
+
+use super::tier::Tier;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WhoEntry {
+    pub name: String,
+    pub tier: Tier,
+    pub wizinvis: bool,
+    pub shard: String,
+}
+
+/// One line per player the viewer may see (sorted by name), then exactly
+/// `<N> players online` where N counts only those lines: a hidden admin
+/// must not be inferable from the total.
+pub fn format_who(entries: &[WhoEntry], viewer_is_admin: bool) -> String {
+    let mut visible: Vec<&WhoEntry> = entries
+        .iter()
+        .filter(|e| viewer_is_admin || !e.wizinvis)
+        .collect();
+    visible.sort_by_key(|e| e.name.to_ascii_lowercase());
+    let mut out = String::new();
+    for e in &visible {
+        let invis = if e.wizinvis { " (wizinvis)" } else { "" };
+        out.push_str(&format!("{:<16} [{}] {}{invis}\n", e.name, e.tier, e.shard));
+    }
+    out.push_str(&format!("{} players online\n", visible.len()));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str, tier: Tier, wizinvis: bool) -> WhoEntry {
+        WhoEntry {
+            name: name.into(),
+            tier,
+            wizinvis,
+            shard: "w1".into(),
+        }
+    }
+
+    #[test]
+    fn hides_wizinvis_from_players_and_counts_only_visible() {
+        let list = [
+            entry("Carol", Tier::Admin, true),
+            entry("Alice", Tier::Player, false),
+            entry("bob", Tier::Builder, false),
+        ];
+        assert_eq!(
+            format_who(&list, false),
+            "Alice            [player] w1\nbob              [builder] w1\n2 players online\n"
+        );
+        let admin = format_who(&list, true);
+        assert!(
+            admin.contains("Carol            [admin] w1 (wizinvis)\n"),
+            "{admin}"
+        );
+        assert!(admin.ends_with("\n3 players online\n"), "{admin}");
+    }
+
+    #[test]
+    fn empty_list() {
+        assert_eq!(format_who(&[], false), "0 players online\n");
+    }
+}

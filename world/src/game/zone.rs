@@ -1,0 +1,344 @@
+//! The live state of one hosted zone: floor items, mobs and the players
+//! present. Single-writer (the zone actor owns it); every method is pure and
+//! returns what should be said to whom.
+//!
+//! Command execution lives in `exec.rs`, room rendering in `render.rs`;
+//! this file holds the state, arrival/departure and the tick.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::character::{Character, Item, keywords_match};
+use super::render::{name_cap, render_room};
+use super::tier::can_see;
+use super::world::{Direction, WorldDef, ZoneDef, instance_room, is_instance_id};
+
+/// One in N chance per tick that a wandering mob moves.
+pub const WANDER_ODDS: u32 = 8;
+/// Ticks between item resets: a floor item whose definition places it is
+/// put back if no copy lies anywhere in the zone, so a world picked clean
+/// refills without duplicating what is still lying around.
+pub const RESET_TICKS: u64 = 300;
+/// Per-tick regeneration (hit points, mana, moves).
+pub const REGEN: (u32, u32, u32) = (1, 1, 2);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// Player key.
+    pub to: String,
+    /// One or more lines, each ending in "\n".
+    pub text: String,
+}
+
+impl Delivery {
+    pub fn new(to: &str, text: impl Into<String>) -> Self {
+        Delivery {
+            to: to.to_string(),
+            text: text.into(),
+        }
+    }
+}
+
+pub struct Ctx<'a> {
+    pub shard_id: &'a str,
+    /// The hosted id, e.g. "forest" or "crypt#3".
+    pub zone_id: &'a str,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Action {
+    #[default]
+    None,
+    /// The player walked into a room of another zone. The model has NOT
+    /// moved them: they are still in this ZoneState. The actor moves them to
+    /// another local zone, hands them off, or refuses with
+    /// [`ZoneState::refuse_exit`].
+    LeaveZone { to_room: String, dir: Direction },
+    /// The player typed quit ("Goodbye." is already in the deliveries); the
+    /// actor saves, calls [`ZoneState::leave`] and closes.
+    Quit,
+    /// The actor gathers the online list and replies with `format_who`.
+    Who { viewer_is_admin: bool },
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub deliveries: Vec<Delivery>,
+    pub action: Action,
+    /// Durable character state changed (room, inventory, journal, aliases,
+    /// flags, vitals from eating). Tick changes (regeneration, affects
+    /// running out) never set it: the actor's periodic save covers them.
+    pub dirty: bool,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct LiveRoom {
+    /// Index into `ZoneDef::rooms`.
+    pub def: usize,
+    /// Exits with this zone's rooms renamed into the hosted id.
+    pub exits: BTreeMap<Direction, String>,
+    pub items: Vec<Item>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Mob {
+    pub id: String,
+    pub name: String,
+    pub keywords: Vec<String>,
+    pub description: Option<String>,
+    pub room: String,
+    pub wander: bool,
+}
+
+impl Mob {
+    pub fn matches(&self, word: &str) -> bool {
+        keywords_match(&self.keywords, word)
+    }
+}
+
+pub struct ZoneState {
+    pub(super) def: Arc<ZoneDef>,
+    pub(super) world: Arc<WorldDef>,
+    pub(super) zone_id: String,
+    pub(super) rooms: BTreeMap<String, LiveRoom>,
+    pub(super) first_room: String,
+    pub(super) players: BTreeMap<String, Character>,
+    pub(super) mobs: Vec<Mob>,
+    pub(super) ticks: u64,
+}
+
+impl ZoneState {
+    /// A freshly reset zone. `zone_id` is the hosted id: the def's own id, or
+    /// `<def id>#<n>` for an instance, whose rooms are renamed to match.
+    pub fn new(def: Arc<ZoneDef>, world: Arc<WorldDef>, zone_id: &str) -> Self {
+        let local = |room: &str| instance_room(room, zone_id);
+        let rooms = def
+            .rooms
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let exits = r.exits.iter().map(|(d, t)| (*d, local(t))).collect();
+                (
+                    local(&r.id),
+                    LiveRoom {
+                        def: i,
+                        exits,
+                        items: Vec::new(),
+                    },
+                )
+            })
+            .collect();
+        let mobs = def
+            .mobs
+            .iter()
+            .map(|m| Mob {
+                id: m.id.clone(),
+                name: m.name.clone(),
+                keywords: m.keywords.clone(),
+                description: m.description.clone(),
+                room: local(&m.room),
+                wander: m.wander,
+            })
+            .collect();
+        let mut zone = ZoneState {
+            first_room: local(&def.rooms[0].id),
+            def,
+            world,
+            zone_id: zone_id.to_string(),
+            rooms,
+            players: BTreeMap::new(),
+            mobs,
+            ticks: 0,
+        };
+        zone.reset_items();
+        zone
+    }
+
+    pub fn zone_id(&self) -> &str {
+        &self.zone_id
+    }
+
+    pub fn def(&self) -> &Arc<ZoneDef> {
+        &self.def
+    }
+
+    pub fn world(&self) -> &Arc<WorldDef> {
+        &self.world
+    }
+
+    /// Whether `room_id` (hosted form) is a room of this zone.
+    pub fn has_room(&self, room_id: &str) -> bool {
+        self.rooms.contains_key(room_id)
+    }
+
+    /// Items lying on the floor of a room (hosted room id).
+    pub fn floor(&self, room_id: &str) -> &[Item] {
+        self.rooms.get(room_id).map_or(&[], |r| r.items.as_slice())
+    }
+
+    pub fn mobs(&self) -> &[Mob] {
+        &self.mobs
+    }
+
+    /// Places every defined floor item that has no copy anywhere in the zone.
+    fn reset_items(&mut self) {
+        let def = Arc::clone(&self.def);
+        for item in &def.items {
+            let Some(room) = &item.room else { continue };
+            let present = self
+                .rooms
+                .values()
+                .any(|r| r.items.iter().any(|i| i.id == item.id));
+            if !present && let Some(r) = self.rooms.get_mut(&instance_room(room, &self.zone_id)) {
+                r.items.push(Item::from(item));
+            }
+        }
+    }
+
+    /// Puts a player into the zone. A room outside this zone (or unknown)
+    /// becomes the zone's first room; an instance room of the template is
+    /// renamed into this instance. Arriving in a non-instance zone clears
+    /// `instance_return`, which only matters while inside an instance.
+    pub fn enter(&mut self, mut ch: Character, arrived_from: Option<Direction>) -> Vec<Delivery> {
+        let room = instance_room(&ch.room, &self.zone_id);
+        ch.room = if self.rooms.contains_key(&room) {
+            room
+        } else {
+            self.first_room.clone()
+        };
+        if !is_instance_id(&self.zone_id) {
+            ch.instance_return = None;
+        }
+        let key = ch.key();
+        let text = match arrived_from {
+            Some(dir) => format!("{} arrives from {}.\n", ch.name, dir.from_phrase()),
+            None => format!("{} arrives.\n", ch.name),
+        };
+        let mut out = self.tell_room(&ch, &key, &text);
+        out.push(Delivery::new(&key, render_room(self, &ch)));
+        self.players.insert(key, ch);
+        out
+    }
+
+    /// Removes a player, telling the room they left (`dir`) or vanished
+    /// (`None`: quit, disconnect, teleport).
+    pub fn leave(
+        &mut self,
+        key: &str,
+        dir: Option<Direction>,
+    ) -> Option<(Character, Vec<Delivery>)> {
+        let ch = self.players.remove(key)?;
+        let text = match dir {
+            Some(dir) => format!("{} leaves {dir}.\n", ch.name),
+            None => format!("{} vanishes.\n", ch.name),
+        };
+        let out = self.tell_room(&ch, key, &text);
+        Some((ch, out))
+    }
+
+    pub fn character(&self, key: &str) -> Option<&Character> {
+        self.players.get(key)
+    }
+
+    pub fn character_mut(&mut self, key: &str) -> Option<&mut Character> {
+        self.players.get_mut(key)
+    }
+
+    pub fn players(&self) -> impl Iterator<Item = &Character> {
+        self.players.values()
+    }
+
+    pub fn player_count(&self) -> usize {
+        self.players.len()
+    }
+
+    /// The line for an exit the actor won't let the player through now.
+    pub fn refuse_exit(&self, key: &str, dir: Direction) -> Vec<Delivery> {
+        vec![Delivery::new(
+            key,
+            format!("The way {dir} is closed for now; try again later.\n"),
+        )]
+    }
+
+    /// Tells everyone in `actor`'s room except `except` who can see `actor`.
+    pub(super) fn tell_room(&self, actor: &Character, except: &str, text: &str) -> Vec<Delivery> {
+        self.players
+            .iter()
+            .filter(|(k, p)| k.as_str() != except && p.room == actor.room && can_see(p, actor))
+            .map(|(k, _)| Delivery::new(k, text))
+            .collect()
+    }
+
+    /// Tells every player in `room` (mob movement: mobs are never hidden).
+    fn tell_all_in(&self, room: &str, text: &str) -> Vec<Delivery> {
+        self.players
+            .iter()
+            .filter(|(_, p)| p.room == room)
+            .map(|(k, _)| Delivery::new(k, text))
+            .collect()
+    }
+
+    /// One game tick. `roll(n)` must return a value in `0..n` (a larger one
+    /// is reduced modulo n); tests pass a scripted roller.
+    pub fn tick(&mut self, roll: &mut dyn FnMut(u32) -> u32) -> Vec<Delivery> {
+        self.ticks += 1;
+        let mut out = Vec::new();
+        for (key, ch) in &mut self.players {
+            let v = &mut ch.vitals;
+            let bonus: u32 = ch.affects.iter().map(|a| a.regen).sum();
+            v.hp =
+                v.hp.saturating_add(REGEN.0)
+                    .saturating_add(bonus)
+                    .min(v.max_hp);
+            v.mana = v.mana.saturating_add(REGEN.1).min(v.max_mana);
+            v.moves = v.moves.saturating_add(REGEN.2).min(v.max_moves);
+            ch.affects.retain_mut(|a| {
+                a.ticks_left = a.ticks_left.saturating_sub(1);
+                if a.ticks_left == 0 {
+                    out.push(Delivery::new(
+                        key,
+                        format!("You no longer feel {}.\n", a.name),
+                    ));
+                }
+                a.ticks_left > 0
+            });
+        }
+        for i in 0..self.mobs.len() {
+            if self.mobs[i].wander && roll(WANDER_ODDS).is_multiple_of(WANDER_ODDS) {
+                out.extend(self.wander(i, roll));
+            }
+        }
+        if self.ticks.is_multiple_of(RESET_TICKS) {
+            self.reset_items();
+        }
+        out
+    }
+
+    /// Moves mob `i` through a random exit that stays inside this zone.
+    fn wander(&mut self, i: usize, roll: &mut dyn FnMut(u32) -> u32) -> Vec<Delivery> {
+        let from = self.mobs[i].room.clone();
+        let exits: Vec<(Direction, String)> = self.rooms[&from]
+            .exits
+            .iter()
+            .filter(|(_, t)| self.rooms.contains_key(*t))
+            .map(|(d, t)| (*d, t.clone()))
+            .collect();
+        if exits.is_empty() {
+            return Vec::new();
+        }
+        let n = exits.len() as u32;
+        let (dir, to) = exits[(roll(n) % n) as usize].clone();
+        let name = name_cap(&self.mobs[i].name);
+        let mut out = self.tell_all_in(&from, &format!("{name} leaves {dir}.\n"));
+        out.extend(self.tell_all_in(
+            &to,
+            &format!("{name} arrives from {}.\n", dir.from_phrase()),
+        ));
+        self.mobs[i].room = to;
+        out
+    }
+}
+
+#[cfg(test)]
+#[path = "zone_tests.rs"]
+mod tests;

@@ -1,0 +1,5 @@
+//! Thin tonic service impls: parse, call into the modules that own the
+//! rules, map errors. No game or coordination logic lives here.
+
+pub mod handoff;
+pub mod play;

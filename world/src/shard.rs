@@ -1,0 +1,303 @@
+//! The shard runtime: which zones this process hosts, their leases, the
+//! registry heartbeat, and the one shutdown story.
+//!
+//! A root [`CancellationToken`] has a child per zone; a [`TaskTracker`]
+//! holds every task so shutdown can wait on them with a deadline.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{info, warn};
+
+use crate::config::WorldConfig;
+use crate::directory::{Claim, Directory, ShardInfo, ShardState};
+use crate::game::{WorldDef, is_instance_id};
+use crate::store::Store;
+use crate::zone::lease::{LeaseState, renew_loop};
+use crate::zone::{Hosted, ZoneEnv, ZoneHandle, roster::Roster, spawn_zone};
+
+/// Registry heartbeat period.
+const HEARTBEAT: Duration = Duration::from_secs(1);
+
+/// Presence TTL: three heartbeats, so one slow Redis round trip never makes
+/// a live shard look dead, while a dead one disappears within 3 s.
+pub const PRESENCE_TTL: Duration = Duration::from_secs(3);
+
+/// Coalesce roster changes this long before publishing the online list.
+const ONLINE_DEBOUNCE: Duration = Duration::from_millis(50);
+
+pub struct Shard {
+    pub cfg: WorldConfig,
+    /// The address peers and gates dial (the bound gRPC address).
+    pub addr: String,
+    pub env: ZoneEnv,
+    pub tracker: TaskTracker,
+    pub root: CancellationToken,
+    draining: AtomicBool,
+}
+
+/// Where a player's zone is served.
+pub enum ZoneRoute {
+    Local(ZoneHandle),
+    Remote(ShardInfo),
+    Unserved,
+}
+
+impl Shard {
+    /// Connect to Redis and load the world. Starts nothing yet.
+    pub async fn new(
+        cfg: WorldConfig,
+        addr: String,
+        world: WorldDef,
+    ) -> anyhow::Result<Arc<Shard>> {
+        let directory = Directory::connect(&cfg.redis_url)
+            .await
+            .with_context(|| format!("connecting to Redis at {}", cfg.redis_url))?;
+        let store = Store::connect(&cfg.redis_url)
+            .await
+            .with_context(|| format!("connecting to Redis at {}", cfg.redis_url))?;
+        for zone in &cfg.zones {
+            if world.zone(zone).is_none() {
+                anyhow::bail!("invalid setting --zones (TELOS_ZONES): unknown zone {zone:?}");
+            }
+        }
+        let zone_ids: Vec<String> = world
+            .zones
+            .values()
+            .filter(|z| !z.instanced)
+            .map(|z| z.id.clone())
+            .collect();
+        directory.register_zones(&zone_ids).await?;
+        let env = ZoneEnv {
+            shard_id: cfg.shard_id.clone(),
+            world: Arc::new(world),
+            store,
+            directory,
+            hosted: Hosted::default(),
+            roster: Roster::default(),
+            tick: cfg.tick,
+            save_interval: cfg.save_interval,
+        };
+        Ok(Arc::new(Shard {
+            cfg,
+            addr,
+            env,
+            tracker: TaskTracker::new(),
+            root: CancellationToken::new(),
+            draining: AtomicBool::new(false),
+        }))
+    }
+
+    pub fn id(&self) -> &str {
+        &self.cfg.shard_id
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    pub fn set_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Start the background loops: registry heartbeat, online list, and the
+    /// boot-zone claimer (which also re-claims a boot zone whose lease came
+    /// free again, e.g. after a fence).
+    pub fn start(self: &Arc<Self>) {
+        let me = self.clone();
+        self.tracker.spawn(async move { me.heartbeat_loop().await });
+        let me = self.clone();
+        self.tracker.spawn(async move { me.online_loop().await });
+        let me = self.clone();
+        self.tracker.spawn(async move { me.boot_zone_loop().await });
+    }
+
+    fn info(&self) -> ShardInfo {
+        ShardInfo {
+            id: self.cfg.shard_id.clone(),
+            addr: self.addr.clone(),
+            state: if self.is_draining() {
+                ShardState::Draining
+            } else {
+                ShardState::Live
+            },
+            players: self.env.roster.len() as u64,
+            capacity: self.cfg.capacity,
+        }
+    }
+
+    async fn heartbeat_loop(&self) {
+        let mut every = tokio::time::interval(HEARTBEAT);
+        loop {
+            tokio::select! {
+                _ = self.root.cancelled() => return,
+                _ = every.tick() => {}
+            }
+            if let Err(e) = self
+                .env
+                .directory
+                .heartbeat(&self.info(), PRESENCE_TTL)
+                .await
+            {
+                metrics::counter!("telos_redis_errors_total", "op" => "heartbeat").increment(1);
+                warn!(error = %e, "registry heartbeat failed");
+            }
+            metrics::gauge!("telos_players", "shard" => self.cfg.shard_id.clone())
+                .set(self.env.roster.len() as f64);
+        }
+    }
+
+    async fn online_loop(&self) {
+        loop {
+            tokio::select! {
+                _ = self.root.cancelled() => return,
+                _ = self.env.roster.changed() => tokio::time::sleep(ONLINE_DEBOUNCE).await,
+                _ = tokio::time::sleep(HEARTBEAT) => {}
+            }
+            let players = self.env.roster.snapshot();
+            if let Err(e) = self
+                .env
+                .directory
+                .publish_online(&self.cfg.shard_id, &players, PRESENCE_TTL)
+                .await
+            {
+                metrics::counter!("telos_redis_errors_total", "op" => "publish_online")
+                    .increment(1);
+                warn!(error = %e, "publishing the online list failed");
+            }
+        }
+    }
+
+    async fn boot_zone_loop(&self) {
+        let period = self.cfg.lease_ttl / 2;
+        loop {
+            for zone in &self.cfg.zones {
+                if self.env.hosted.get(zone).is_none()
+                    && !self.is_draining()
+                    && let Err(e) = self.host_zone(zone).await
+                {
+                    warn!(zone, error = %e, "claiming boot zone failed");
+                }
+            }
+            tokio::select! {
+                _ = self.root.cancelled() => return,
+                _ = tokio::time::sleep(period) => {}
+            }
+        }
+    }
+
+    /// Claim `zone`'s lease and start its actor and renew loop. `Ok(None)`
+    /// when another shard holds the lease.
+    pub async fn host_zone(&self, zone: &str) -> anyhow::Result<Option<ZoneHandle>> {
+        if is_instance_id(zone) {
+            anyhow::bail!("instance zones take no lease: {zone}");
+        }
+        if let Some(h) = self.env.hosted.get(zone) {
+            return Ok(Some(h));
+        }
+        let def = self
+            .env
+            .world
+            .zone(zone)
+            .cloned()
+            .with_context(|| format!("unknown zone {zone}"))?;
+        let sent_at = Instant::now();
+        let claim = self
+            .env
+            .directory
+            .claim_zone(zone, &self.cfg.shard_id, self.cfg.lease_ttl)
+            .await?;
+        let generation = match claim {
+            Claim::Acquired { r#gen } => r#gen,
+            Claim::Held { owner, r#gen } => {
+                info!(
+                    zone,
+                    owner,
+                    generation = r#gen,
+                    "zone lease held by another shard"
+                );
+                return Ok(None);
+            }
+        };
+        let lease = LeaseState::new(generation, self.cfg.lease_ttl, sent_at);
+        let handle = spawn_zone(
+            self.env.clone(),
+            zone,
+            def,
+            Some(lease.clone()),
+            &self.tracker,
+            &self.root,
+        );
+        info!(zone, generation, "zone lease acquired");
+        self.tracker.spawn(renew_loop(
+            self.env.directory.clone(),
+            zone.to_string(),
+            self.cfg.shard_id.clone(),
+            lease.clone(),
+            handle.cancel_token().clone(),
+            self.root.clone(),
+        ));
+        // When the zone stops (fence or shutdown), give the lease back if it
+        // is still ours at this generation, so a peer need not wait the TTL.
+        let (dir, shard, zone_id, token) = (
+            self.env.directory.clone(),
+            self.cfg.shard_id.clone(),
+            zone.to_string(),
+            handle.cancel_token().clone(),
+        );
+        self.tracker.spawn(async move {
+            token.cancelled().await;
+            if let Err(e) = dir.release_zone(&zone_id, &shard, generation).await {
+                warn!(zone = zone_id, error = %e, "releasing the lease failed; it expires by TTL");
+            }
+        });
+        Ok(Some(handle))
+    }
+
+    /// Where the zone of `room` is served right now.
+    pub async fn route(&self, zone: &str) -> anyhow::Result<ZoneRoute> {
+        if let Some(h) = self.env.hosted.get(zone) {
+            return Ok(ZoneRoute::Local(h));
+        }
+        Ok(match self.env.directory.shard_for_zone(zone).await? {
+            Some(info) if info.id != self.cfg.shard_id => ZoneRoute::Remote(info),
+            _ => ZoneRoute::Unserved,
+        })
+    }
+
+    /// Stop cleanly (SIGINT): save every player, close their sessions so
+    /// their gates resume them elsewhere, release leases, leave the registry.
+    pub async fn shutdown(&self, deadline: Duration) {
+        info!(zones = ?self.env.hosted.ids(), "shutting down");
+        let zones = self.env.hosted.all();
+        let mut stops = tokio::task::JoinSet::new();
+        for z in zones.clone() {
+            stops.spawn(async move { z.shutdown("The world is restarting; hold on...").await });
+        }
+        if tokio::time::timeout(deadline, stops.join_all())
+            .await
+            .is_err()
+        {
+            warn!("zones did not stop within the deadline");
+        }
+        for z in &zones {
+            z.cancel_token().cancel();
+        }
+        self.root.cancel();
+        self.tracker.close();
+        if tokio::time::timeout(deadline, self.tracker.wait())
+            .await
+            .is_err()
+        {
+            warn!("background tasks did not finish within the deadline");
+        }
+        if let Err(e) = self.env.directory.deregister(&self.cfg.shard_id).await {
+            warn!(error = %e, "leaving the registry failed; the entry expires by TTL");
+        }
+    }
+}

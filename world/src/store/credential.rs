@@ -1,0 +1,75 @@
+//! Resume credentials: a random secret bound to (character, gate connection)
+//! that lets a reconnecting session resume without the password. Redis holds
+//! only its SHA-256 hash, so a leaked dump cannot be replayed.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::Script;
+use sha2::{Digest, Sha256};
+
+use super::{PREFIX, Store, StoreError, normalize};
+
+static CHECK: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("credential_check.lua")));
+
+/// 32 random bytes: 256 bits, not guessable within any TTL.
+const CREDENTIAL_BYTES: usize = 32;
+/// Domain separation, so this hash can never be confused with another use of
+/// SHA-256 over the same bytes.
+const HASH_DOMAIN: &[u8] = b"telos/resume-credential/v1\0";
+
+fn key(name: &str, conn_id: &str) -> Result<String, StoreError> {
+    Ok(format!("{PREFIX}cred:{}:{conn_id}", normalize(name)?))
+}
+
+fn digest(credential: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(HASH_DOMAIN);
+    h.update(credential.as_bytes());
+    hex::encode(h.finalize())
+}
+
+impl Store {
+    /// Mints a credential for (`name`, `conn_id`), replacing any earlier one
+    /// for that pair. It lapses after `ttl` unless checked (which restarts it).
+    pub async fn issue_credential(
+        &self,
+        name: &str,
+        conn_id: &str,
+        ttl: Duration,
+    ) -> Result<String, StoreError> {
+        let key = key(name, conn_id)?;
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        if ms == 0 {
+            return Err(StoreError::Invalid(format!(
+                "credential ttl {ttl:?} rounds to 0 ms"
+            )));
+        }
+        let credential = hex::encode(rand::random::<[u8; CREDENTIAL_BYTES]>());
+        redis::pipe()
+            .atomic()
+            .del(&key)
+            .hset_multiple(&key, &[("h", digest(&credential)), ("ttl", ms.to_string())])
+            .pexpire(&key, i64::try_from(ms).unwrap_or(i64::MAX))
+            .exec_async(&mut self.conn())
+            .await?;
+        Ok(credential)
+    }
+
+    /// Whether `credential` is the live one for (`name`, `conn_id`); a valid
+    /// check restarts its TTL.
+    pub async fn check_credential(
+        &self,
+        name: &str,
+        conn_id: &str,
+        credential: &str,
+    ) -> Result<bool, StoreError> {
+        let valid: i64 = CHECK
+            .key(key(name, conn_id)?)
+            .arg(digest(credential))
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(valid == 1)
+    }
+}

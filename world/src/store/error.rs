@@ -1,0 +1,45 @@
+//! Store errors: *refused* (the store answered no) versus *failed* (the store
+//! could not be read or written; callers fail closed).
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Refused: a character with this name (case-insensitive) exists.
+    #[error("name is taken")]
+    NameTaken,
+    /// Refused: no character with this name.
+    #[error("no such character")]
+    NotFound,
+    /// Refused: the name cannot be stored (empty, whitespace, control, `:`).
+    #[error("invalid character name {0:?}")]
+    InvalidName(String),
+    /// Refused: a malformed argument (zero TTL).
+    #[error("invalid store request: {0}")]
+    Invalid(String),
+    /// Refused: not one of `player`, `builder`, `admin`.
+    #[error("invalid tier {0:?}")]
+    InvalidTier(String),
+    /// Failed: Redis unreachable, timed out, or errored. A write may or may
+    /// not have been applied (indeterminate); the CAS fences make a retry safe.
+    #[error("store redis call failed: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// Failed: a row held data this code did not write.
+    #[error("store data at {key} is malformed: {reason}")]
+    Corrupt { key: String, reason: String },
+    /// Failed: password hashing errored or its worker thread died.
+    #[error("password hashing failed: {0}")]
+    Hash(String),
+}
+
+impl StoreError {
+    /// True when the store answered "no"; false when it could not answer.
+    pub fn is_refused(&self) -> bool {
+        matches!(
+            self,
+            Self::NameTaken
+                | Self::NotFound
+                | Self::InvalidName(_)
+                | Self::InvalidTier(_)
+                | Self::Invalid(_)
+        )
+    }
+}

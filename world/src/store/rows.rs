@@ -1,0 +1,181 @@
+//! Character rows: create, load, claim, fenced save, tier.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+use super::{
+    CharacterRow, ClaimedCharacter, SaveOutcome, Store, StoreError, TIERS, password, row_key,
+};
+
+static CREATE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("create.lua")));
+static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
+static SAVE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("save.lua")));
+static SET_TIER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("set_tier.lua")));
+
+/// Row fields in the order [`parse_row`] expects them.
+const ROW_FIELDS: [&str; 8] = [
+    "name",
+    "persist_id",
+    "state",
+    "state_version",
+    "owner_epoch",
+    "conn_id",
+    "applied_seq",
+    "tier",
+];
+
+/// Bytes of randomness in a `persist_id`: 128 bits, collision-free in practice.
+const PERSIST_ID_BYTES: usize = 16;
+
+/// Builds a row from an HMGET of [`ROW_FIELDS`]. `None` when every field is
+/// absent (no such row).
+fn parse_row(key: &str, fields: Vec<Option<Vec<u8>>>) -> Result<Option<CharacterRow>, StoreError> {
+    if fields.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    let corrupt = |reason: String| StoreError::Corrupt {
+        key: key.to_owned(),
+        reason,
+    };
+    if fields.len() != ROW_FIELDS.len() {
+        return Err(corrupt(format!("{} fields returned", fields.len())));
+    }
+    let mut it = ROW_FIELDS.iter().zip(fields);
+    let mut bytes = |default: Option<&str>| -> Result<Vec<u8>, StoreError> {
+        let (name, value) = it.next().expect("ROW_FIELDS and fields have equal length");
+        value
+            .or_else(|| default.map(|d| d.as_bytes().to_vec()))
+            .ok_or_else(|| corrupt(format!("missing field {name}")))
+    };
+    let text = |b: Vec<u8>| String::from_utf8(b).map_err(|e| corrupt(e.to_string()));
+    let number = |b: Vec<u8>| -> Result<u64, StoreError> {
+        text(b)?.parse().map_err(|e| corrupt(format!("{e}")))
+    };
+    Ok(Some(CharacterRow {
+        name: text(bytes(None)?)?,
+        persist_id: text(bytes(None)?)?,
+        state_json: bytes(None)?,
+        state_version: number(bytes(None)?)?,
+        owner_epoch: number(bytes(None)?)?,
+        conn_id: text(bytes(Some(""))?)?,
+        applied_seq: number(bytes(Some("0"))?)?,
+        tier: text(bytes(Some("player"))?)?,
+    }))
+}
+
+impl Store {
+    /// Creates a character at `state_version` 1, `owner_epoch` 0, tier
+    /// `player`. `NameTaken` if the name exists in any letter case.
+    pub async fn create_character(
+        &self,
+        name: &str,
+        password: &str,
+        state_json: &[u8],
+    ) -> Result<(), StoreError> {
+        let key = row_key(name)?;
+        let phc = password::hash(password).await?;
+        let persist_id = hex::encode(rand::random::<[u8; PERSIST_ID_BYTES]>());
+        let created: i64 = CREATE
+            .key(key)
+            .arg(name)
+            .arg(phc)
+            .arg(state_json)
+            .arg(persist_id)
+            .invoke_async(&mut self.conn())
+            .await?;
+        if created == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::NameTaken)
+        }
+    }
+
+    /// Whether `password` is this character's. False for an unknown name too,
+    /// after the same amount of hashing work.
+    pub async fn verify_password(&self, name: &str, password: &str) -> Result<bool, StoreError> {
+        let phc: Option<String> = redis::cmd("HGET")
+            .arg(row_key(name)?)
+            .arg("pw")
+            .query_async(&mut self.conn())
+            .await?;
+        password::verify(password, phc).await
+    }
+
+    /// The row, `Ok(None)` if the character does not exist. An `Err` means
+    /// the store could not be read: callers must fail closed, never treat it
+    /// as a miss.
+    pub async fn load(&self, name: &str) -> Result<Option<CharacterRow>, StoreError> {
+        let key = row_key(name)?;
+        let fields: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
+            .arg(&key)
+            .arg(&ROW_FIELDS[..])
+            .query_async(&mut self.conn())
+            .await?;
+        parse_row(&key, fields)
+    }
+
+    /// ClaimCharacter: mints the next `owner_epoch` and returns it with the
+    /// row, atomically. Every earlier epoch's saves are refused from now on.
+    pub async fn claim_character(&self, name: &str) -> Result<ClaimedCharacter, StoreError> {
+        let key = row_key(name)?;
+        let fields: Option<Vec<Option<Vec<u8>>>> = CLAIM
+            .key(&key)
+            .arg(&ROW_FIELDS[..])
+            .invoke_async(&mut self.conn())
+            .await?;
+        let row =
+            parse_row(&key, fields.ok_or(StoreError::NotFound)?)?.ok_or(StoreError::NotFound)?;
+        Ok(ClaimedCharacter {
+            epoch: row.owner_epoch,
+            row,
+        })
+    }
+
+    /// Fenced save: applies only if the row is at `expected_version` and
+    /// owned by `epoch`; the new version is `expected_version + 1`.
+    pub async fn save(
+        &self,
+        name: &str,
+        epoch: u64,
+        expected_version: u64,
+        state_json: &[u8],
+        conn_id: &str,
+        applied_seq: u64,
+    ) -> Result<SaveOutcome, StoreError> {
+        let (status, current_epoch, version): (i64, u64, u64) = SAVE
+            .key(row_key(name)?)
+            .arg(epoch)
+            .arg(expected_version)
+            .arg(state_json)
+            .arg(conn_id)
+            .arg(applied_seq)
+            .invoke_async(&mut self.conn())
+            .await?;
+        match status {
+            1 => Ok(SaveOutcome::Saved { version }),
+            0 => Ok(SaveOutcome::Refused {
+                current_epoch,
+                current_version: version,
+            }),
+            _ => Err(StoreError::NotFound),
+        }
+    }
+
+    /// Sets the trust tier (effective at the next login or handoff).
+    pub async fn set_tier(&self, name: &str, tier: &str) -> Result<(), StoreError> {
+        if !TIERS.contains(&tier) {
+            return Err(StoreError::InvalidTier(tier.to_owned()));
+        }
+        let set: i64 = SET_TIER
+            .key(row_key(name)?)
+            .arg(tier)
+            .invoke_async(&mut self.conn())
+            .await?;
+        if set == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::NotFound)
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! Store against a real, private redis-server.
+
+use std::time::Duration;
+
+use telos_testkit::RedisServer;
+
+use super::*;
+
+/// Long enough that no credential lapses while a test looks at it.
+const CRED_TTL: Duration = Duration::from_secs(60);
+
+async fn setup() -> (RedisServer, Store) {
+    let server = RedisServer::start().expect("redis-server");
+    let store = Store::connect(&server.url).await.expect("connect");
+    (server, store)
+}
+
+async fn pttl(store: &Store, key: &str) -> i64 {
+    redis::cmd("PTTL")
+        .arg(key)
+        .query_async(&mut store.conn())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn create_load_and_duplicate_names() {
+    let (_r, store) = setup().await;
+    assert_eq!(store.load("alice").await.unwrap(), None);
+    store
+        .create_character("Alice", "correct horse", b"{\"hp\":10}")
+        .await
+        .unwrap();
+    let row = store.load("ALICE").await.unwrap().expect("row");
+    assert_eq!(row.name, "Alice");
+    assert_eq!(row.state_json, b"{\"hp\":10}");
+    assert_eq!(
+        (row.state_version, row.owner_epoch, row.applied_seq),
+        (1, 0, 0)
+    );
+    assert_eq!(row.tier, "player");
+    assert_eq!(row.conn_id, "");
+    assert_eq!(row.persist_id.len(), 32);
+
+    for dup in ["Alice", "alice", "ALICE"] {
+        let err = store
+            .create_character(dup, "another pw", b"{}")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, StoreError::NameTaken) && err.is_refused(),
+            "{dup}: {err}"
+        );
+    }
+    // The refused create changed nothing.
+    assert_eq!(store.load("alice").await.unwrap(), Some(row.clone()));
+    store
+        .create_character("Bob", "password1", b"{}")
+        .await
+        .unwrap();
+    assert_ne!(
+        store.load("bob").await.unwrap().unwrap().persist_id,
+        row.persist_id
+    );
+    assert!(matches!(
+        store.create_character("", "password1", b"{}").await,
+        Err(StoreError::InvalidName(_))
+    ));
+}
+
+#[tokio::test]
+async fn passwords_are_hashed_and_verified() {
+    let (_r, store) = setup().await;
+    store
+        .create_character("Carol", "s3cret-pass", b"{}")
+        .await
+        .unwrap();
+    assert!(store.verify_password("carol", "s3cret-pass").await.unwrap());
+    assert!(!store.verify_password("Carol", "wrong-pass").await.unwrap());
+    assert!(
+        !store
+            .verify_password("nobody", "s3cret-pass")
+            .await
+            .unwrap()
+    );
+    let pw: String = redis::cmd("HGET")
+        .arg("telos:char:carol")
+        .arg("pw")
+        .query_async(&mut store.conn())
+        .await
+        .unwrap();
+    assert!(pw.starts_with("$argon2id$"), "{pw}");
+    assert!(!pw.contains("s3cret-pass"));
+}
+
+#[tokio::test]
+async fn claims_mint_increasing_epochs() {
+    let (_r, store) = setup().await;
+    assert!(matches!(
+        store.claim_character("ghost").await,
+        Err(StoreError::NotFound)
+    ));
+    store
+        .create_character("Dave", "password1", b"{}")
+        .await
+        .unwrap();
+    let mut last = 0;
+    for _ in 0..3 {
+        let claimed = store.claim_character("dave").await.unwrap();
+        assert!(claimed.epoch > last);
+        assert_eq!(claimed.row.owner_epoch, claimed.epoch);
+        last = claimed.epoch;
+    }
+    // Concurrent claims each get their own epoch.
+    let claims = futures_join(&store, "dave", 20).await;
+    let mut epochs: Vec<u64> = claims.iter().map(|c| c.epoch).collect();
+    epochs.sort_unstable();
+    epochs.dedup();
+    assert_eq!(epochs.len(), 20);
+    assert!(epochs[0] > last);
+}
+
+async fn futures_join(store: &Store, name: &str, n: usize) -> Vec<ClaimedCharacter> {
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let (store, name) = (store.clone(), name.to_owned());
+            tokio::spawn(async move { store.claim_character(&name).await.unwrap() })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}
+
+#[tokio::test]
+async fn save_is_fenced_on_version_and_epoch() {
+    let (_r, store) = setup().await;
+    store
+        .create_character("Erin", "password1", b"{\"v\":1}")
+        .await
+        .unwrap();
+    let first = store.claim_character("erin").await.unwrap();
+    let (e1, v1) = (first.epoch, first.row.state_version);
+
+    let saved = store
+        .save("erin", e1, v1, b"{\"v\":2}", "conn-1", 7)
+        .await
+        .unwrap();
+    assert_eq!(saved, SaveOutcome::Saved { version: v1 + 1 });
+    let row = store.load("erin").await.unwrap().unwrap();
+    assert_eq!(
+        (
+            row.state_json.as_slice(),
+            row.conn_id.as_str(),
+            row.applied_seq,
+            row.state_version
+        ),
+        (&b"{\"v\":2}"[..], "conn-1", 7, v1 + 1)
+    );
+
+    // Stale version: refused, nothing applied.
+    let refused = store
+        .save("erin", e1, v1, b"{\"v\":\"stale\"}", "conn-1", 8)
+        .await
+        .unwrap();
+    assert_eq!(
+        refused,
+        SaveOutcome::Refused {
+            current_epoch: e1,
+            current_version: v1 + 1
+        }
+    );
+
+    // A newer claim fences the older epoch out, and the refusal names it.
+    let second = store.claim_character("erin").await.unwrap();
+    assert!(second.epoch > e1);
+    assert_eq!(second.row.state_version, v1 + 1);
+    let refused = store
+        .save("erin", e1, v1 + 1, b"{\"v\":\"old\"}", "conn-1", 9)
+        .await
+        .unwrap();
+    assert_eq!(
+        refused,
+        SaveOutcome::Refused {
+            current_epoch: second.epoch,
+            current_version: v1 + 1
+        }
+    );
+    let row = store.load("erin").await.unwrap().unwrap();
+    assert_eq!(row.state_json, b"{\"v\":2}", "refused saves must not apply");
+    assert_eq!(row.applied_seq, 7);
+
+    let saved = store
+        .save("erin", second.epoch, v1 + 1, b"{\"v\":3}", "conn-2", 12)
+        .await
+        .unwrap();
+    assert_eq!(saved, SaveOutcome::Saved { version: v1 + 2 });
+    assert!(matches!(
+        store.save("nobody", 1, 1, b"{}", "c", 0).await,
+        Err(StoreError::NotFound)
+    ));
+}
+
+#[tokio::test]
+async fn tiers() {
+    let (_r, store) = setup().await;
+    store
+        .create_character("Fay", "password1", b"{}")
+        .await
+        .unwrap();
+    store.set_tier("FAY", "admin").await.unwrap();
+    assert_eq!(store.load("fay").await.unwrap().unwrap().tier, "admin");
+    assert_eq!(
+        store.claim_character("fay").await.unwrap().row.tier,
+        "admin"
+    );
+    assert!(matches!(
+        store.set_tier("fay", "god").await,
+        Err(StoreError::InvalidTier(_))
+    ));
+    assert!(matches!(
+        store.set_tier("nobody", "builder").await,
+        Err(StoreError::NotFound)
+    ));
+    assert_eq!(
+        store.load("nobody").await.unwrap(),
+        None,
+        "set_tier must not create rows"
+    );
+}
+
+#[tokio::test]
+async fn resume_credentials() {
+    let (_r, store) = setup().await;
+    store
+        .create_character("Gus", "password1", b"{}")
+        .await
+        .unwrap();
+    let cred = store
+        .issue_credential("Gus", "conn-1", CRED_TTL)
+        .await
+        .unwrap();
+    assert_eq!(cred.len(), 64);
+    assert!(
+        store
+            .check_credential("gus", "conn-1", &cred)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .check_credential("bob", "conn-1", &cred)
+            .await
+            .unwrap(),
+        "wrong name"
+    );
+    assert!(
+        !store
+            .check_credential("gus", "conn-2", &cred)
+            .await
+            .unwrap(),
+        "wrong conn"
+    );
+    let wrong = "0".repeat(64);
+    assert!(
+        !store
+            .check_credential("gus", "conn-1", &wrong)
+            .await
+            .unwrap(),
+        "wrong credential"
+    );
+
+    // A valid check restarts the TTL.
+    let key = "telos:cred:gus:conn-1";
+    redis::cmd("PEXPIRE")
+        .arg(key)
+        .arg(1_000)
+        .exec_async(&mut store.conn())
+        .await
+        .unwrap();
+    assert!(
+        store
+            .check_credential("gus", "conn-1", &cred)
+            .await
+            .unwrap()
+    );
+    assert!(pttl(&store, key).await > 1_000);
+
+    // Reissuing replaces the old credential.
+    let newer = store
+        .issue_credential("gus", "conn-1", CRED_TTL)
+        .await
+        .unwrap();
+    assert!(
+        !store
+            .check_credential("gus", "conn-1", &cred)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .check_credential("gus", "conn-1", &newer)
+            .await
+            .unwrap()
+    );
+
+    // Hash-only storage: the raw credential is in no key and no value.
+    let dump = dump_everything(&store).await;
+    assert!(!dump.contains(&newer), "raw credential stored");
+    assert!(!dump.contains(&cred));
+}
+
+/// Every key and every value (hash fields included) as one string.
+async fn dump_everything(store: &Store) -> String {
+    let mut conn = store.conn();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut out = String::new();
+    for key in keys {
+        out.push_str(&key);
+        out.push('\n');
+        let kind: String = redis::cmd("TYPE")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let values: Vec<Vec<u8>> = match kind.as_str() {
+            "hash" => redis::cmd("HGETALL")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .unwrap(),
+            "string" => vec![
+                redis::cmd("GET")
+                    .arg(&key)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap(),
+            ],
+            other => panic!("unexpected type {other} at {key}"),
+        };
+        for v in values {
+            out.push_str(&String::from_utf8_lossy(&v));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn unreadable_store_is_an_error_not_a_miss() {
+    let (r, store) = setup().await;
+    store
+        .create_character("Hal", "password1", b"{}")
+        .await
+        .unwrap();
+    r.pause().unwrap();
+    let err = store.load("hal").await.unwrap_err();
+    r.resume().unwrap();
+    assert!(
+        matches!(err, StoreError::Redis(_)) && !err.is_refused(),
+        "{err}"
+    );
+}

@@ -1,0 +1,546 @@
+//! The zone actor loop and how it applies input exactly once.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use telos_proto::v1::{Closed, DurableAck, InputAck, server_frame::Frame};
+use tokio::sync::mpsc;
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, info, warn};
+
+use super::lease::LeaseState;
+use super::session::{InputReply, Joining, SessionMeta, Transfer};
+use super::{JoinError, MAILBOX, Msg, ZoneEnv, ZoneHandle};
+use crate::directory::OnlinePlayer;
+use crate::game::{
+    Action, Character, Ctx, Delivery, Outcome, WIZINVIS, ZoneDef, ZoneState, format_who,
+    to_state_json, zone_of,
+};
+use crate::play::MAX_LINE;
+use crate::store::SaveOutcome;
+
+/// One save round trip may take this long before we give up on it for this
+/// cadence (the player stays dirty and is retried): a sick Redis must not
+/// wedge the zone.
+const SAVE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Save early once this many applied lines are not yet durable, so a flood
+/// does not hold the gate's replay buffer full until the next cadence.
+const EARLY_SAVE_LINES: u64 = 128;
+
+/// `who` reads the directory; past this the player gets a short answer.
+const WHO_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Start the actor for `zone_id`. `lease` is `None` only for private
+/// instances, which hold no lease. Cancelling the handle's token (the lease
+/// renew loop does so on lease loss) fences the zone.
+pub fn spawn_zone(
+    env: ZoneEnv,
+    zone_id: &str,
+    def: Arc<ZoneDef>,
+    lease: Option<LeaseState>,
+    tracker: &TaskTracker,
+    parent: &CancellationToken,
+) -> ZoneHandle {
+    let (tx, rx) = mpsc::channel(MAILBOX);
+    let handle = ZoneHandle {
+        id: zone_id.into(),
+        tx,
+        cancel: parent.child_token(),
+    };
+    let seed = zone_id.bytes().fold(0x9e37_79b9_7f4a_7c15u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    }) ^ (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1));
+    let actor = ZoneActor {
+        state: ZoneState::new(def, env.world.clone(), zone_id),
+        id: zone_id.to_string(),
+        env,
+        sessions: HashMap::new(),
+        lease,
+        handle: handle.clone(),
+        rng: seed | 1,
+        stopping: false,
+    };
+    env_hosted(&actor).insert(handle.clone());
+    tracker.spawn(actor.run(rx));
+    handle
+}
+
+fn env_hosted(actor: &ZoneActor) -> &super::Hosted {
+    &actor.env.hosted
+}
+
+struct ZoneActor {
+    env: ZoneEnv,
+    id: String,
+    state: ZoneState,
+    sessions: HashMap<String, SessionMeta>,
+    lease: Option<LeaseState>,
+    handle: ZoneHandle,
+    rng: u64,
+    stopping: bool,
+}
+
+impl ZoneActor {
+    async fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
+        let mut tick = tokio::time::interval(self.env.tick);
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut save = tokio::time::interval_at(
+            Instant::now() + self.env.save_interval,
+            self.env.save_interval,
+        );
+        save.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let cancel = self.handle.cancel.clone();
+        info!(zone = %self.id, "zone started");
+        loop {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => {
+                    self.fence().await;
+                    break;
+                }
+                msg = rx.recv() => match msg {
+                    None => break,
+                    Some(msg) => {
+                        if self.handle_msg(msg).await.is_break() {
+                            break;
+                        }
+                    }
+                },
+                _ = tick.tick() => self.on_tick().await,
+                _ = save.tick() => self.save_all().await,
+            }
+        }
+        self.env.hosted.remove_if(&self.handle);
+        // Refuse whatever is still queued so no caller waits forever.
+        rx.close();
+        while let Ok(msg) = rx.try_recv() {
+            if let Msg::Arrive { player, reply } = msg {
+                let _ = reply.send(Err(player));
+            }
+        }
+        info!(zone = %self.id, "zone stopped");
+    }
+
+    /// Fence twice: even with the renew loop alive, never apply anything
+    /// once the local lease deadline has passed.
+    fn lease_valid(&self) -> bool {
+        self.lease.as_ref().is_none_or(LeaseState::is_valid)
+    }
+
+    async fn handle_msg(&mut self, msg: Msg) -> ControlFlow<()> {
+        match msg {
+            Msg::Join { player, reply } => {
+                let result = self.join(*player);
+                let _ = reply.send(result);
+            }
+            Msg::Arrive { player, reply } => {
+                let result = self.arrive(player);
+                let _ = reply.send(result);
+            }
+            Msg::Input {
+                key,
+                conn_id,
+                seq,
+                line,
+                reply,
+            } => {
+                let result = self.input(&key, &conn_id, seq, &line).await;
+                let _ = reply.send(result);
+            }
+            Msg::Detach { key, conn_id } => {
+                if self
+                    .sessions
+                    .get(&key)
+                    .is_some_and(|m| m.conn_id == conn_id)
+                {
+                    debug!(zone = %self.id, player = %key, "link dead: saving and removing");
+                    self.save(&key).await;
+                    self.remove(&key);
+                }
+            }
+            Msg::Shutdown { reason, reply } => {
+                self.stopping = true;
+                self.save_all().await;
+                for key in self.sessions.keys().cloned().collect::<Vec<_>>() {
+                    self.close(&key, &reason, false);
+                }
+                let _ = reply.send(());
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn join(&mut self, player: Joining) -> Result<u64, JoinError> {
+        if self.stopping || !self.lease_valid() {
+            return Err(JoinError::Stopping(self.id.clone()));
+        }
+        let Joining {
+            character,
+            mut meta,
+            attached,
+        } = player;
+        let key = character.key();
+        let ack = meta.applied_seq;
+        let mut attached = attached;
+        attached.ack_input_seq = ack;
+        if let Some(old) = self.sessions.get_mut(&key) {
+            // A second login of an online character takes over: the old
+            // session is closed with a line, the in-memory state (newer than
+            // the row) is kept, and the new claim's epoch writes from now on.
+            old.send(Frame::Output(telos_proto::v1::Output {
+                text: "Someone else has logged in as you. Goodbye.\n".into(),
+            }));
+            old.send(Frame::Closed(Closed {
+                reason: "Taken over by another login.".into(),
+                r#final: true,
+            }));
+            meta.state_version = meta.state_version.max(old.state_version);
+            meta.dirty = old.dirty;
+            *old = meta;
+            old.send(Frame::Attached(attached));
+            let look = self.state.execute(
+                &key,
+                "look",
+                &Ctx {
+                    shard_id: &self.env.shard_id,
+                    zone_id: &self.id,
+                },
+            );
+            self.deliver(look.deliveries);
+            return Ok(ack);
+        }
+        meta.send(Frame::Attached(attached));
+        self.sessions.insert(key.clone(), meta);
+        let deliveries = self.state.enter(character, None);
+        self.deliver(deliveries);
+        self.publish(&key);
+        Ok(ack)
+    }
+
+    fn arrive(&mut self, player: Box<Transfer>) -> Result<(), Box<Transfer>> {
+        if self.stopping || !self.lease_valid() {
+            return Err(player);
+        }
+        let Transfer {
+            character,
+            meta,
+            dir,
+            ..
+        } = *player;
+        let key = character.key();
+        self.sessions.insert(key.clone(), meta);
+        let deliveries = self.state.enter(character, dir);
+        self.deliver(deliveries);
+        self.publish(&key);
+        Ok(())
+    }
+
+    async fn input(&mut self, key: &str, conn_id: &str, seq: u64, line: &str) -> InputReply {
+        let Some(meta) = self.sessions.get_mut(key) else {
+            return InputReply::Gone;
+        };
+        if meta.conn_id != conn_id {
+            return InputReply::Gone;
+        }
+        if seq <= meta.applied_seq {
+            // The exactly-once rule: a replayed or out-of-order line is
+            // dropped, never re-applied.
+            metrics::counter!("telos_input_duplicates_total").increment(1);
+            return InputReply::Duplicate;
+        }
+        if !self.lease_valid() {
+            self.handle.cancel.cancel();
+            return InputReply::Gone;
+        }
+        let outcome = if line.len() > MAX_LINE {
+            Outcome {
+                deliveries: vec![Delivery {
+                    to: key.to_string(),
+                    text: format!(
+                        "That line is too long (at most {MAX_LINE} bytes); it was ignored.\n"
+                    ),
+                }],
+                action: Action::None,
+                dirty: false,
+            }
+        } else {
+            self.state.execute(
+                key,
+                line,
+                &Ctx {
+                    shard_id: &self.env.shard_id,
+                    zone_id: &self.id,
+                },
+            )
+        };
+        let meta = self.sessions.get_mut(key).expect("checked above");
+        meta.applied_seq = seq;
+        meta.dirty |= outcome.dirty;
+        self.deliver(outcome.deliveries);
+        let reply = match outcome.action {
+            Action::None => InputReply::Applied,
+            Action::Who { viewer_is_admin } => {
+                let text = self.who(viewer_is_admin).await;
+                if let Some(m) = self.sessions.get_mut(key) {
+                    m.output(text);
+                }
+                InputReply::Applied
+            }
+            Action::Quit => {
+                self.ack(key, seq);
+                self.save(key).await;
+                self.close(key, "Goodbye.", true);
+                return InputReply::Gone;
+            }
+            Action::LeaveZone { to_room, dir } => self.leave_zone(key, &to_room, dir),
+        };
+        if outcome.dirty {
+            self.publish(key);
+        }
+        self.ack(key, seq);
+        if self
+            .sessions
+            .get(key)
+            .is_some_and(|m| m.unsaved_lines() >= EARLY_SAVE_LINES)
+        {
+            self.save(key).await;
+        }
+        reply
+    }
+
+    fn ack(&mut self, key: &str, seq: u64) {
+        if let Some(m) = self.sessions.get_mut(key) {
+            m.send(Frame::InputAck(InputAck { seq }));
+        }
+    }
+
+    /// The player walked into a room of another zone. A sibling zone on this
+    /// shard takes them directly; any other zone is refused for now.
+    fn leave_zone(&mut self, key: &str, to_room: &str, dir: crate::game::Direction) -> InputReply {
+        let zone = zone_of(to_room);
+        let target = (zone != self.id)
+            .then(|| self.env.hosted.get(zone))
+            .flatten();
+        let Some(to) = target else {
+            let deliveries = self.state.refuse_exit(key, dir);
+            self.deliver(deliveries);
+            return InputReply::Applied;
+        };
+        let Some((mut character, deliveries)) = self.state.leave(key, Some(dir)) else {
+            return InputReply::Gone;
+        };
+        self.deliver(deliveries);
+        let mut meta = self.sessions.remove(key).expect("player has a session");
+        meta.send(Frame::InputAck(InputAck {
+            seq: meta.applied_seq,
+        }));
+        meta.dirty = true;
+        let from_room = std::mem::replace(&mut character.room, to_room.to_string());
+        InputReply::Moved {
+            to,
+            transfer: Box::new(Transfer {
+                character,
+                meta,
+                dir: Some(dir),
+                from_room,
+            }),
+        }
+    }
+
+    async fn who(&self, viewer_is_admin: bool) -> String {
+        match tokio::time::timeout(WHO_TIMEOUT, self.env.directory.online()).await {
+            Ok(Ok(players)) => {
+                let entries: Vec<crate::game::WhoEntry> = players
+                    .into_iter()
+                    .map(|p| crate::game::WhoEntry {
+                        name: p.name,
+                        tier: p.tier.parse().unwrap_or_default(),
+                        wizinvis: p.wizinvis,
+                        shard: p.shard,
+                    })
+                    .collect();
+                format_who(&entries, viewer_is_admin)
+            }
+            _ => "The list of who is online cannot be read right now.\n".into(),
+        }
+    }
+
+    fn deliver(&mut self, deliveries: Vec<Delivery>) {
+        for d in deliveries {
+            if let Some(m) = self.sessions.get_mut(&d.to) {
+                m.output(d.text);
+            }
+        }
+    }
+
+    fn publish(&self, key: &str) {
+        if let Some(ch) = self.state.character(key) {
+            self.env
+                .roster
+                .set(key, online_entry(ch, &self.env.shard_id, &self.id));
+        }
+    }
+
+    /// Take a player out of play without saving (the caller saved or must not).
+    fn remove(&mut self, key: &str) -> Option<(Character, SessionMeta)> {
+        let meta = self.sessions.remove(key)?;
+        let character = self.state.leave(key, None).map(|(ch, deliveries)| {
+            self.deliver(deliveries);
+            ch
+        })?;
+        if self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str()) {
+            self.env.roster.remove(key);
+        }
+        Some((character, meta))
+    }
+
+    fn close(&mut self, key: &str, reason: &str, is_final: bool) {
+        if let Some((_, mut meta)) = self.remove(key) {
+            meta.send(Frame::Closed(Closed {
+                reason: reason.to_string(),
+                r#final: is_final,
+            }));
+        }
+    }
+
+    /// Save one player with the CAS on `state_version` and `owner_epoch`;
+    /// on success the gate gets `DurableAck` for every line applied so far.
+    async fn save(&mut self, key: &str) {
+        let Some(character) = self.state.character(key) else {
+            return;
+        };
+        let Some(meta) = self.sessions.get(key) else {
+            return;
+        };
+        if !meta.needs_save() {
+            return;
+        }
+        let json = to_state_json(character);
+        let (epoch, version, seq) = (meta.epoch, meta.state_version, meta.applied_seq);
+        let conn_id = meta.conn_id.clone();
+        let result = tokio::time::timeout(
+            SAVE_TIMEOUT,
+            self.env
+                .store
+                .save(key, epoch, version, &json, &conn_id, seq),
+        )
+        .await;
+        match result {
+            Ok(Ok(SaveOutcome::Saved { version })) => {
+                if let Some(meta) = self.sessions.get_mut(key) {
+                    meta.state_version = version;
+                    meta.saved_seq = seq;
+                    meta.dirty = false;
+                    meta.send(Frame::DurableAck(DurableAck { seq }));
+                }
+            }
+            Ok(Ok(SaveOutcome::Refused {
+                current_epoch,
+                current_version,
+            })) => self.ownership_lost(key, epoch, current_epoch, current_version),
+            Ok(Err(e)) => {
+                metrics::counter!("telos_redis_errors_total", "op" => "save").increment(1);
+                warn!(zone = %self.id, player = %key, error = %e, "save failed; will retry");
+            }
+            Err(_) => {
+                metrics::counter!("telos_redis_errors_total", "op" => "save").increment(1);
+                warn!(zone = %self.id, player = %key, "save timed out; will retry");
+            }
+        }
+    }
+
+    /// A save came back not-owner. Compare against the epoch that won, not
+    /// the one this save carried: only a newer claim elsewhere evicts.
+    fn ownership_lost(&mut self, key: &str, carried: u64, winner: u64, version: u64) {
+        if winner > carried {
+            warn!(zone = %self.id, player = %key, carried, winner, "character claimed elsewhere; closing this session");
+            if let Some(m) = self.sessions.get_mut(key) {
+                m.output("Your character has been claimed elsewhere.\n".into());
+            }
+            self.close(key, "Claimed by a newer session.", true);
+        } else {
+            warn!(zone = %self.id, player = %key, carried, version, "save refused at our own epoch (state_version moved); keeping the session dirty");
+        }
+    }
+
+    async fn save_all(&mut self) {
+        let keys: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|(_, m)| m.needs_save())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in keys {
+            self.save(&key).await;
+        }
+    }
+
+    async fn on_tick(&mut self) {
+        if !self.lease_valid() {
+            self.handle.cancel.cancel();
+            return;
+        }
+        let mut rng = self.rng;
+        let mut roll = |n: u32| {
+            // xorshift64*: game dice, not security.
+            rng ^= rng >> 12;
+            rng ^= rng << 25;
+            rng ^= rng >> 27;
+            (rng.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as u32 % n.max(1)
+        };
+        let deliveries = self.state.tick(&mut roll);
+        self.rng = rng;
+        self.deliver(deliveries);
+        // A gate that stopped reading: reclaim the player (save, remove)
+        // rather than buffer frames for it without bound.
+        let wedged: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|(_, m)| m.wedged)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in wedged {
+            warn!(zone = %self.id, player = %key, "out channel full: reclaiming a wedged session");
+            metrics::counter!("telos_wedged_reclaims_total").increment(1);
+            self.save(&key).await;
+            self.remove(&key);
+        }
+    }
+
+    /// Lease lost: stop at once, without a drain. Players get a line and a
+    /// clean close (not final: their gate resumes them where the zone is
+    /// served next); their characters are still ours by epoch, so we save.
+    async fn fence(&mut self) {
+        warn!(zone = %self.id, players = self.sessions.len(), "zone fenced: lease lost");
+        self.stopping = true;
+        let keys: Vec<String> = self.sessions.keys().cloned().collect();
+        for key in &keys {
+            if let Some(m) = self.sessions.get_mut(key) {
+                m.output("The world fades around you...\n".into());
+            }
+        }
+        self.save_all().await;
+        for key in keys {
+            self.close(&key, "zone lease lost", false);
+        }
+    }
+}
+
+pub(crate) fn online_entry(ch: &Character, shard: &str, zone: &str) -> OnlinePlayer {
+    OnlinePlayer {
+        name: ch.name.clone(),
+        tier: ch.tier.to_string(),
+        wizinvis: ch.flags.contains(WIZINVIS),
+        shard: shard.to_string(),
+        zone: zone.to_string(),
+    }
+}

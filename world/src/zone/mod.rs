@@ -1,0 +1,241 @@
+//! # The zone actor
+//! One tokio task per hosted zone is the single writer of that zone's state and
+//! of every player in it. Callers hold a [`ZoneHandle`]; its methods send a
+//! private [`Msg`] with a `oneshot` reply and turn a closed mailbox into
+//! [`ZoneUnavailable`].
+//!
+//! - [`actor`]: the loop (`select!` over mailbox, tick, save cadence,
+//!   cancellation, lease deadline) and command application.
+//! - [`session`]: per-player session state: the `applied_seq` watermark,
+//!   epoch, out channel.
+//! - [`lease`]: the renew loop and the local lease deadline (the fence).
+//! - [`roster`]: who is online on this shard, published for `who`.
+
+mod actor;
+pub mod lease;
+pub mod roster;
+pub mod session;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+pub use actor::spawn_zone;
+pub use session::{InputReply, Joining, SessionMeta, Transfer};
+
+use crate::directory::Directory;
+use crate::game::WorldDef;
+use crate::store::Store;
+
+/// Mailbox bound. Each session has at most one input in flight (it awaits the
+/// reply), so the depth is about the number of sessions plus timers; 4096
+/// leaves room for a crowd without letting a stuck actor absorb memory.
+pub const MAILBOX: usize = 4096;
+
+/// The zone's mailbox is closed: the zone stopped (fence, shutdown).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("zone {0} is unavailable")]
+pub struct ZoneUnavailable(pub String);
+
+/// Why a join was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum JoinError {
+    #[error(transparent)]
+    Unavailable(#[from] ZoneUnavailable),
+    #[error("zone {0} is stopping")]
+    Stopping(String),
+}
+
+pub(crate) enum Msg {
+    Join {
+        player: Box<Joining>,
+        reply: oneshot::Sender<Result<u64, JoinError>>,
+    },
+    Arrive {
+        player: Box<Transfer>,
+        reply: oneshot::Sender<Result<(), Box<Transfer>>>,
+    },
+    Input {
+        key: String,
+        conn_id: String,
+        seq: u64,
+        line: String,
+        reply: oneshot::Sender<InputReply>,
+    },
+    Detach {
+        key: String,
+        conn_id: String,
+    },
+    Shutdown {
+        reason: String,
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// Everything a zone actor needs from its shard.
+#[derive(Clone)]
+pub struct ZoneEnv {
+    pub shard_id: String,
+    pub world: Arc<WorldDef>,
+    pub store: Store,
+    pub directory: Directory,
+    pub hosted: Hosted,
+    pub roster: roster::Roster,
+    pub tick: Duration,
+    pub save_interval: Duration,
+}
+
+/// A handle to a running zone actor.
+#[derive(Clone)]
+pub struct ZoneHandle {
+    id: Arc<str>,
+    tx: mpsc::Sender<Msg>,
+    cancel: CancellationToken,
+}
+
+impl ZoneHandle {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The zone's lifetime token: cancelled when the zone stops for any reason.
+    pub fn cancel_token(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    fn unavailable(&self) -> ZoneUnavailable {
+        ZoneUnavailable(self.id.to_string())
+    }
+
+    /// Put a freshly claimed (or taken-over) player into the zone. Returns the
+    /// session's `ack_input_seq`.
+    pub async fn join(&self, player: Joining) -> Result<u64, JoinError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Msg::Join {
+                player: Box::new(player),
+                reply,
+            })
+            .await
+            .map_err(|_| self.unavailable())?;
+        rx.await.map_err(|_| self.unavailable())?
+    }
+
+    /// Hand a player walking in from a sibling zone of this shard. On refusal
+    /// the transfer comes back so the caller can return the player.
+    pub async fn arrive(&self, player: Box<Transfer>) -> Result<(), Box<Transfer>> {
+        let (reply, rx) = oneshot::channel();
+        if let Err(mpsc::error::SendError(msg)) = self.tx.send(Msg::Arrive { player, reply }).await
+        {
+            match msg {
+                Msg::Arrive { player, .. } => return Err(player),
+                _ => unreachable!("sent an Arrive"),
+            }
+        }
+        // A dropped reply means the actor died holding the player; nothing to return.
+        rx.await.unwrap_or(Ok(()))
+    }
+
+    /// Apply one input line (exactly once, by the session's watermark).
+    pub async fn input(
+        &self,
+        key: &str,
+        conn_id: &str,
+        seq: u64,
+        line: String,
+    ) -> Result<InputReply, ZoneUnavailable> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Msg::Input {
+                key: key.to_string(),
+                conn_id: conn_id.to_string(),
+                seq,
+                line,
+                reply,
+            })
+            .await
+            .map_err(|_| self.unavailable())?;
+        rx.await.map_err(|_| self.unavailable())
+    }
+
+    /// The player's stream ended: save them and take them out of play.
+    pub async fn detach(&self, key: &str, conn_id: &str) {
+        let _ = self
+            .tx
+            .send(Msg::Detach {
+                key: key.to_string(),
+                conn_id: conn_id.to_string(),
+            })
+            .await;
+    }
+
+    /// Save every player, close their sessions with `reason` (gates resume
+    /// them elsewhere) and stop.
+    pub async fn shutdown(&self, reason: &str) {
+        let (reply, rx) = oneshot::channel();
+        if self
+            .tx
+            .send(Msg::Shutdown {
+                reason: reason.to_string(),
+                reply,
+            })
+            .await
+            .is_ok()
+        {
+            let _ = rx.await;
+        }
+    }
+}
+
+/// The zones this shard runs, by zone id.
+#[derive(Clone, Default)]
+pub struct Hosted(Arc<RwLock<HashMap<String, ZoneHandle>>>);
+
+impl Hosted {
+    pub fn get(&self, zone: &str) -> Option<ZoneHandle> {
+        self.0.read().expect("hosted lock").get(zone).cloned()
+    }
+
+    pub fn insert(&self, handle: ZoneHandle) {
+        self.0
+            .write()
+            .expect("hosted lock")
+            .insert(handle.id().to_string(), handle);
+    }
+
+    /// Remove `zone` only if it is still the same actor (a restarted zone
+    /// must not be removed by its predecessor's exit).
+    pub fn remove_if(&self, handle: &ZoneHandle) {
+        let mut map = self.0.write().expect("hosted lock");
+        if map
+            .get(handle.id())
+            .is_some_and(|h| h.tx.same_channel(&handle.tx))
+        {
+            map.remove(handle.id());
+        }
+    }
+
+    pub fn all(&self) -> Vec<ZoneHandle> {
+        self.0
+            .read()
+            .expect("hosted lock")
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    pub fn ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .0
+            .read()
+            .expect("hosted lock")
+            .keys()
+            .cloned()
+            .collect();
+        ids.sort();
+        ids
+    }
+}
