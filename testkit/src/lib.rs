@@ -1,6 +1,7 @@
 //! Test support shared by unit tests, end-to-end tests and benchmarks.
 //!
 //! # Layout
+//! - [`cli`]: one-shot runs of `telosctl` (and of shards that must refuse to start).
 //! - [`redis`]: a private `redis-server` per test, killed by pid.
 //! - [`process`]: real `telos-world` / `telos-gate` processes on port 0.
 //! - [`play`]: a direct `Play` stream client.

@@ -52,7 +52,7 @@ pub async fn run(cfg: WorldConfig) -> anyhow::Result<()> {
     let stop_serving = shard.root.clone();
     let server = tonic::transport::Server::builder()
         .add_service(PlayServer::new(PlayService::new(shard.clone())))
-        .add_service(HandoffServer::new(HandoffService))
+        .add_service(HandoffServer::new(HandoffService::new(shard.clone())))
         .serve_with_incoming_shutdown(incoming, stop_serving.cancelled_owned());
     let server = tokio::spawn(server);
     // Readiness line for scripts and tests (they read the bound address).

@@ -21,6 +21,7 @@ use tracing::{debug, info, warn};
 use crate::game::{
     Character, display_name, from_state_json, sanitize_loaded, to_state_json, valid_name, zone_of,
 };
+use crate::handoff::destination::{Activated, activate};
 use crate::shard::{Shard, ZoneRoute};
 use crate::store::StoreError;
 use crate::zone::{InputReply, Joining, SessionMeta, ZoneHandle};
@@ -73,10 +74,7 @@ pub async fn run_session(
     let started = match first {
         client_frame::Frame::Login(login) => login_frame(&shard, login, &out).await,
         client_frame::Frame::Resume(resume) => resume_frame(&shard, resume, &out).await,
-        client_frame::Frame::Attach(_) => {
-            send_closed(&out, "Unknown or expired handoff token.", true).await;
-            None
-        }
+        client_frame::Frame::Attach(attach) => attach_frame(&shard, attach, &out).await,
         client_frame::Frame::Input(_) => {
             send_closed(&out, "Protocol error: log in first.", true).await;
             None
@@ -362,6 +360,7 @@ async fn attach_local(
         dirty: false,
         out: out.clone(),
         wedged: false,
+        persist_id: row.persist_id.clone(),
     };
     let attached = Attached {
         ack_input_seq: applied_seq,
@@ -381,6 +380,90 @@ async fn attach_local(
             info!(player = %key, error = %e, "zone refused the join");
             true
         })
+}
+
+/// The gate followed a handoff `Redirect`: complete phase 2 and put the
+/// player into play with the snapshot's watermark, so the gate replays
+/// exactly the lines above it.
+async fn attach_frame(
+    shard: &Arc<Shard>,
+    attach: telos_proto::v1::Attach,
+    out: &mpsc::Sender<ServerFrame>,
+) -> Option<(String, String, ZoneHandle)> {
+    let h = &shard.env.handoff;
+    let activated = match activate(h, &attach.token, &attach.conn_id).await {
+        Ok(a) => a,
+        Err(e) => {
+            info!(error = %e, "attach refused; the gate resumes from durable state");
+            send_closed(
+                out,
+                "Your arrival was lost in the mists; reconnecting...",
+                false,
+            )
+            .await;
+            return None;
+        }
+    };
+    let key = activated.character.key();
+    let zone = zone_of(&activated.character.room).to_string();
+    let meta = SessionMeta {
+        conn_id: attach.conn_id.clone(),
+        epoch: activated.epoch,
+        state_version: activated.state_version,
+        applied_seq: activated.applied_seq,
+        saved_seq: activated.applied_seq,
+        // Not saved since the freeze: the first cadence saves it here.
+        dirty: true,
+        out: out.clone(),
+        wedged: false,
+        persist_id: activated.persist_id.clone(),
+    };
+    let attached = Attached {
+        ack_input_seq: activated.applied_seq,
+        name: activated.character.name.clone(),
+        credential: String::new(),
+        shard_id: shard.id().to_string(),
+    };
+    let Some(handle) = shard.env.hosted.get(&zone) else {
+        // The zone moved on while the player was in flight: save and let
+        // the gate resume wherever it is served now.
+        save_activated(shard, &activated).await;
+        send_closed(out, "The world shifts around you; reconnecting...", false).await;
+        return None;
+    };
+    let joining = Joining {
+        character: activated.character.clone(),
+        meta,
+        attached,
+    };
+    match handle.join(joining).await {
+        Ok(_) => Some((key, attach.conn_id, handle)),
+        Err(e) => {
+            info!(player = %key, error = %e, "zone refused the handed-off player");
+            save_activated(shard, &activated).await;
+            send_closed(out, "The world shifts around you; reconnecting...", false).await;
+            None
+        }
+    }
+}
+
+async fn save_activated(shard: &Shard, a: &Activated) {
+    let json = to_state_json(&a.character);
+    if let Err(e) = shard
+        .env
+        .store
+        .save(
+            &a.character.key(),
+            a.epoch,
+            a.state_version,
+            &json,
+            "",
+            a.applied_seq,
+        )
+        .await
+    {
+        warn!(error = %e, "saving a handed-off player failed");
+    }
 }
 
 /// Forward input to whichever local zone actor holds the player.

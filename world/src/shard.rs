@@ -17,6 +17,8 @@ use tracing::{info, warn};
 use crate::config::WorldConfig;
 use crate::directory::{Claim, Directory, ShardInfo, ShardState};
 use crate::game::{WorldDef, is_instance_id};
+use crate::handoff::keys;
+use crate::handoff::runtime::Handoff;
 use crate::store::Store;
 use crate::zone::lease::{LeaseState, renew_loop};
 use crate::zone::{Hosted, ZoneEnv, ZoneHandle, roster::Roster, spawn_zone};
@@ -73,6 +75,25 @@ impl Shard {
             .map(|z| z.id.clone())
             .collect();
         directory.register_zones(&zone_ids).await?;
+        let keys = match &cfg.keys {
+            Some(dir) => Some(
+                keys::load(dir)
+                    .with_context(|| "invalid setting --keys (TELOS_KEYS)".to_string())?,
+            ),
+            None => {
+                warn!("no --keys: this shard is keyless and never hands a player off");
+                None
+            }
+        };
+        let handoff = Arc::new(Handoff::new(
+            &cfg.shard_id,
+            &addr,
+            keys,
+            directory.clone(),
+            store.clone(),
+        ));
+        let tracker = TaskTracker::new();
+        let root = CancellationToken::new();
         let env = ZoneEnv {
             shard_id: cfg.shard_id.clone(),
             world: Arc::new(world),
@@ -82,13 +103,17 @@ impl Shard {
             roster: Roster::default(),
             tick: cfg.tick,
             save_interval: cfg.save_interval,
+            handoff,
+            tracker: tracker.clone(),
+            root: root.clone(),
+            instances: Arc::default(),
         };
         Ok(Arc::new(Shard {
             cfg,
             addr,
             env,
-            tracker: TaskTracker::new(),
-            root: CancellationToken::new(),
+            tracker,
+            root,
             draining: AtomicBool::new(false),
         }))
     }

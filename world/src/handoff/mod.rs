@@ -1,6 +1,18 @@
 //! # Handoff
-//! Cross-shard moves. For now: the two cluster credentials ([`keys`]).
-//! The snapshot, digests, tokens, Prepare/Commit/Abort, adoption and drain
-//! land here next, each rule under the name the seed gives it.
+//! Cross-shard player moves, every rule of the seed under its own name:
+//! - [`keys`]: the two cluster credentials (handoff keypair, snapshot keypair).
+//! - [`wire`]: canonical length-prefixed encoding for everything signed.
+//! - [`snapshot`]: `PlayerSnapshot`, its signature and `handoff_token`.
+//! - [`phase2`]: signed `Commit` / `Abort` digests.
+//! - [`source`]: `begin_handoff` and the frozen snapshots awaiting `Commit`.
+//! - [`destination`]: `Prepare` (verify, rehydrate PENDING) and activation.
+//! - [`peers`]: pooled channels to other shards.
 
+pub mod destination;
 pub mod keys;
+pub mod peers;
+pub mod phase2;
+pub mod runtime;
+pub mod snapshot;
+pub mod source;
+pub mod wire;

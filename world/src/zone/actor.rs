@@ -5,8 +5,10 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use telos_proto::v1::{Closed, DurableAck, InputAck, server_frame::Frame};
-use tokio::sync::mpsc;
+use std::sync::atomic::Ordering;
+
+use telos_proto::v1::{Closed, DurableAck, InputAck, Redirect, server_frame::Frame};
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -17,9 +19,10 @@ use super::session::{InputReply, Joining, SessionMeta, Transfer};
 use super::{JoinError, MAILBOX, Msg, ZoneEnv, ZoneHandle};
 use crate::directory::OnlinePlayer;
 use crate::game::{
-    Action, Character, Ctx, Delivery, Outcome, WIZINVIS, ZoneDef, ZoneState, format_who,
-    to_state_json, zone_of,
+    Action, Character, Ctx, Delivery, Direction, Outcome, WIZINVIS, ZoneDef, ZoneState, format_who,
+    instance_room, is_instance_id, to_state_json, zone_of,
 };
+use crate::handoff::source::{Begun, HandoffRequest, Refused, begin_handoff};
 use crate::play::MAX_LINE;
 use crate::store::SaveOutcome;
 
@@ -67,14 +70,12 @@ pub fn spawn_zone(
         handle: handle.clone(),
         rng: seed | 1,
         stopping: false,
+        frozen: HashMap::new(),
+        occupied: false,
     };
-    env_hosted(&actor).insert(handle.clone());
+    actor.env.hosted.insert(handle.clone());
     tracker.spawn(actor.run(rx));
     handle
-}
-
-fn env_hosted(actor: &ZoneActor) -> &super::Hosted {
-    &actor.env.hosted
 }
 
 struct ZoneActor {
@@ -86,6 +87,21 @@ struct ZoneActor {
     handle: ZoneHandle,
     rng: u64,
     stopping: bool,
+    /// Players frozen mid-handoff: out of the room, inputs held in order.
+    frozen: HashMap<String, FrozenPlayer>,
+    /// A player has been here: a private instance ends when empty again.
+    occupied: bool,
+}
+
+/// A player frozen after applying the move line, while `begin_handoff`
+/// runs. Their next input waits here (the session forwards one line at a
+/// time): dropped on success (the gate replays it at the destination),
+/// applied in order on failure (the player stays).
+struct FrozenPlayer {
+    character: Character,
+    meta: SessionMeta,
+    from_room: String,
+    queued: Vec<(u64, String, oneshot::Sender<InputReply>)>,
 }
 
 impl ZoneActor {
@@ -109,7 +125,7 @@ impl ZoneActor {
                 msg = rx.recv() => match msg {
                     None => break,
                     Some(msg) => {
-                        if self.handle_msg(msg).await.is_break() {
+                        if self.handle_msg(msg).await.is_break() || self.instance_done() {
                             break;
                         }
                     }
@@ -127,6 +143,11 @@ impl ZoneActor {
             }
         }
         info!(zone = %self.id, "zone stopped");
+    }
+
+    /// A private instance ends once the last player has left it.
+    fn instance_done(&self) -> bool {
+        self.lease.is_none() && self.occupied && self.sessions.is_empty() && self.frozen.is_empty()
     }
 
     /// Fence twice: even with the renew loop alive, never apply anything
@@ -152,9 +173,16 @@ impl ZoneActor {
                 line,
                 reply,
             } => {
+                if let Some(f) = self.frozen.get_mut(&key)
+                    && f.meta.conn_id == conn_id
+                {
+                    f.queued.push((seq, line, reply));
+                    return ControlFlow::Continue(());
+                }
                 let result = self.input(&key, &conn_id, seq, &line).await;
                 let _ = reply.send(result);
             }
+            Msg::HandoffDone { key, result } => self.handoff_done(&key, result).await,
             Msg::Detach { key, conn_id } => {
                 if self
                     .sessions
@@ -168,6 +196,7 @@ impl ZoneActor {
             }
             Msg::Shutdown { reason, reply } => {
                 self.stopping = true;
+                self.unfreeze_all().await;
                 self.save_all().await;
                 for key in self.sessions.keys().cloned().collect::<Vec<_>>() {
                     self.close(&key, &reason, false);
@@ -219,6 +248,7 @@ impl ZoneActor {
             return Ok(ack);
         }
         meta.send(Frame::Attached(attached));
+        self.occupied = true;
         self.sessions.insert(key.clone(), meta);
         let deliveries = self.state.enter(character, None);
         self.deliver(deliveries);
@@ -237,6 +267,7 @@ impl ZoneActor {
             ..
         } = *player;
         let key = character.key();
+        self.occupied = true;
         self.sessions.insert(key.clone(), meta);
         let deliveries = self.state.enter(character, dir);
         self.deliver(deliveries);
@@ -323,17 +354,33 @@ impl ZoneActor {
         }
     }
 
-    /// The player walked into a room of another zone. A sibling zone on this
-    /// shard takes them directly; any other zone is refused for now.
-    fn leave_zone(&mut self, key: &str, to_room: &str, dir: crate::game::Direction) -> InputReply {
+    /// The player walked into a room of another zone: a private instance
+    /// (created here), a sibling zone on this shard (moved directly), or a
+    /// zone served elsewhere (a cross-shard handoff).
+    fn leave_zone(&mut self, key: &str, to_room: &str, dir: Direction) -> InputReply {
         let zone = zone_of(to_room);
-        let target = (zone != self.id)
-            .then(|| self.env.hosted.get(zone))
-            .flatten();
+        let mut to_room = to_room.to_string();
+        let mut instance_return = None;
+        let target = match self.env.world.zone(zone) {
+            Some(def) if def.instanced && !is_instance_id(zone) => {
+                let n = self.env.instances.fetch_add(1, Ordering::Relaxed) + 1;
+                let id = format!("{zone}#{n}");
+                to_room = instance_room(&to_room, &id);
+                instance_return = self.state.character(key).map(|c| c.room.clone());
+                Some(spawn_zone(
+                    self.env.clone(),
+                    &id,
+                    def.clone(),
+                    None,
+                    &self.env.tracker,
+                    &self.env.root,
+                ))
+            }
+            _ if zone == self.id => None,
+            _ => self.env.hosted.get(zone),
+        };
         let Some(to) = target else {
-            let deliveries = self.state.refuse_exit(key, dir);
-            self.deliver(deliveries);
-            return InputReply::Applied;
+            return self.freeze_for_handoff(key, &to_room, dir);
         };
         let Some((mut character, deliveries)) = self.state.leave(key, Some(dir)) else {
             return InputReply::Gone;
@@ -344,7 +391,10 @@ impl ZoneActor {
             seq: meta.applied_seq,
         }));
         meta.dirty = true;
-        let from_room = std::mem::replace(&mut character.room, to_room.to_string());
+        if instance_return.is_some() {
+            character.instance_return = instance_return;
+        }
+        let from_room = std::mem::replace(&mut character.room, to_room);
         InputReply::Moved {
             to,
             transfer: Box::new(Transfer {
@@ -353,6 +403,130 @@ impl ZoneActor {
                 dir: Some(dir),
                 from_room,
             }),
+        }
+    }
+
+    /// Freeze the player after the move line and start `begin_handoff`; the
+    /// outcome comes back as `Msg::HandoffDone`.
+    fn freeze_for_handoff(&mut self, key: &str, to_room: &str, dir: Direction) -> InputReply {
+        let Some((mut character, deliveries)) = self.state.leave(key, Some(dir)) else {
+            return InputReply::Gone;
+        };
+        self.deliver(deliveries);
+        let mut meta = self.sessions.remove(key).expect("player has a session");
+        meta.send(Frame::InputAck(InputAck {
+            seq: meta.applied_seq,
+        }));
+        // The snapshot (and a save of it) reflects the applied move.
+        let from_room = std::mem::replace(&mut character.room, to_room.to_string());
+        let request = HandoffRequest {
+            character: character.clone(),
+            target_room: to_room.to_string(),
+            epoch: meta.epoch,
+            state_version: meta.state_version,
+            applied_seq: meta.applied_seq,
+            persist_id: meta.persist_id.clone(),
+            conn_id: meta.conn_id.clone(),
+        };
+        self.frozen.insert(
+            key.to_string(),
+            FrozenPlayer {
+                character,
+                meta,
+                from_room,
+                queued: Vec::new(),
+            },
+        );
+        let (handoff, tx, key) = (
+            self.env.handoff.clone(),
+            self.handle.tx.clone(),
+            key.to_string(),
+        );
+        tokio::spawn(async move {
+            let result = begin_handoff(&handoff, request).await;
+            let _ = tx.send(Msg::HandoffDone { key, result }).await;
+        });
+        InputReply::Applied
+    }
+
+    /// Redirect the gate (success) or put the player back (refusal).
+    async fn handoff_done(&mut self, key: &str, result: Result<Begun, Refused>) {
+        let Some(frozen) = self.frozen.remove(key) else {
+            return;
+        };
+        match result {
+            Ok(begun) => {
+                let FrozenPlayer {
+                    mut meta, queued, ..
+                } = frozen;
+                // Removed from play without saving: the destination's epoch
+                // and state_version must never be raced by a stale flush.
+                meta.send(Frame::Redirect(Redirect {
+                    addr: begun.addr,
+                    token: begun.token,
+                    credential: String::new(),
+                }));
+                for (_, _, reply) in queued {
+                    let _ = reply.send(InputReply::Gone);
+                }
+                if self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str()) {
+                    self.env.roster.remove(key);
+                }
+            }
+            Err(refused) => {
+                self.unfreeze(key, frozen, refused.minted, &refused.message)
+                    .await
+            }
+        }
+    }
+
+    /// Put a frozen player back where they were and apply what they typed
+    /// meanwhile, in order.
+    async fn unfreeze(
+        &mut self,
+        key: &str,
+        frozen: FrozenPlayer,
+        minted: Option<u64>,
+        message: &str,
+    ) {
+        let FrozenPlayer {
+            mut character,
+            mut meta,
+            from_room,
+            queued,
+        } = frozen;
+        if let Some(epoch) = minted {
+            // This attempt minted the newest epoch; the staying session
+            // writes under it, so its next save is not refused as stale.
+            meta.epoch = meta.epoch.max(epoch);
+        }
+        meta.dirty = true;
+        meta.output(format!("{message}\n"));
+        character.room = from_room;
+        self.sessions.insert(key.to_string(), meta);
+        let deliveries = self.state.enter(character, None);
+        self.deliver(deliveries);
+        self.publish(key);
+        for (seq, line, reply) in queued {
+            let conn_id = self
+                .sessions
+                .get(key)
+                .map(|m| m.conn_id.clone())
+                .unwrap_or_default();
+            let result = Box::pin(self.input(key, &conn_id, seq, &line)).await;
+            let _ = reply.send(result);
+        }
+    }
+
+    /// Shutdown while handoffs are in flight: keep those players here so
+    /// they are saved and closed like everyone else.
+    async fn unfreeze_all(&mut self) {
+        let keys: Vec<String> = self.frozen.keys().cloned().collect();
+        for key in keys {
+            if let Some(f) = self.frozen.remove(&key) {
+                self.unfreeze(&key, f, None, "The world is restarting.")
+                    .await;
+            }
         }
     }
 

@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 pub use actor::spawn_zone;
 pub use session::{InputReply, Joining, SessionMeta, Transfer};
@@ -73,6 +74,11 @@ pub(crate) enum Msg {
         reason: String,
         reply: oneshot::Sender<()>,
     },
+    /// `begin_handoff` for a frozen player finished.
+    HandoffDone {
+        key: String,
+        result: Result<crate::handoff::source::Begun, crate::handoff::source::Refused>,
+    },
 }
 
 /// Everything a zone actor needs from its shard.
@@ -86,6 +92,11 @@ pub struct ZoneEnv {
     pub roster: roster::Roster,
     pub tick: Duration,
     pub save_interval: Duration,
+    pub handoff: Arc<crate::handoff::runtime::Handoff>,
+    pub tracker: TaskTracker,
+    pub root: CancellationToken,
+    /// Numbers private instances (`<zone>#<n>`) on this shard.
+    pub instances: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// A handle to a running zone actor.

@@ -29,6 +29,8 @@ pub struct SessionMeta {
     pub out: mpsc::Sender<ServerFrame>,
     /// The out channel was found full: the gate stopped reading.
     pub wedged: bool,
+    /// The durable row this character saves to (rides the handoff snapshot).
+    pub persist_id: String,
 }
 
 impl SessionMeta {
@@ -89,6 +91,7 @@ pub enum InputReply {
         to: super::ZoneHandle,
         transfer: Box<Transfer>,
     },
-    /// The player is not (or no longer) in this zone under this connection.
+    /// The player is not (or no longer) in this zone under this connection
+    /// (quit, taken over, or handed off to another shard).
     Gone,
 }

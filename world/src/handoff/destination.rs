@@ -1,0 +1,274 @@
+//! The destination side of a player handoff.
+//!
+//! [`prepare`] verifies the signed snapshot, refuses an instance-shaped zone
+//! outright, checks this shard owns the target zone, and rehydrates the
+//! player PENDING: aliases re-sanitized, reserved flags re-derived from the
+//! signed tier ([`apply_tier_flags`] via `sanitize_loaded`), `wizinvis`
+//! cleared. A retried `Prepare` converges on the same token and record.
+//!
+//! [`activate`] runs when the gate attaches with the token: phase 2 is the
+//! signed `Commit` to the source. If the source refuses it (it already saved
+//! the snapshot at its TTL) or cannot be reached (it crashed), this shard
+//! mints a newer epoch before activating, so the two never both write.
+//! A pending record that nobody attaches to within the TTL is saved by this
+//! shard (it holds the newest epoch) — never lost.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use telos_proto::v1::{CommitRequest, PrepareRequest};
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use super::phase2::{Phase2, sign_phase2, verify_phase2};
+use super::runtime::{Handoff, RPC_TIMEOUT};
+use super::snapshot::{PlayerSnapshot, handoff_token, verify_snapshot};
+use crate::game::{
+    Character, Tier, WIZINVIS, alias::sanitize_aliases, from_state_json, is_instance_id,
+    sanitize_loaded, zone_of,
+};
+use crate::zone::Hosted;
+
+/// Why `Prepare` was refused. Every variant is a refusal: nothing was built.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareRefused {
+    #[error("this shard has no keys and never takes a handoff")]
+    Keyless,
+    #[error("snapshot signature does not verify")]
+    BadSignature,
+    #[error("malformed snapshot: {0}")]
+    Malformed(String),
+    #[error("snapshot is for shard {0}, not this one")]
+    WrongDestination(String),
+    #[error("instance zones are never a handoff destination: {0}")]
+    InstanceZone(String),
+    #[error("this shard does not own zone {0}")]
+    NotOwner(String),
+}
+
+/// A player held PENDING until the gate attaches.
+pub struct PendingPlayer {
+    pub snapshot: PlayerSnapshot,
+    pub character: Character,
+    pub expires: Instant,
+}
+
+/// Pending records by token.
+#[derive(Default)]
+pub struct PendingPlayers {
+    map: Mutex<HashMap<String, PendingPlayer>>,
+}
+
+impl PendingPlayers {
+    pub fn take(&self, token: &str) -> Option<PendingPlayer> {
+        self.map.lock().expect("pending lock").remove(token)
+    }
+
+    pub fn put_back(&self, token: String, p: PendingPlayer) {
+        self.map.lock().expect("pending lock").insert(token, p);
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.lock().expect("pending lock").len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Rehydrate the character from a verified snapshot (pure).
+pub fn rehydrate(snapshot: &PlayerSnapshot) -> Result<Character, PrepareRefused> {
+    let mut ch = from_state_json(&snapshot.state)
+        .map_err(|e| PrepareRefused::Malformed(format!("state: {e}")))?;
+    if ch.key() != snapshot.character {
+        return Err(PrepareRefused::Malformed("character name mismatch".into()));
+    }
+    // The tier rides the snapshot, signed; the reserved flags are never
+    // trusted from the state: they are re-derived from the tier.
+    ch.tier = snapshot
+        .tier
+        .parse::<Tier>()
+        .map_err(|_| PrepareRefused::Malformed(format!("tier {:?}", snapshot.tier)))?;
+    ch.account = snapshot.account.clone();
+    ch.aliases = sanitize_aliases(&snapshot.aliases);
+    sanitize_loaded(&mut ch);
+    // wizinvis is a session concealment, never tier-granted: it clears on
+    // arrival (a deliberate one-time flicker across the boundary).
+    ch.flags.remove(WIZINVIS);
+    ch.room = snapshot.target_room.clone();
+    Ok(ch)
+}
+
+/// `Handoff.Prepare` on the destination.
+pub fn prepare(
+    h: &Arc<Handoff>,
+    hosted: &Hosted,
+    req: &PrepareRequest,
+) -> Result<String, PrepareRefused> {
+    let keys = h.keys.as_ref().ok_or(PrepareRefused::Keyless)?;
+    if !verify_snapshot(&keys.snapshot_public(), &req.snapshot, &req.snapshot_sig) {
+        return Err(PrepareRefused::BadSignature);
+    }
+    let snapshot = PlayerSnapshot::decode(&req.snapshot)
+        .map_err(|e| PrepareRefused::Malformed(e.to_string()))?;
+    if snapshot.epoch != req.epoch
+        || snapshot.character != req.character
+        || snapshot.target_room != req.target_room
+        || snapshot.to_shard != req.to_shard_id
+        || snapshot.from_shard != req.from_shard_id
+    {
+        return Err(PrepareRefused::Malformed(
+            "envelope does not match the signed snapshot".into(),
+        ));
+    }
+    if snapshot.to_shard != h.shard_id {
+        return Err(PrepareRefused::WrongDestination(snapshot.to_shard));
+    }
+    let zone = zone_of(&snapshot.target_room);
+    if is_instance_id(zone) {
+        return Err(PrepareRefused::InstanceZone(zone.to_string()));
+    }
+    if hosted.get(zone).is_none() {
+        return Err(PrepareRefused::NotOwner(zone.to_string()));
+    }
+    let character = rehydrate(&snapshot)?;
+    let token = handoff_token(&snapshot.character, snapshot.epoch);
+    let mut map = h.pending.map.lock().expect("pending lock");
+    if !map.contains_key(&token) {
+        map.insert(
+            token.clone(),
+            PendingPlayer {
+                snapshot,
+                character,
+                expires: Instant::now() + h.pending_ttl,
+            },
+        );
+        let (h2, t) = (h.clone(), token.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(h2.pending_ttl).await;
+            expire_pending(&h2, &t).await;
+        });
+    }
+    Ok(token)
+}
+
+/// Nobody attached within the TTL: save the snapshot under the newest epoch.
+async fn expire_pending(h: &Handoff, token: &str) {
+    let Some(p) = h.pending.take(token) else {
+        return;
+    };
+    let s = &p.snapshot;
+    warn!(player = %s.character, "pending handoff expired: saving its state");
+    if let Err(e) = h
+        .store
+        .save(
+            &s.character,
+            s.epoch,
+            s.state_version,
+            &s.state,
+            &s.conn_id,
+            s.applied_seq,
+        )
+        .await
+    {
+        warn!(player = %s.character, error = %e, "saving an expired pending handoff failed");
+    }
+}
+
+/// `Handoff.Abort` on the destination: bound to this shard's id.
+pub fn abort(h: &Handoff, token: &str, to_shard: &str, sig: &[u8]) -> Result<bool, PrepareRefused> {
+    let keys = h.keys.as_ref().ok_or(PrepareRefused::Keyless)?;
+    if to_shard != h.shard_id
+        || !verify_phase2(
+            &keys.handoff_public(),
+            Phase2::Abort,
+            token,
+            &h.shard_id,
+            sig,
+        )
+    {
+        return Err(PrepareRefused::BadSignature);
+    }
+    Ok(h.pending.take(token).is_some())
+}
+
+/// A pending player ready to join its zone actor.
+pub struct Activated {
+    pub character: Character,
+    pub epoch: u64,
+    pub state_version: u64,
+    pub applied_seq: u64,
+    pub persist_id: String,
+}
+
+/// Why the gate's attach could not be honoured (it falls back to `Resume`).
+#[derive(Debug, thiserror::Error)]
+pub enum AttachRefused {
+    #[error("unknown or expired handoff token")]
+    Unknown,
+    #[error("the token belongs to another connection")]
+    WrongConnection,
+    #[error("the store is unreachable: {0}")]
+    Store(String),
+}
+
+/// Phase 2: take the pending record, `Commit` on the source, and mint a
+/// newer epoch if the source refused or is gone.
+pub async fn activate(h: &Handoff, token: &str, conn_id: &str) -> Result<Activated, AttachRefused> {
+    let p = h.pending.take(token).ok_or(AttachRefused::Unknown)?;
+    if p.snapshot.conn_id != conn_id {
+        h.pending.put_back(token.to_string(), p);
+        return Err(AttachRefused::WrongConnection);
+    }
+    let s = &p.snapshot;
+    let committed = match (&h.keys, h.shard_addr(&s.from_shard).await) {
+        (Some(keys), Some(addr)) => {
+            let request = CommitRequest {
+                handoff_token: token.to_string(),
+                to_shard_id: h.shard_id.clone(),
+                sig: sign_phase2(&keys.handoff, Phase2::Commit, token, &h.shard_id),
+            };
+            match h.peers.handoff(&addr) {
+                Ok(mut client) => {
+                    match tokio::time::timeout(RPC_TIMEOUT, client.commit(request)).await {
+                        Ok(Ok(_)) => true,
+                        Ok(Err(status)) => {
+                            warn!(player = %s.character, %status, "Commit refused by the source");
+                            false
+                        }
+                        Err(_) => false,
+                    }
+                }
+                Err(_) => false,
+            }
+        }
+        _ => false,
+    };
+    let (epoch, state_version) = if committed {
+        (s.epoch, s.state_version)
+    } else {
+        // The source may have saved the snapshot (refused) or died (no
+        // answer): mint a newer epoch so it can never write again, and CAS
+        // from the row's current version. The snapshot we hold is at least
+        // as new as anything it saved.
+        match h.store.claim_character(&s.character).await {
+            Ok(c) => {
+                info!(player = %s.character, epoch = c.epoch, "activating under a newer epoch");
+                (c.epoch, c.row.state_version)
+            }
+            Err(e) => {
+                let err = AttachRefused::Store(e.to_string());
+                h.pending.put_back(token.to_string(), p);
+                return Err(err);
+            }
+        }
+    };
+    Ok(Activated {
+        epoch,
+        state_version,
+        applied_seq: p.snapshot.applied_seq,
+        persist_id: p.snapshot.persist_id.clone(),
+        character: p.character,
+    })
+}

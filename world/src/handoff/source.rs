@@ -1,0 +1,347 @@
+//! The source side of a player handoff.
+//!
+//! [`begin_handoff`] runs after the zone actor applied the move line and
+//! froze the player. Order matters (seed, "Snapshot signing and the tier"):
+//! 1. resolve the destination (`ShardForZone`) **before** minting, so a
+//!    refused move never raises the row's epoch under a live session;
+//! 2. `ClaimCharacter` mints the next `owner_epoch` for the destination
+//!    (an unreadable store refuses the handoff: never proceed unfenced);
+//! 3. build and sign the `PlayerSnapshot`, then `Handoff.Prepare`.
+//!
+//! After a successful `Prepare` the source sends `Redirect` and drops the
+//! player **without saving**, but keeps the frozen snapshot in [`Outbound`]
+//! until the destination's signed `Commit` arrives. Crash safety:
+//! - destination dies before `Commit`: at [`PENDING_TTL`](super::runtime::PENDING_TTL)
+//!   the source saves the frozen snapshot under the epoch it minted (the
+//!   newest) and refuses any later `Commit` for that token, so the
+//!   destination then mints a newer epoch before it activates;
+//! - source dies after the redirect: the destination's `Commit` fails, it
+//!   mints a newer epoch and activates from the snapshot it holds.
+//!
+//! Either way exactly one side writes, and the player's state survives.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use telos_proto::v1::{AbortRequest, PrepareRequest};
+use tokio::time::Instant;
+use tracing::{Instrument, debug, info, info_span, warn};
+
+use super::phase2::{Phase2, sign_phase2, verify_phase2};
+use super::runtime::{Handoff, RPC_TIMEOUT};
+use super::snapshot::{PlayerSnapshot, sign_snapshot};
+use crate::game::{Character, is_instance_id, zone_of};
+use crate::store::{SaveOutcome, StoreError};
+
+/// Remember refused (expired) tokens this long, to answer a late `Commit`
+/// with "refused" rather than "unknown".
+const EXPIRED_MEMORY: Duration = Duration::from_secs(600);
+
+/// What the source knows about the frozen player.
+pub struct HandoffRequest {
+    pub character: Character,
+    pub target_room: String,
+    pub epoch: u64,
+    pub state_version: u64,
+    pub applied_seq: u64,
+    pub persist_id: String,
+    pub conn_id: String,
+}
+
+/// Prepared: redirect the gate here.
+#[derive(Debug)]
+pub struct Begun {
+    pub token: String,
+    pub addr: String,
+    pub epoch: u64,
+}
+
+/// The handoff did not happen; the player stays.
+#[derive(Debug)]
+pub struct Refused {
+    /// The line the player sees.
+    pub message: String,
+    /// An epoch this attempt minted: the staying session now writes under
+    /// it (it is the newest), so its next save is not mistaken for a stale
+    /// owner's.
+    pub minted: Option<u64>,
+    /// For logs and metrics: which step failed.
+    pub step: &'static str,
+}
+
+fn refused(step: &'static str, message: &str, minted: Option<u64>) -> Refused {
+    Refused {
+        message: message.to_string(),
+        minted,
+        step,
+    }
+}
+
+/// A frozen snapshot awaiting the destination's `Commit`.
+struct Frozen {
+    snapshot: PlayerSnapshot,
+    frozen_at: Instant,
+}
+
+/// Frozen snapshots by token, and tokens whose `Commit` is refused.
+#[derive(Default)]
+pub struct Outbound {
+    frozen: Mutex<HashMap<String, Frozen>>,
+    expired: Mutex<HashMap<String, Instant>>,
+}
+
+/// Why a `Commit` was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CommitRefused {
+    #[error("unknown handoff token")]
+    Unknown,
+    #[error("the handoff expired and the source saved the player")]
+    Expired,
+    #[error("bad signature or wrong destination")]
+    BadSignature,
+    #[error("this shard has no handoff key")]
+    Keyless,
+}
+
+/// Move a frozen player to the shard serving `target_room`.
+pub async fn begin_handoff(h: &Arc<Handoff>, req: HandoffRequest) -> Result<Begun, Refused> {
+    let zone = zone_of(&req.target_room).to_string();
+    let span = info_span!(
+        "beginHandoff",
+        zone = %zone,
+        from_shard = %h.shard_id,
+        to_shard = tracing::field::Empty,
+        epoch = tracing::field::Empty,
+    );
+    let result = begin_handoff_inner(h, req, &zone, &span)
+        .instrument(span.clone())
+        .await;
+    match &result {
+        Ok(_) => metrics::counter!("telos_handoffs_total", "outcome" => "prepared").increment(1),
+        Err(r) => {
+            span.in_scope(|| warn!(step = r.step, "handoff failed: {}", r.message));
+            metrics::counter!("telos_handoffs_total", "outcome" => "refused").increment(1);
+        }
+    }
+    result
+}
+
+async fn begin_handoff_inner(
+    h: &Arc<Handoff>,
+    req: HandoffRequest,
+    zone: &str,
+    span: &tracing::Span,
+) -> Result<Begun, Refused> {
+    const STAY: &str = "The way ahead shimmers and holds you back; you stay where you are.";
+    let Some(keys) = h.keys.clone() else {
+        return Err(refused(
+            "keys",
+            "That way leads beyond this realm, and this realm cannot send you there.",
+            None,
+        ));
+    };
+    if is_instance_id(zone) {
+        return Err(refused("resolve", STAY, None));
+    }
+    // 1. Resolve the destination before minting anything.
+    let dest = match h.directory.shard_for_zone(zone).await {
+        Ok(Some(dest)) if dest.id != h.shard_id => dest,
+        Ok(_) => {
+            return Err(refused(
+                "resolve",
+                "The way is closed for now; try again later.",
+                None,
+            ));
+        }
+        Err(e) => {
+            warn!(error = %e, "ShardForZone failed");
+            return Err(refused("resolve", STAY, None));
+        }
+    };
+    span.record("to_shard", dest.id.as_str());
+    // 2. Mint the destination's epoch. Fail closed when the store is sick.
+    let key = req.character.key();
+    let claim = h
+        .store
+        .claim_character(&key)
+        .instrument(info_span!("directory_claim"))
+        .await;
+    let epoch = match claim {
+        Ok(c) => c.epoch,
+        Err(StoreError::NotFound) => {
+            // A genuine miss (no row yet) is legitimately unfenceable.
+            debug!(player = %key, "no durable row; handing off unfenced at epoch+1");
+            req.epoch + 1
+        }
+        Err(e) => {
+            warn!(player = %key, error = %e, "ClaimCharacter failed: refusing the handoff");
+            return Err(refused("directory_claim", STAY, None));
+        }
+    };
+    span.record("epoch", epoch);
+    // 3. Snapshot, sign, Prepare.
+    let snapshot = PlayerSnapshot::build(
+        &req.character,
+        epoch,
+        &h.shard_id,
+        &dest.id,
+        &req.target_room,
+        req.state_version,
+        req.applied_seq,
+        &req.persist_id,
+        &req.conn_id,
+    );
+    let encoded = snapshot.encode();
+    let request = PrepareRequest {
+        snapshot_sig: sign_snapshot(&keys.snapshot, &encoded),
+        snapshot: encoded,
+        epoch,
+        target_room: req.target_room.clone(),
+        character: key.clone(),
+        from_shard_id: h.shard_id.clone(),
+        to_shard_id: dest.id.clone(),
+    };
+    let prepared = async {
+        let mut client = h.peers.handoff(&dest.addr).map_err(|e| e.to_string())?;
+        tokio::time::timeout(RPC_TIMEOUT, client.prepare(request))
+            .await
+            .map_err(|_| "timed out".to_string())?
+            .map_err(|s| format!("{}: {}", s.code(), s.message()))
+    }
+    .instrument(info_span!("prepare", to_shard = %dest.id))
+    .await;
+    let response = match prepared {
+        Ok(r) => r.into_inner(),
+        Err(e) => {
+            warn!(to_shard = %dest.id, error = %e, "Prepare failed");
+            let token = super::snapshot::handoff_token(&key, epoch);
+            send_abort(h, &dest.addr, &dest.id, &token).await;
+            return Err(refused("prepare", STAY, Some(epoch)));
+        }
+    };
+    // Keep the frozen snapshot until Commit; save it if none comes.
+    h.outbound
+        .freeze(h, response.handoff_token.clone(), snapshot);
+    info!(player = %key, to_shard = %dest.id, epoch, "handoff prepared");
+    Ok(Begun {
+        token: response.handoff_token,
+        addr: response.target_shard_addr,
+        epoch,
+    })
+}
+
+/// Best-effort signed `Abort` to the destination.
+pub async fn send_abort(h: &Handoff, addr: &str, to_shard: &str, token: &str) {
+    let Some(keys) = &h.keys else { return };
+    let request = AbortRequest {
+        handoff_token: token.to_string(),
+        to_shard_id: to_shard.to_string(),
+        sig: sign_phase2(&keys.handoff, Phase2::Abort, token, to_shard),
+    };
+    let sent = async {
+        let mut client = h.peers.handoff(addr).map_err(|e| e.to_string())?;
+        tokio::time::timeout(RPC_TIMEOUT, client.abort(request))
+            .await
+            .map_err(|_| "timed out".to_string())?
+            .map_err(|s| s.to_string())
+    }
+    .instrument(info_span!("abort", to_shard = %to_shard))
+    .await;
+    if let Err(e) = sent {
+        debug!(to_shard, error = %e, "Abort not delivered (best effort)");
+    }
+}
+
+impl Outbound {
+    fn freeze(&self, h: &Arc<Handoff>, token: String, snapshot: PlayerSnapshot) {
+        self.frozen.lock().expect("outbound lock").insert(
+            token.clone(),
+            Frozen {
+                snapshot,
+                frozen_at: Instant::now(),
+            },
+        );
+        let h = h.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(h.pending_ttl).await;
+            h.outbound.expire(&h, &token).await;
+        });
+    }
+
+    /// No `Commit` within the TTL: save the frozen snapshot under the epoch
+    /// we minted (the newest) and refuse any later `Commit` for the token.
+    async fn expire(&self, h: &Handoff, token: &str) {
+        let Some(frozen) = self.frozen.lock().expect("outbound lock").remove(token) else {
+            return;
+        };
+        {
+            let mut expired = self.expired.lock().expect("outbound lock");
+            expired.retain(|_, at| at.elapsed() < EXPIRED_MEMORY);
+            expired.insert(token.to_string(), Instant::now());
+        }
+        let s = &frozen.snapshot;
+        warn!(player = %s.character, to_shard = %s.to_shard, "no Commit within the pending TTL: saving the frozen snapshot");
+        metrics::counter!("telos_handoffs_total", "outcome" => "expired").increment(1);
+        match h
+            .store
+            .save(
+                &s.character,
+                s.epoch,
+                s.state_version,
+                &s.state,
+                &s.conn_id,
+                s.applied_seq,
+            )
+            .await
+        {
+            Ok(SaveOutcome::Saved { .. }) => {}
+            Ok(SaveOutcome::Refused { current_epoch, .. }) => {
+                info!(player = %s.character, current_epoch, "frozen snapshot not saved: a newer owner already wrote")
+            }
+            Err(e) => warn!(player = %s.character, error = %e, "saving the frozen snapshot failed"),
+        }
+    }
+
+    /// The destination's signed `Commit`: checked against the destination
+    /// this shard recorded when it prepared the token.
+    pub fn commit(
+        &self,
+        h: &Handoff,
+        token: &str,
+        to_shard: &str,
+        sig: &[u8],
+    ) -> Result<(), CommitRefused> {
+        let Some(keys) = &h.keys else {
+            return Err(CommitRefused::Keyless);
+        };
+        let mut frozen = self.frozen.lock().expect("outbound lock");
+        let Some(entry) = frozen.get(token) else {
+            let expired = self.expired.lock().expect("outbound lock");
+            return Err(if expired.contains_key(token) {
+                CommitRefused::Expired
+            } else {
+                CommitRefused::Unknown
+            });
+        };
+        let recorded = &entry.snapshot.to_shard;
+        if to_shard != recorded
+            || !verify_phase2(&keys.handoff_public(), Phase2::Commit, token, recorded, sig)
+        {
+            return Err(CommitRefused::BadSignature);
+        }
+        let entry = frozen.remove(token).expect("present");
+        metrics::histogram!("telos_handoff_pause_seconds")
+            .record(entry.frozen_at.elapsed().as_secs_f64());
+        metrics::counter!("telos_handoffs_total", "outcome" => "committed").increment(1);
+        Ok(())
+    }
+
+    pub fn len(&self) -> usize {
+        self.frozen.lock().expect("outbound lock").len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
