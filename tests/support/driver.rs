@@ -44,10 +44,20 @@ impl Driver {
             redirects: 0,
         };
         d.wait_attached().await?;
+        // The room description that follows a fresh login.
+        let look = d
+            .stream
+            .until(|f| match f {
+                Frame::Output(o) => Some(o.text.clone()),
+                _ => None,
+            })
+            .await?;
+        d.transcript.push_str(&look);
         Ok(d)
     }
 
-    async fn wait_attached(&mut self) -> anyhow::Result<()> {
+    /// Wait for `Attached` (following redirects), replay, return its ack.
+    async fn wait_attached(&mut self) -> anyhow::Result<u64> {
         loop {
             match self.stream.next().await? {
                 Some(Frame::Attached(a)) => {
@@ -55,7 +65,7 @@ impl Driver {
                         self.credential = a.credential;
                     }
                     self.replay_above(a.ack_input_seq).await?;
-                    return Ok(());
+                    return Ok(a.ack_input_seq);
                 }
                 Some(Frame::Redirect(r)) => self.follow(&r.addr, &r.token, &r.credential).await?,
                 Some(Frame::Closed(c)) => bail!("closed while attaching: {}", c.reason),
@@ -119,7 +129,9 @@ impl Driver {
                 Some(Frame::DurableAck(a)) => self.kept.retain(|(s, _)| *s > a.seq),
                 Some(Frame::Redirect(r)) => {
                     self.follow(&r.addr, &r.token, &r.credential).await?;
-                    self.wait_attached().await?;
+                    if self.wait_attached().await? >= seq {
+                        return Ok(text);
+                    }
                 }
                 Some(Frame::Closed(c)) => bail!("closed: {}", c.reason),
                 Some(_) => {}

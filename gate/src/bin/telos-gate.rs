@@ -1,1 +1,98 @@
-fn main() {}
+//! telos-gate binary: parse settings, set up logs and metrics, bind, serve.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use telos_gate::directory::DirectoryRegistry;
+use telos_gate::{Cli, serve};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+fn init_logs() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if std::env::var("TELOS_LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json")) {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("telos-gate: {msg}");
+    ExitCode::FAILURE
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let settings = match Cli::parse().resolve() {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    init_logs();
+    if let Some(addr) = settings.metrics_listen
+        && let Err(e) = telos_gate::metrics::install_prometheus(addr)
+    {
+        return fail(e);
+    }
+    let registry = match DirectoryRegistry::new(&settings.redis_url) {
+        Ok(r) => Arc::new(r),
+        Err(e) => return fail(e),
+    };
+    let listener = match TcpListener::bind(settings.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            return fail(format!(
+                "invalid listen (--listen / TELOS_GATE_LISTEN) {}: {e}",
+                settings.listen
+            ));
+        }
+    };
+    let local = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => return fail(format!("listen socket: {e}")),
+    };
+    // Tests and scripts wait for exactly this line on stdout.
+    println!("telos-gate listening on {local}");
+    let _ = std::io::stdout().flush();
+    tracing::info!(addr = %local, redis = %settings.redis_url, "telos-gate listening");
+
+    let shutdown = CancellationToken::new();
+    let signals = shutdown.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("signal received; shutting down");
+        signals.cancel();
+    });
+    serve(listener, settings.gate, registry, shutdown).await;
+    tracing::info!("telos-gate stopped");
+    ExitCode::SUCCESS
+}
+
+/// SIGINT or SIGTERM: the gate holds no state, both mean "stop cleanly".
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -413,10 +413,9 @@ impl ZoneActor {
             return InputReply::Gone;
         };
         self.deliver(deliveries);
-        let mut meta = self.sessions.remove(key).expect("player has a session");
-        meta.send(Frame::InputAck(InputAck {
-            seq: meta.applied_seq,
-        }));
+        // The move line's InputAck waits for the outcome: the Redirect (whose
+        // Attached covers it) or, on refusal, the line saying why.
+        let meta = self.sessions.remove(key).expect("player has a session");
         // The snapshot (and a save of it) reflects the applied move.
         let from_room = std::mem::replace(&mut character.room, to_room.to_string());
         let request = HandoffRequest {
@@ -502,6 +501,9 @@ impl ZoneActor {
         }
         meta.dirty = true;
         meta.output(format!("{message}\n"));
+        meta.send(Frame::InputAck(InputAck {
+            seq: meta.applied_seq,
+        }));
         character.room = from_room;
         self.sessions.insert(key.to_string(), meta);
         let deliveries = self.state.enter(character, None);
@@ -530,11 +532,16 @@ impl ZoneActor {
         }
     }
 
+    /// Everyone online on every shard: this shard's own roster (always
+    /// current) plus the lists the other shards published.
     async fn who(&self, viewer_is_admin: bool) -> String {
         match tokio::time::timeout(WHO_TIMEOUT, self.env.directory.online()).await {
             Ok(Ok(players)) => {
+                let shard = &self.env.shard_id;
                 let entries: Vec<crate::game::WhoEntry> = players
                     .into_iter()
+                    .filter(|p| &p.shard != shard)
+                    .chain(self.env.roster.snapshot())
                     .map(|p| crate::game::WhoEntry {
                         name: p.name,
                         tier: p.tier.parse().unwrap_or_default(),

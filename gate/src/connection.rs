@@ -1,0 +1,344 @@
+//! One task per player connection: greeting, login dialogue, then the play
+//! loop of [`crate::session`]. This file owns what both phases share: the
+//! socket halves, the idle clock and how a connection ends.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rand::seq::SliceRandom;
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::GateConfig;
+use crate::lines::LineEvent;
+use crate::login::{BANNER, Credentials, LoginDialog, LoginStep, PASSWORD_PROMPT};
+use crate::metrics as m;
+use crate::output::{Output, SlowClient};
+use crate::ratelimit::IpLimiter;
+use crate::reader::{ReadError, Reader};
+use crate::registry::ShardRegistry;
+use crate::session::Session;
+use crate::upstream::{ChannelPool, EstablishError, Established, Opening, Who, establish};
+
+/// What every connection task shares.
+pub struct Shared {
+    pub cfg: GateConfig,
+    pub registry: Arc<dyn ShardRegistry>,
+    pub pool: ChannelPool,
+    pub ip_limiter: IpLimiter,
+}
+
+impl Shared {
+    pub fn new(cfg: GateConfig, registry: Arc<dyn ShardRegistry>) -> Self {
+        Self {
+            pool: ChannelPool::new(cfg.clone()),
+            ip_limiter: IpLimiter::new(cfg.login_ip_burst, cfg.login_ip_per_sec),
+            registry,
+            cfg,
+        }
+    }
+}
+
+/// Why a connection ends. Each carries its goodbye line and metric.
+#[derive(Debug)]
+pub enum End {
+    ClientGone,
+    SlowClient,
+    Idle,
+    Shutdown,
+    Quit,
+    /// The world closed the session for good (`Closed{final}`), with its reason.
+    Closed(String),
+    LoginFailures,
+    ResumeGaveUp,
+}
+
+impl From<SlowClient> for End {
+    fn from(_: SlowClient) -> Self {
+        End::SlowClient
+    }
+}
+
+impl From<ReadError> for End {
+    fn from(e: ReadError) -> Self {
+        match e {
+            ReadError::Closed => End::ClientGone,
+            ReadError::SlowClient => End::SlowClient,
+        }
+    }
+}
+
+const IDLE_WARNING: &str =
+    "You have been idle for a while; type something or you will be disconnected soon.";
+const IDLE_GOODBYE: &str = "Idle timeout; goodbye.";
+const SHUTDOWN_GOODBYE: &str = "The gate is shutting down; please reconnect in a moment.";
+const TOO_MANY_FAILURES: &str = "Too many failed logins; goodbye.";
+const RATE_LIMITED: &str =
+    "Login failed: too many login attempts from your address; try again later.";
+const WORLD_UNAVAILABLE: &str = "The world is not reachable right now; please try again shortly.";
+pub const RESUME_GAVE_UP: &str = "The world could not be reached; please reconnect later.";
+
+/// The per-connection state both phases use.
+pub struct Conn {
+    pub shared: Arc<Shared>,
+    pub peer: SocketAddr,
+    pub conn_id: String,
+    pub reader: Reader,
+    pub out: Output,
+    pub cancel: CancellationToken,
+    last_input: Instant,
+    warned: bool,
+}
+
+impl Conn {
+    pub fn cfg(&self) -> &GateConfig {
+        &self.shared.cfg
+    }
+
+    /// Tell the player an over-long line was thrown away.
+    pub fn line_too_long(&self) -> Result<(), SlowClient> {
+        let max = self.cfg().max_line_bytes;
+        self.out
+            .line(&format!("Line too long (over {max} bytes); ignored."))
+    }
+
+    /// A line arrived: the player is not idle.
+    pub fn touch(&mut self) {
+        self.last_input = Instant::now();
+        self.warned = false;
+    }
+
+    /// When the idle clock next fires (warning first, then the close).
+    pub fn idle_deadline(&self) -> tokio::time::Instant {
+        let cfg = self.cfg();
+        let at = if self.warned {
+            self.last_input + cfg.idle_timeout
+        } else {
+            self.last_input + cfg.idle_timeout.saturating_sub(cfg.idle_warning)
+        };
+        at.into()
+    }
+
+    /// The idle clock fired: warn, or end if already warned.
+    pub fn on_idle(&mut self) -> Result<(), End> {
+        if self.warned {
+            return Err(End::Idle);
+        }
+        self.warned = true;
+        self.out.line(IDLE_WARNING)?;
+        Ok(())
+    }
+
+    /// Say goodbye the way `end` calls for and close the socket.
+    pub async fn finish(self, end: End) {
+        let goodbye = match &end {
+            End::ClientGone => None,
+            End::SlowClient => {
+                m::disconnect("slow_client");
+                tracing::info!(peer = %self.peer, conn_id = %self.conn_id, "slow client disconnected");
+                self.out.kill_slow().await;
+                return;
+            }
+            End::Idle => {
+                m::disconnect("idle");
+                Some(IDLE_GOODBYE.to_string())
+            }
+            End::Shutdown => {
+                m::disconnect("shutdown");
+                Some(SHUTDOWN_GOODBYE.to_string())
+            }
+            End::Quit => Some("Goodbye.".to_string()),
+            End::Closed(reason) => Some(reason.trim_end().to_string()).filter(|r| !r.is_empty()),
+            End::LoginFailures => {
+                m::disconnect("login_failures");
+                Some(TOO_MANY_FAILURES.to_string())
+            }
+            End::ResumeGaveUp => {
+                m::disconnect("resume_gave_up");
+                Some(RESUME_GAVE_UP.to_string())
+            }
+        };
+        tracing::debug!(peer = %self.peer, conn_id = %self.conn_id, ?end, "connection closing");
+        if let Some(line) = goodbye {
+            // Past the bound the client is slow anyway; just close.
+            let _ = self.out.line(&line);
+        }
+        let grace = self.shared.cfg.shutdown_grace;
+        self.out.close(grace).await;
+    }
+
+    /// Wait for the next line event before login (no upstream yet).
+    async fn next_line(&mut self) -> Result<LineEvent, End> {
+        loop {
+            if let Some(ev) = self.reader.pop() {
+                return Ok(ev);
+            }
+            let deadline = self.idle_deadline();
+            tokio::select! {
+                _ = self.cancel.cancelled() => return Err(End::Shutdown),
+                _ = self.out.gone() => return Err(End::ClientGone),
+                _ = tokio::time::sleep_until(deadline) => self.on_idle()?,
+                r = self.reader.fill(&self.out) => r?,
+            }
+        }
+    }
+}
+
+/// Run one player connection to its end.
+pub async fn run(
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    cancel: CancellationToken,
+) {
+    let _ = stream.set_nodelay(true);
+    let (rd, wr) = stream.into_split();
+    let out = Output::spawn(wr, shared.cfg.output_buffer_bytes);
+    let reader = Reader::new(rd, shared.cfg.max_line_bytes);
+    let conn_id = hex::encode(rand::random::<u128>().to_be_bytes());
+    let mut conn = Conn {
+        shared,
+        peer,
+        conn_id,
+        reader,
+        out,
+        cancel,
+        last_input: Instant::now(),
+        warned: false,
+    };
+    tracing::debug!(%peer, conn_id = %conn.conn_id, "connection opened");
+
+    let greeting = conn.reader.negotiator.greeting();
+    let started = conn.out.raw(greeting).and_then(|()| conn.out.text(BANNER));
+    let end = match started {
+        Err(e) => End::from(e),
+        Ok(()) => match login(&mut conn).await {
+            Err(end) => end,
+            Ok((name, est)) => Session::new(name, &est, &conn).run(&mut conn, est).await,
+        },
+    };
+    conn.finish(end).await;
+}
+
+/// The login dialogue; returns the attached session or how it ended.
+async fn login(conn: &mut Conn) -> Result<(String, Established), End> {
+    let mut dialog = LoginDialog::default();
+    let mut failures = 0u32;
+    loop {
+        let line = match conn.next_line().await? {
+            LineEvent::Line(l) => l,
+            LineEvent::TooLong => {
+                conn.line_too_long()?;
+                continue;
+            }
+        };
+        conn.touch();
+        let was_password = dialog.awaiting_password();
+        if was_password && conn.reader.negotiator.speaks_telnet {
+            // Echo comes back on; the client did not echo the Enter either.
+            let show = conn.reader.negotiator.set_hide_input(false);
+            conn.out.raw(show)?;
+            conn.out.text("\n")?;
+        }
+        match dialog.on_line(&line) {
+            LoginStep::Nothing => {}
+            LoginStep::Say(msg) => conn.out.line(&msg)?,
+            LoginStep::Quit => return Err(End::Quit),
+            LoginStep::AskPassword => {
+                let hide = conn.reader.negotiator.set_hide_input(true);
+                conn.out.text(PASSWORD_PROMPT)?;
+                conn.out.raw(hide)?;
+            }
+            LoginStep::Attempt(creds) => {
+                let name = creds.name.clone();
+                match attempt(conn, creds).await? {
+                    Attempt::Attached(est) => return Ok((name, est)),
+                    Attempt::Failed(reason) => {
+                        conn.out.line(&reason)?;
+                        failures += 1;
+                        if failures >= conn.cfg().login_max_failures {
+                            return Err(End::LoginFailures);
+                        }
+                    }
+                    Attempt::Unavailable => conn.out.line(WORLD_UNAVAILABLE)?,
+                }
+            }
+        }
+    }
+}
+
+enum Attempt {
+    Attached(Established),
+    /// Refused; the line to show (starts `Login failed` for a bad name/password).
+    Failed(String),
+    Unavailable,
+}
+
+/// One login: a random live shard, the next one if it cannot be reached.
+/// The password lives in `creds` and is dropped when this returns.
+async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
+    let shared = conn.shared.clone();
+    let ip = conn.peer.ip();
+    if !shared.ip_limiter.try_acquire(ip, Instant::now()) {
+        metrics::counter!(m::LOGINS_TOTAL, "outcome" => "rate_limited").increment(1);
+        return Ok(Attempt::Failed(RATE_LIMITED.into()));
+    }
+    let who = Who {
+        conn_id: conn.conn_id.clone(),
+        name: creds.name.clone(),
+        credential: None,
+    };
+    let work = async {
+        let mut shards = match shared.registry.live_shards().await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "login: no shard list");
+                return Attempt::Unavailable;
+            }
+        };
+        shards.shuffle(&mut rand::rng());
+        for shard in shards {
+            match establish(
+                &shared.pool,
+                &shard.addr,
+                Opening::Login(creds.clone()),
+                who.clone(),
+            )
+            .await
+            {
+                Ok(est) => return Attempt::Attached(est),
+                Err(EstablishError::Closed {
+                    reason,
+                    is_final: true,
+                }) => {
+                    let reason = if reason.is_empty() {
+                        "Login failed.".to_string()
+                    } else {
+                        reason
+                    };
+                    return Attempt::Failed(reason);
+                }
+                Err(e) => {
+                    tracing::warn!(shard = %shard.id, addr = %shard.addr, error = %e, "login: shard failed, trying another")
+                }
+            }
+        }
+        Attempt::Unavailable
+    };
+    let result = tokio::select! {
+        _ = conn.cancel.cancelled() => return Err(End::Shutdown),
+        r = work => r,
+    };
+    let outcome = match &result {
+        Attempt::Attached(_) => "ok",
+        Attempt::Failed(_) => "failed",
+        Attempt::Unavailable => "unavailable",
+    };
+    metrics::counter!(m::LOGINS_TOTAL, "outcome" => outcome).increment(1);
+    if !matches!(result, Attempt::Failed(_)) {
+        // Only failures spend the address's budget.
+        shared.ip_limiter.release(ip);
+    }
+    Ok(result)
+}

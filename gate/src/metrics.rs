@@ -1,0 +1,56 @@
+//! Metric names, in one place so dashboards and code agree. Recorded through
+//! the `metrics` facade; the binary installs the Prometheus exporter, tests
+//! record into nothing.
+
+use std::net::SocketAddr;
+
+/// Connections accepted (counter).
+pub const CONNECTIONS_TOTAL: &str = "telos_gate_connections_total";
+/// Connections open now (gauge).
+pub const CONNECTIONS_OPEN: &str = "telos_gate_connections";
+/// Disconnects the gate decided, by `reason` (counter):
+/// `slow_client`, `idle`, `login_failures`, `resume_gave_up`, `full`, `shutdown`.
+pub const DISCONNECTS_TOTAL: &str = "telos_gate_disconnects_total";
+/// Input lines sent again after a re-attach (counter).
+pub const REPLAYED_LINES_TOTAL: &str = "telos_gate_replayed_lines_total";
+/// Input lines held across all connections, waiting for a `DurableAck` (gauge).
+pub const BUFFERED_LINES: &str = "telos_gate_buffered_lines";
+/// Sessions re-attached, by `kind` (`handoff`, `redirect`, `resume`) (counter).
+pub const REATTACH_TOTAL: &str = "telos_gate_reattach_total";
+/// Login attempts by `outcome` (`ok`, `failed`, `rate_limited`, `unavailable`) (counter).
+pub const LOGINS_TOTAL: &str = "telos_gate_logins_total";
+/// Protocol violations from shards, e.g. acks beyond what was sent (counter).
+pub const PROTOCOL_ERRORS_TOTAL: &str = "telos_gate_protocol_errors_total";
+
+pub fn disconnect(reason: &'static str) {
+    metrics::counter!(DISCONNECTS_TOTAL, "reason" => reason).increment(1);
+}
+
+/// Install the Prometheus recorder and its `/metrics` HTTP listener.
+/// Must run inside the Tokio runtime.
+pub fn install_prometheus(addr: SocketAddr) -> Result<(), String> {
+    metrics_exporter_prometheus::PrometheusBuilder::new()
+        .with_http_listener(addr)
+        .install()
+        .map_err(|e| {
+            format!("invalid metrics_listen (--metrics-listen / TELOS_METRICS_LISTEN) {addr}: {e}")
+        })?;
+    metrics::describe_counter!(CONNECTIONS_TOTAL, "Player connections accepted");
+    metrics::describe_gauge!(CONNECTIONS_OPEN, "Player connections open");
+    metrics::describe_counter!(
+        DISCONNECTS_TOTAL,
+        "Disconnects decided by the gate, by reason"
+    );
+    metrics::describe_counter!(
+        REPLAYED_LINES_TOTAL,
+        "Input lines replayed after a re-attach"
+    );
+    metrics::describe_gauge!(BUFFERED_LINES, "Input lines buffered until durably saved");
+    metrics::describe_counter!(REATTACH_TOTAL, "Sessions re-attached, by kind");
+    metrics::describe_counter!(LOGINS_TOTAL, "Login attempts, by outcome");
+    metrics::describe_counter!(
+        PROTOCOL_ERRORS_TOTAL,
+        "Protocol violations seen from shards"
+    );
+    Ok(())
+}

@@ -1,0 +1,91 @@
+//! The socket's read side: bytes -> telnet -> lines, with telnet replies
+//! queued to the output. One `fill` is one socket read, so the lines parsed
+//! from it are bounded by [`READ_CHUNK`] and reading can simply stop when
+//! the input buffer is full (backpressure through TCP).
+
+use std::collections::VecDeque;
+
+use tokio::io::AsyncReadExt;
+use tokio::net::tcp::OwnedReadHalf;
+
+use crate::lines::{LineEvent, LineFramer};
+use crate::output::{Output, SlowClient};
+use crate::telnet::{Negotiator, TelnetEvent, TelnetParser};
+
+/// Bytes per socket read. At most this many line events come out of one
+/// read, which bounds the parsed-but-not-buffered queue.
+pub const READ_CHUNK: usize = 4096;
+
+#[derive(Debug)]
+pub enum ReadError {
+    /// The client closed its side or the socket failed.
+    Closed,
+    SlowClient,
+}
+
+impl From<SlowClient> for ReadError {
+    fn from(_: SlowClient) -> Self {
+        ReadError::SlowClient
+    }
+}
+
+#[derive(Debug)]
+pub struct Reader {
+    rd: OwnedReadHalf,
+    telnet: TelnetParser,
+    pub negotiator: Negotiator,
+    framer: LineFramer,
+    chunk: Vec<u8>,
+    data: Vec<u8>,
+    events: Vec<TelnetEvent>,
+    lines: VecDeque<LineEvent>,
+}
+
+impl Reader {
+    pub fn new(rd: OwnedReadHalf, max_line_bytes: usize) -> Self {
+        Self {
+            rd,
+            telnet: TelnetParser::default(),
+            negotiator: Negotiator::default(),
+            framer: LineFramer::new(max_line_bytes),
+            chunk: vec![0; READ_CHUNK],
+            data: Vec::with_capacity(READ_CHUNK),
+            events: Vec::new(),
+            lines: VecDeque::new(),
+        }
+    }
+
+    /// A parsed line event not yet consumed.
+    pub fn pop(&mut self) -> Option<LineEvent> {
+        self.lines.pop_front()
+    }
+
+    pub fn has_lines(&self) -> bool {
+        !self.lines.is_empty()
+    }
+
+    /// One socket read, parsed. Cancel safe: the only await is the read.
+    pub async fn fill(&mut self, out: &Output) -> Result<(), ReadError> {
+        let n = self
+            .rd
+            .read(&mut self.chunk)
+            .await
+            .map_err(|_| ReadError::Closed)?;
+        if n == 0 {
+            return Err(ReadError::Closed);
+        }
+        self.data.clear();
+        self.events.clear();
+        self.telnet
+            .feed(&self.chunk[..n], &mut self.data, &mut self.events);
+        let mut reply = Vec::new();
+        for ev in &self.events {
+            self.negotiator.handle(ev, &mut reply);
+        }
+        out.raw(reply)?;
+        let mut parsed = Vec::new();
+        self.framer.feed(&self.data, &mut parsed);
+        self.lines.extend(parsed);
+        Ok(())
+    }
+}

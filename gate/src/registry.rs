@@ -1,0 +1,53 @@
+//! Shard discovery. The gate only needs "which shards take players now";
+//! the trait keeps Redis out of the connection logic and lets tests give a
+//! fixed list.
+
+use std::future::Future;
+use std::pin::Pin;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A shard a player may be sent to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveShard {
+    pub id: String,
+    /// gRPC address, `host:port`.
+    pub addr: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("shard registry unavailable: {0}")]
+pub struct RegistryError(pub String);
+
+pub trait ShardRegistry: Send + Sync + 'static {
+    /// Live, non-draining shards. May be empty (nothing serves yet).
+    fn live_shards(&self) -> BoxFuture<'_, Result<Vec<LiveShard>, RegistryError>>;
+}
+
+/// A fixed list: tests, and a gate pointed at known shards.
+#[derive(Debug, Clone, Default)]
+pub struct StaticRegistry(pub Vec<LiveShard>);
+
+impl StaticRegistry {
+    pub fn from_addrs<I: IntoIterator<Item = S>, S: Into<String>>(addrs: I) -> Self {
+        Self(
+            addrs
+                .into_iter()
+                .map(|a| {
+                    let addr = a.into();
+                    LiveShard {
+                        id: addr.clone(),
+                        addr,
+                    }
+                })
+                .collect(),
+        )
+    }
+}
+
+impl ShardRegistry for StaticRegistry {
+    fn live_shards(&self) -> BoxFuture<'_, Result<Vec<LiveShard>, RegistryError>> {
+        let shards = self.0.clone();
+        Box::pin(async move { Ok(shards) })
+    }
+}

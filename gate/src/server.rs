@@ -1,0 +1,82 @@
+//! The listener: accept players, one task each, and the shutdown story
+//! (stop accepting, cancel every connection, wait a bounded time).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::GateConfig;
+use crate::connection::{self, Shared};
+use crate::metrics as m;
+use crate::registry::ShardRegistry;
+
+/// Pause after a failed `accept` (e.g. out of file descriptors) so the loop
+/// does not spin while the condition lasts.
+pub const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+
+/// Bound on writing the "gate full" notice: the connection is refused
+/// either way and must not hold a task.
+pub const FULL_NOTICE_TIMEOUT: Duration = Duration::from_millis(500);
+
+const GATE_FULL: &[u8] = b"The gate is full; please try again later.\r\n";
+
+/// Serve players on `listener` until `shutdown` is cancelled, then give
+/// every connection `cfg.shutdown_grace` to say goodbye and return.
+pub async fn serve(
+    listener: TcpListener,
+    cfg: GateConfig,
+    registry: Arc<dyn ShardRegistry>,
+    shutdown: CancellationToken,
+) {
+    let grace = cfg.shutdown_grace;
+    let max_connections = cfg.max_connections;
+    let shared = Arc::new(Shared::new(cfg, registry));
+    let tracker = TaskTracker::new();
+    loop {
+        let accepted = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            r = listener.accept() => r,
+        };
+        let (mut stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                continue;
+            }
+        };
+        metrics::counter!(m::CONNECTIONS_TOTAL).increment(1);
+        if tracker.len() >= max_connections {
+            m::disconnect("full");
+            tracker.spawn(async move {
+                let _ =
+                    tokio::time::timeout(FULL_NOTICE_TIMEOUT, stream.write_all(GATE_FULL)).await;
+            });
+            continue;
+        }
+        let shared = shared.clone();
+        let cancel = shutdown.child_token();
+        tracker.spawn(async move {
+            metrics::gauge!(m::CONNECTIONS_OPEN).increment(1.0);
+            connection::run(stream, peer, shared, cancel).await;
+            metrics::gauge!(m::CONNECTIONS_OPEN).decrement(1.0);
+        });
+    }
+    tracker.close();
+    tracing::info!(connections = tracker.len(), "gate stopping");
+    // Each connection already bounds its goodbye by `grace`; the extra grace
+    // covers tasks stuck elsewhere (e.g. mid-login) before we give up on them.
+    if tokio::time::timeout(grace * 2, tracker.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            left = tracker.len(),
+            "connections still open after the shutdown grace"
+        );
+    }
+}

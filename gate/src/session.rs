@@ -1,0 +1,363 @@
+//! The play loop: one attached player, from `Welcome` to the end.
+//!
+//! Input lines go into the [`InputBuffer`] and, while a stream is live, out
+//! to the shard. The upstream is in one of three states: `Live` (a stream),
+//! `Connecting` (an attach in flight: handoff, redirect or resume) or
+//! `Backoff` (waiting before the next resume attempt). In the last two the
+//! player is frozen: lines are read and buffered up to the bound but sent
+//! only after the next `Attached`, from its `ack_input_seq` on.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use telos_proto::v1::server_frame::Frame;
+
+use crate::buffer::InputBuffer;
+use crate::connection::{Conn, End, Shared};
+use crate::lines::LineEvent;
+use crate::metrics as m;
+use crate::upstream::{EstablishError, Established, Link, Opening, Who, establish};
+
+/// How much of the last output line is kept for the repeat check.
+const LAST_LINE_CHARS: usize = 200;
+
+pub const SHIMMER: &str = "The world shimmers; reconnecting...";
+
+type Attaching = Pin<Box<dyn Future<Output = Result<Established, EstablishError>> + Send>>;
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Handoff,
+    Redirect,
+    Resume,
+}
+
+impl Kind {
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Handoff => "handoff",
+            Kind::Redirect => "redirect",
+            Kind::Resume => "resume",
+        }
+    }
+}
+
+enum Upstream {
+    Live(Box<Link>),
+    Connecting(Attaching, Kind),
+    Backoff(tokio::time::Instant),
+}
+
+/// An outage being recovered from by resuming.
+struct Outage {
+    started: Instant,
+    backoff: Duration,
+}
+
+pub struct Session {
+    who: Who,
+    buffer: InputBuffer,
+    upstream: Upstream,
+    outage: Option<Outage>,
+    /// The last shard address: tried when the registry lists no live shard.
+    last_addr: String,
+    /// Last line of the latest output, so a final `Closed` reason that
+    /// repeats it (`quit` printing "Goodbye." both ways) is not shown twice.
+    last_line: String,
+}
+
+impl Session {
+    pub fn new(typed_name: String, est: &Established, conn: &Conn) -> Self {
+        let name = if est.attached.name.is_empty() {
+            typed_name
+        } else {
+            est.attached.name.clone()
+        };
+        Self {
+            who: Who {
+                conn_id: conn.conn_id.clone(),
+                name,
+                credential: est.credential.clone(),
+            },
+            buffer: InputBuffer::new(conn.cfg().input_buffer_lines),
+            // Replaced by `Live` as soon as `run` takes the login's stream.
+            upstream: Upstream::Backoff(now()),
+            outage: None,
+            last_addr: est.link.addr.clone(),
+            last_line: String::new(),
+        }
+    }
+
+    /// Greet the player on the login's stream and play until the end.
+    pub async fn run(mut self, conn: &mut Conn, est: Established) -> End {
+        if let Err(e) = conn.out.line(&format!("Welcome, {}.", self.who.name)) {
+            return e.into();
+        }
+        tracing::info!(peer = %conn.peer, conn_id = %conn.conn_id, name = %self.who.name,
+            shard = %est.attached.shard_id, "logged in");
+        let end = match self.on_established(conn, est, None) {
+            Ok(()) => self.run_loop(conn).await,
+            Err(end) => end,
+        };
+        metrics::gauge!(m::BUFFERED_LINES).decrement(self.buffer.len() as f64);
+        end
+    }
+
+    async fn run_loop(&mut self, conn: &mut Conn) -> End {
+        loop {
+            if let Err(end) = self.drain_lines(conn) {
+                return end;
+            }
+            let can_read = !conn.reader.has_lines() && !self.buffer.is_full();
+            let idle_at = conn.idle_deadline();
+            let step = tokio::select! {
+                biased;
+                _ = conn.cancel.cancelled() => Err(End::Shutdown),
+                _ = conn.out.gone() => Err(End::ClientGone),
+                ev = upstream_event(&mut self.upstream) => match ev {
+                    UpEvent::Frame(frame) => self.on_frame(conn, frame),
+                    UpEvent::Attached(Ok(est), kind) => self.on_established(conn, est, Some(kind)),
+                    UpEvent::Attached(Err(e), kind) => self.on_attach_failed(conn, e, kind),
+                    UpEvent::BackoffOver => {
+                        self.upstream = Upstream::Connecting(self.resume_attempt(conn), Kind::Resume);
+                        Ok(())
+                    }
+                },
+                r = conn.reader.fill(&conn.out), if can_read => r.map_err(End::from),
+                _ = tokio::time::sleep_until(idle_at) => conn.on_idle(),
+            };
+            if let Err(end) = step {
+                return end;
+            }
+        }
+    }
+
+    /// Move parsed lines into the buffer (as room allows) and send what a
+    /// live stream has not had yet.
+    fn drain_lines(&mut self, conn: &mut Conn) -> Result<(), End> {
+        while !self.buffer.is_full() {
+            let Some(ev) = conn.reader.pop() else { break };
+            conn.touch();
+            match ev {
+                LineEvent::TooLong => conn.line_too_long()?,
+                // An empty line is not a command; it does not spend a seq.
+                LineEvent::Line(l) if l.trim().is_empty() => {}
+                LineEvent::Line(l) => {
+                    self.buffer.push(l).map_err(|_| End::ClientGone)?;
+                    metrics::gauge!(m::BUFFERED_LINES).increment(1.0);
+                }
+            }
+        }
+        self.send_unsent(conn);
+        Ok(())
+    }
+
+    fn send_unsent(&mut self, conn: &Conn) {
+        let Upstream::Live(link) = &self.upstream else {
+            return;
+        };
+        if !self.buffer.has_unsent() {
+            return;
+        }
+        for (seq, line) in self.buffer.take_unsent() {
+            if link.send_input(seq, line).is_err() {
+                // The stream is gone; its end arrives as a frame error and
+                // the resume replays from the shard's watermark. Until then
+                // the line counts as unsent, so it can never be skipped.
+                tracing::debug!(conn_id = %conn.conn_id, seq, "send on a closed stream");
+                self.buffer.rewind_sent(seq - 1);
+                break;
+            }
+        }
+    }
+
+    fn on_frame(
+        &mut self,
+        conn: &mut Conn,
+        frame: Result<Option<Frame>, tonic::Status>,
+    ) -> Result<(), End> {
+        let frame = match frame {
+            Ok(Some(f)) => f,
+            Ok(None) => return self.link_lost(conn, "stream ended"),
+            Err(s) => return self.link_lost(conn, s.message()),
+        };
+        match frame {
+            Frame::Output(o) => {
+                conn.out.text(&o.text)?;
+                if let Some(last) = o.text.lines().rev().find(|l| !l.trim().is_empty()) {
+                    self.last_line = last.trim().chars().take(LAST_LINE_CHARS).collect();
+                }
+            }
+            Frame::InputAck(a) => {
+                if let Err(e) = self.buffer.on_input_ack(a.seq) {
+                    protocol_error(conn, &e);
+                }
+            }
+            Frame::DurableAck(a) => match self.buffer.on_durable_ack(a.seq) {
+                Ok(n) => metrics::gauge!(m::BUFFERED_LINES).decrement(n as f64),
+                Err(e) => protocol_error(conn, &e),
+            },
+            Frame::Redirect(r) => {
+                if !r.credential.is_empty() {
+                    self.who.credential = Some(r.credential);
+                }
+                let (opening, kind) = if r.token.is_empty() {
+                    (Opening::Resume, Kind::Redirect)
+                } else {
+                    (Opening::Attach { token: r.token }, Kind::Handoff)
+                };
+                tracing::debug!(conn_id = %conn.conn_id, to = %r.addr, kind = kind.label(), "following redirect");
+                let shared = conn.shared.clone();
+                let who = self.who.clone();
+                // Dropping the old link ends that stream; the input is frozen
+                // until the new `Attached`.
+                self.upstream = Upstream::Connecting(
+                    Box::pin(async move { establish(&shared.pool, &r.addr, opening, who).await }),
+                    kind,
+                );
+            }
+            Frame::Closed(c) if c.r#final => {
+                let repeat = c.reason.trim() == self.last_line;
+                return Err(End::Closed(if repeat { String::new() } else { c.reason }));
+            }
+            Frame::Closed(c) => {
+                return self.link_lost(conn, &format!("closed, not final: {}", c.reason));
+            }
+            Frame::Attached(a) => {
+                // Not part of the protocol on a live stream. Start over with
+                // a clean resume, which replays from the shard's watermark.
+                metrics::counter!(m::PROTOCOL_ERRORS_TOTAL).increment(1);
+                return self.link_lost(
+                    conn,
+                    &format!("Attached{{{}}} on a live stream", a.ack_input_seq),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn replay_from(&mut self, conn: &Conn, ack: u64) -> usize {
+        let (n, r) = self.buffer.on_attached(ack);
+        if let Err(e) = r {
+            protocol_error(conn, &e);
+        }
+        n
+    }
+
+    fn on_established(
+        &mut self,
+        conn: &mut Conn,
+        est: Established,
+        kind: Option<Kind>,
+    ) -> Result<(), End> {
+        if est.credential.is_some() {
+            self.who.credential = est.credential.clone();
+        }
+        for text in &est.early_output {
+            conn.out.text(text)?;
+        }
+        let replayed = self.replay_from(conn, est.attached.ack_input_seq);
+        if let Some(kind) = kind {
+            metrics::counter!(m::REATTACH_TOTAL, "kind" => kind.label()).increment(1);
+            metrics::counter!(m::REPLAYED_LINES_TOTAL).increment(replayed as u64);
+            tracing::info!(conn_id = %conn.conn_id, name = %self.who.name, shard = %est.attached.shard_id,
+                addr = %est.link.addr, ack = est.attached.ack_input_seq, replayed, kind = kind.label(), "re-attached");
+        }
+        self.last_addr = est.link.addr.clone();
+        self.outage = None;
+        self.upstream = Upstream::Live(est.link);
+        self.send_unsent(conn);
+        Ok(())
+    }
+
+    fn on_attach_failed(
+        &mut self,
+        conn: &mut Conn,
+        e: EstablishError,
+        kind: Kind,
+    ) -> Result<(), End> {
+        match e {
+            EstablishError::Closed {
+                reason,
+                is_final: true,
+            } => Err(End::Closed(reason)),
+            e => self.link_lost(conn, &format!("{} failed: {e}", kind.label())),
+        }
+    }
+
+    /// The shard is gone or stopped serving us: resume elsewhere, with
+    /// backoff, until the give-up deadline.
+    fn link_lost(&mut self, conn: &mut Conn, why: &str) -> Result<(), End> {
+        let cfg = conn.cfg();
+        match &mut self.outage {
+            None => {
+                tracing::info!(conn_id = %conn.conn_id, name = %self.who.name, why, "lost the shard; resuming");
+                conn.out.line(SHIMMER)?;
+                self.outage = Some(Outage {
+                    started: Instant::now(),
+                    backoff: cfg.resume_backoff_initial,
+                });
+                self.upstream = Upstream::Connecting(self.resume_attempt(conn), Kind::Resume);
+            }
+            Some(outage) => {
+                if outage.started.elapsed() >= cfg.resume_give_up {
+                    tracing::warn!(conn_id = %conn.conn_id, name = %self.who.name, why, "resume gave up");
+                    return Err(End::ResumeGaveUp);
+                }
+                tracing::debug!(conn_id = %conn.conn_id, why, backoff = ?outage.backoff, "resume attempt failed");
+                self.upstream = Upstream::Backoff(now() + outage.backoff);
+                outage.backoff = (outage.backoff * 2).min(cfg.resume_backoff_max);
+            }
+        }
+        Ok(())
+    }
+
+    fn resume_attempt(&self, conn: &Conn) -> Attaching {
+        let shared: Arc<Shared> = conn.shared.clone();
+        let who = self.who.clone();
+        let fallback = self.last_addr.clone();
+        Box::pin(async move {
+            let shards = shared
+                .registry
+                .live_shards()
+                .await
+                .map_err(|e| EstablishError::Unavailable(e.to_string()))?;
+            let addr = if shards.is_empty() {
+                fallback
+            } else {
+                shards[rand::random_range(0..shards.len())].addr.clone()
+            };
+            establish(&shared.pool, &addr, Opening::Resume, who).await
+        })
+    }
+}
+
+fn now() -> tokio::time::Instant {
+    tokio::time::Instant::now()
+}
+
+fn protocol_error(conn: &Conn, e: &dyn std::error::Error) {
+    metrics::counter!(m::PROTOCOL_ERRORS_TOTAL).increment(1);
+    tracing::warn!(conn_id = %conn.conn_id, error = %e, "protocol error from shard; ignored");
+}
+
+enum UpEvent {
+    Frame(Result<Option<Frame>, tonic::Status>),
+    Attached(Result<Established, EstablishError>, Kind),
+    BackoffOver,
+}
+
+/// Whatever the upstream does next: a frame of the live stream, the end of
+/// an attach in flight, or the end of a backoff wait. Cancel safe.
+async fn upstream_event(up: &mut Upstream) -> UpEvent {
+    match up {
+        Upstream::Live(link) => UpEvent::Frame(link.next().await),
+        Upstream::Connecting(fut, kind) => UpEvent::Attached(fut.await, *kind),
+        Upstream::Backoff(until) => {
+            tokio::time::sleep_until(*until).await;
+            UpEvent::BackoffOver
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! The gate's side of `Play.Session`: a pool of channels (one HTTP/2
+//! connection per shard address, shared by every player, so a redirect costs
+//! a new stream and not a new connection) and [`establish`], which opens a
+//! stream with `Login`/`Resume`/`Attach` and follows redirects until the
+//! session is `Attached` or refused.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use telos_proto::v1::{
+    Attach, Attached, ClientFrame, Input, Login, Resume, ServerFrame, client_frame,
+    play_client::PlayClient, server_frame,
+};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::Streaming;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::config::GateConfig;
+use crate::login::Credentials;
+
+/// One lazily connected channel per shard address. Tonic reconnects a
+/// channel on its own, so a shard restarted on the same address is reached
+/// again without evicting anything. The map only grows with the number of
+/// distinct shard addresses ever seen, which operators control.
+#[derive(Debug)]
+pub struct ChannelPool {
+    channels: Mutex<HashMap<String, Channel>>,
+    cfg: GateConfig,
+}
+
+impl ChannelPool {
+    pub fn new(cfg: GateConfig) -> Self {
+        Self {
+            channels: Mutex::new(HashMap::new()),
+            cfg,
+        }
+    }
+
+    pub fn channel(&self, addr: &str) -> Result<Channel, EstablishError> {
+        let mut map = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(ch) = map.get(addr) {
+            return Ok(ch.clone());
+        }
+        let uri = if addr.contains("://") {
+            addr.to_string()
+        } else {
+            format!("http://{addr}")
+        };
+        let ch = Endpoint::from_shared(uri)
+            .map_err(|e| EstablishError::Unavailable(format!("bad shard address {addr:?}: {e}")))?
+            .connect_timeout(self.cfg.upstream_connect_timeout)
+            .http2_keep_alive_interval(self.cfg.upstream_keepalive)
+            .keep_alive_timeout(self.cfg.upstream_keepalive)
+            .keep_alive_while_idle(true)
+            .connect_lazy();
+        map.insert(addr.to_string(), ch.clone());
+        Ok(ch)
+    }
+}
+
+/// How to open the session on the first shard.
+#[derive(Debug)]
+pub enum Opening {
+    Login(Credentials),
+    Resume,
+    Attach { token: String },
+}
+
+/// Who is being attached: enough to follow a token-less redirect.
+#[derive(Debug, Clone)]
+pub struct Who {
+    pub conn_id: String,
+    pub name: String,
+    pub credential: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EstablishError {
+    /// The world answered `Closed`: a refusal (`final`) or "not now".
+    #[error("closed by shard: {reason}")]
+    Closed { reason: String, is_final: bool },
+    /// Transport failure, timeout or protocol nonsense: try again or elsewhere.
+    #[error("shard unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// The stream's request side is closed.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("play stream closed")]
+pub struct StreamGone;
+
+/// A live session stream.
+#[derive(Debug)]
+pub struct Link {
+    pub addr: String,
+    tx: mpsc::Sender<ClientFrame>,
+    rx: Streaming<ServerFrame>,
+}
+
+impl Link {
+    /// Queue one input line. The queue holds more than the input buffer's
+    /// bound, and every queued line is an unacked buffered line, so it cannot
+    /// be full; `Err` means the stream is gone.
+    pub fn send_input(&self, seq: u64, line: String) -> Result<(), StreamGone> {
+        let frame = ClientFrame {
+            frame: Some(client_frame::Frame::Input(Input { seq, line })),
+        };
+        self.tx.try_send(frame).map_err(|_| StreamGone)
+    }
+
+    /// Next frame; `Ok(None)` when the shard ended the stream. Cancel safe.
+    pub async fn next(&mut self) -> Result<Option<server_frame::Frame>, tonic::Status> {
+        loop {
+            match self.rx.message().await? {
+                Some(ServerFrame { frame: Some(f) }) => return Ok(Some(f)),
+                Some(ServerFrame { frame: None }) => continue,
+                None => return Ok(None),
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Established {
+    /// Boxed: a `Link` is large and `Established` travels through enums.
+    pub link: Box<Link>,
+    pub attached: Attached,
+    /// The newest credential seen (from a redirect or `Attached`).
+    pub credential: Option<String>,
+    /// `Output` that arrived before `Attached`.
+    pub early_output: Vec<String>,
+}
+
+fn first_frame(opening: Opening, who: &Who) -> Result<client_frame::Frame, EstablishError> {
+    Ok(match opening {
+        Opening::Login(c) => client_frame::Frame::Login(Login {
+            name: c.name,
+            password: c.password,
+            create: c.create,
+            conn_id: who.conn_id.clone(),
+        }),
+        Opening::Resume => client_frame::Frame::Resume(Resume {
+            name: who.name.clone(),
+            conn_id: who.conn_id.clone(),
+            credential: who
+                .credential
+                .clone()
+                .ok_or_else(|| EstablishError::Unavailable("resume without a credential".into()))?,
+        }),
+        Opening::Attach { token } => client_frame::Frame::Attach(Attach {
+            token,
+            conn_id: who.conn_id.clone(),
+        }),
+    })
+}
+
+async fn open(
+    pool: &ChannelPool,
+    addr: &str,
+    first: client_frame::Frame,
+) -> Result<Link, EstablishError> {
+    let cfg = &pool.cfg;
+    let (tx, rx) = mpsc::channel(cfg.input_buffer_lines + 2);
+    tx.try_send(ClientFrame { frame: Some(first) })
+        .map_err(|_| EstablishError::Unavailable("request queue closed".into()))?;
+    let mut client = PlayClient::new(pool.channel(addr)?);
+    // The dial itself is bounded by the channel's connect timeout; a shard
+    // may hold the response headers while it parks the open, so this waits
+    // as long as an attach may take.
+    let resp = tokio::time::timeout(
+        cfg.upstream_attach_timeout,
+        client.session(ReceiverStream::new(rx)),
+    )
+    .await
+    .map_err(|_| EstablishError::Unavailable(format!("{addr}: timed out opening the stream")))?
+    .map_err(|s| EstablishError::Unavailable(format!("{addr}: {}", s.message())))?;
+    Ok(Link {
+        addr: addr.to_string(),
+        tx,
+        rx: resp.into_inner(),
+    })
+}
+
+/// Open a session at `addr` and follow redirects until `Attached`.
+pub async fn establish(
+    pool: &ChannelPool,
+    addr: &str,
+    opening: Opening,
+    mut who: Who,
+) -> Result<Established, EstablishError> {
+    let cfg = &pool.cfg;
+    let mut addr = addr.to_string();
+    let mut first = first_frame(opening, &who)?;
+    let mut early_output = Vec::new();
+    for _hop in 0..=cfg.max_redirect_hops {
+        let mut link = open(pool, &addr, first).await?;
+        let answer = tokio::time::timeout(cfg.upstream_attach_timeout, async {
+            loop {
+                match link.next().await {
+                    Ok(Some(server_frame::Frame::Output(o))) => early_output.push(o.text),
+                    // Acks before Attached have nothing to refer to.
+                    Ok(Some(
+                        server_frame::Frame::InputAck(_) | server_frame::Frame::DurableAck(_),
+                    )) => {}
+                    Ok(Some(f)) => return Ok(f),
+                    Ok(None) => {
+                        return Err(EstablishError::Unavailable(format!("{addr}: stream ended")));
+                    }
+                    Err(s) => {
+                        return Err(EstablishError::Unavailable(format!(
+                            "{addr}: {}",
+                            s.message()
+                        )));
+                    }
+                }
+            }
+        })
+        .await
+        .map_err(|_| EstablishError::Unavailable(format!("{addr}: no answer in time")))??;
+        match answer {
+            server_frame::Frame::Attached(a) => {
+                if !a.credential.is_empty() {
+                    who.credential = Some(a.credential.clone());
+                }
+                return Ok(Established {
+                    link: Box::new(link),
+                    attached: a,
+                    credential: who.credential,
+                    early_output,
+                });
+            }
+            server_frame::Frame::Closed(c) => {
+                return Err(EstablishError::Closed {
+                    reason: c.reason,
+                    is_final: c.r#final,
+                });
+            }
+            server_frame::Frame::Redirect(r) => {
+                tracing::debug!(from = %addr, to = %r.addr, with_token = !r.token.is_empty(), "redirected");
+                if !r.credential.is_empty() {
+                    who.credential = Some(r.credential);
+                }
+                addr = r.addr;
+                first = if r.token.is_empty() {
+                    first_frame(Opening::Resume, &who)?
+                } else {
+                    first_frame(Opening::Attach { token: r.token }, &who)?
+                };
+            }
+            other => {
+                return Err(EstablishError::Unavailable(format!(
+                    "{addr}: unexpected first frame {other:?}"
+                )));
+            }
+        }
+    }
+    Err(EstablishError::Unavailable(format!(
+        "more than {} redirects",
+        cfg.max_redirect_hops
+    )))
+}
