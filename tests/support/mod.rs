@@ -3,4 +3,5 @@
 #![allow(dead_code)]
 
 pub mod driver;
+pub mod metrics;
 pub mod paths;

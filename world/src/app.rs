@@ -1,9 +1,9 @@
 //! Process wiring for `telos-world`: logs, metrics, the gRPC server, signals.
 //!
-//! One shutdown story: SIGINT and SIGTERM stop the shard cleanly (save every
-//! player, close their sessions so gates resume them, release leases, leave
-//! the registry). The graceful drain on SIGTERM replaces the latter with a
-//! live handoff of every zone once the drain lands.
+//! One shutdown story: SIGTERM drains (every zone handed to a peer while
+//! live, players redirected), then stops; SIGINT stops cleanly at once (save
+//! every player, close their sessions so gates resume them, release leases,
+//! leave the registry).
 
 use std::sync::Arc;
 
@@ -58,21 +58,38 @@ pub async fn run(cfg: WorldConfig) -> anyhow::Result<()> {
     // Readiness line for scripts and tests (they read the bound address).
     println!("telos-world {} listening on {addr}", shard.id());
     info!(shard = shard.id(), %addr, "listening");
-    wait_for_signal().await?;
+    let signal = wait_for_signal().await?;
+    if signal == Signal::Term {
+        // SIGTERM drains: every zone moves to a peer while live. This runs
+        // on the signal's own task; the zones' lifetime token is untouched
+        // until the drain is done.
+        crate::handoff::drain::begin_drain(&shard).await;
+    }
     stop(shard).await;
     let _ = server.await;
     info!("stopped");
     Ok(())
 }
 
-async fn wait_for_signal() -> anyhow::Result<()> {
+#[derive(Debug, PartialEq, Eq)]
+enum Signal {
+    Term,
+    Int,
+}
+
+async fn wait_for_signal() -> anyhow::Result<Signal> {
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => info!("SIGTERM: stopping"),
-        _ = int.recv() => info!("SIGINT: stopping"),
-    }
-    Ok(())
+    Ok(tokio::select! {
+        _ = term.recv() => {
+            info!("SIGTERM: draining");
+            Signal::Term
+        }
+        _ = int.recv() => {
+            info!("SIGINT: stopping");
+            Signal::Int
+        }
+    })
 }
 
 async fn stop(shard: Arc<Shard>) {

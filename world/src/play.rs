@@ -81,7 +81,7 @@ pub async fn run_session(
         }
     };
     if let Some((key, conn_id, zone)) = started {
-        forward_input(key, conn_id, zone, inbound).await;
+        forward_input(shard.clone(), key, conn_id, zone, inbound).await;
     }
 }
 
@@ -257,6 +257,9 @@ async fn enter(
                 let _ = out.send(redirect(info.addr)).await;
                 return None;
             }
+            // Draining: fresh sessions wait for the zone to move, then
+            // follow it (a handoff bind still lands through Attach).
+            ZoneRoute::Local(_) if shard.is_draining() && Instant::now() < wait_until => {}
             ZoneRoute::Local(handle) => {
                 match attach_local(shard, &key, &conn_id, &credential, &handle, out).await {
                     Ok(()) => return Some((key, conn_id, handle)),
@@ -424,50 +427,60 @@ async fn attach_frame(
         credential: String::new(),
         shard_id: shard.id().to_string(),
     };
-    let Some(handle) = shard.env.hosted.get(&zone) else {
-        // The zone moved on while the player was in flight: save and let
-        // the gate resume wherever it is served now.
-        save_activated(shard, &activated).await;
-        send_closed(out, "The world shifts around you; reconnecting...", false).await;
-        return None;
-    };
-    let joining = Joining {
+    // A zone adopted for a drain may not have observed its flip yet (its
+    // confirm loop polls); give it a moment before giving up.
+    let until = Instant::now() + ADOPTION_GRACE;
+    let mut joining = Joining {
         character: activated.character.clone(),
         meta,
         attached,
     };
-    match handle.join(joining).await {
-        Ok(_) => Some((key, attach.conn_id, handle)),
-        Err(e) => {
-            info!(player = %key, error = %e, "zone refused the handed-off player");
-            save_activated(shard, &activated).await;
-            send_closed(out, "The world shifts around you; reconnecting...", false).await;
-            None
+    while let Some(handle) = shard.env.hosted.get(&zone) {
+        match handle.join_or_return(joining).await {
+            Ok(_) => return Some((key, attach.conn_id, handle)),
+            Err(Some(back)) if Instant::now() < until => {
+                joining = back;
+                tokio::time::sleep(ADOPTION_POLL).await;
+            }
+            Err(_) => break,
         }
     }
+    // The zone moved on while the player was in flight: save (under this
+    // connection, so the gate's replay lines up with the row) and let the
+    // gate resume wherever the zone is served now.
+    info!(player = %key, zone, "zone refused the handed-off player");
+    save_activated(shard, &activated, &attach.conn_id).await;
+    send_closed(out, "The world shifts around you; reconnecting...", false).await;
+    None
 }
 
-async fn save_activated(shard: &Shard, a: &Activated) {
+/// How long an attach waits for an adopted zone to confirm its lease.
+const ADOPTION_GRACE: Duration = Duration::from_secs(3);
+const ADOPTION_POLL: Duration = Duration::from_millis(20);
+
+async fn save_activated(shard: &Shard, a: &Activated, conn_id: &str) {
     let json = to_state_json(&a.character);
-    if let Err(e) = shard
+    let key = a.character.key();
+    let saved = shard
         .env
         .store
         .save(
-            &a.character.key(),
+            &key,
             a.epoch,
             a.state_version,
             &json,
-            "",
+            conn_id,
             a.applied_seq,
         )
-        .await
-    {
+        .await;
+    if let Err(e) = saved {
         warn!(error = %e, "saving a handed-off player failed");
     }
 }
 
 /// Forward input to whichever local zone actor holds the player.
 async fn forward_input(
+    shard: Arc<Shard>,
     key: String,
     conn_id: String,
     mut zone: ZoneHandle,
@@ -488,9 +501,29 @@ async fn forward_input(
                 break;
             }
         };
-        let reply = match zone.input(&key, &conn_id, input.seq, input.line).await {
-            Ok(r) => r,
-            Err(_) => return, // the zone stopped; it closed the session itself
+        // At most a couple of hops: the zone that moved the player itself
+        // (an instance walking its players out) is followed via the roster.
+        let mut hops = 0;
+        let reply = loop {
+            let reply = match zone
+                .input(&key, &conn_id, input.seq, input.line.clone())
+                .await
+            {
+                Ok(r) => r,
+                Err(_) => return, // the zone stopped; it closed the session itself
+            };
+            if !matches!(reply, InputReply::Gone) || hops >= 2 {
+                break reply;
+            }
+            hops += 1;
+            let now = shard.env.roster.zone_of(&key);
+            match now
+                .filter(|z| z != zone.id())
+                .and_then(|z| shard.env.hosted.get(&z))
+            {
+                Some(h) => zone = h,
+                None => break reply,
+            }
         };
         match reply {
             InputReply::Applied | InputReply::Duplicate => {}

@@ -30,11 +30,24 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 /// a live shard look dead, while a dead one disappears within 3 s.
 pub const PRESENCE_TTL: Duration = Duration::from_secs(3);
 
+/// The "drainer" name under which orphaned-zone placements are reserved.
+const ORPHAN_CLAIMER: &str = "orphan-claimer";
+
 /// Coalesce roster changes this long before publishing the online list.
 const ONLINE_DEBOUNCE: Duration = Duration::from_millis(50);
 
+/// This shard's hold on one zone's lease.
+#[derive(Clone)]
+pub struct HeldLease {
+    pub state: LeaseState,
+    /// Stops the renew loop without fencing the zone (a planned handover).
+    pub renew_stop: CancellationToken,
+}
+
 pub struct Shard {
     pub cfg: WorldConfig,
+    /// Leases of the zones this shard hosts (not instances).
+    pub leases: std::sync::Mutex<std::collections::HashMap<String, HeldLease>>,
     /// The address peers and gates dial (the bound gRPC address).
     pub addr: String,
     pub env: ZoneEnv,
@@ -115,6 +128,7 @@ impl Shard {
             tracker,
             root,
             draining: AtomicBool::new(false),
+            leases: Default::default(),
         }))
     }
 
@@ -140,6 +154,53 @@ impl Shard {
         self.tracker.spawn(async move { me.online_loop().await });
         let me = self.clone();
         self.tracker.spawn(async move { me.boot_zone_loop().await });
+        let me = self.clone();
+        self.tracker.spawn(async move { me.orphan_loop().await });
+    }
+
+    /// A shard that died without draining leaves its zones' leases to
+    /// expire. Every live shard looks for zones with no live lease once per
+    /// lease TTL and asks the same director-owned selector that drains use
+    /// who should take each; only the chosen shard claims it (and the claim
+    /// is atomic, so two never both win). With the defaults a dead shard's
+    /// zones are served again within lease TTL + one period: 6 s + 6 s.
+    async fn orphan_loop(&self) {
+        let period = self.cfg.lease_ttl;
+        loop {
+            tokio::select! {
+                _ = self.root.cancelled() => return,
+                _ = tokio::time::sleep(period) => {}
+            }
+            if self.is_draining() {
+                continue;
+            }
+            let orphans = match self.env.directory.orphaned_zones().await {
+                Ok(z) => z,
+                Err(e) => {
+                    warn!(error = %e, "listing orphaned zones failed");
+                    continue;
+                }
+            };
+            for zone in orphans {
+                if self.env.world.zone(&zone).is_none_or(|d| d.instanced) {
+                    continue;
+                }
+                let chosen = self
+                    .env
+                    .directory
+                    .reserve_drain_target(ORPHAN_CLAIMER, 1, self.cfg.lease_ttl, &[])
+                    .await;
+                if let Ok(Some(target)) = chosen
+                    && target.shard.id == self.cfg.shard_id
+                {
+                    match self.host_zone(&zone).await {
+                        Ok(Some(_)) => info!(zone, "claimed an orphaned zone"),
+                        Ok(None) => {}
+                        Err(e) => warn!(zone, error = %e, "claiming an orphaned zone failed"),
+                    }
+                }
+            }
+        }
     }
 
     fn info(&self) -> ShardInfo {
@@ -153,6 +214,18 @@ impl Shard {
             },
             players: self.env.roster.len() as u64,
             capacity: self.cfg.capacity,
+        }
+    }
+
+    /// Publish the registry entry now (e.g. `draining` at once).
+    pub async fn heartbeat_now(&self) {
+        if let Err(e) = self
+            .env
+            .directory
+            .heartbeat(&self.info(), PRESENCE_TTL)
+            .await
+        {
+            warn!(error = %e, "registry heartbeat failed");
         }
     }
 
@@ -259,14 +332,7 @@ impl Shard {
             &self.root,
         );
         info!(zone, generation, "zone lease acquired");
-        self.tracker.spawn(renew_loop(
-            self.env.directory.clone(),
-            zone.to_string(),
-            self.cfg.shard_id.clone(),
-            lease.clone(),
-            handle.cancel_token().clone(),
-            self.root.clone(),
-        ));
+        self.start_renewing(zone, &lease, &handle);
         // When the zone stops (fence or shutdown), give the lease back if it
         // is still ours at this generation, so a peer need not wait the TTL.
         let (dir, shard, zone_id, token) = (
@@ -282,6 +348,35 @@ impl Shard {
             }
         });
         Ok(Some(handle))
+    }
+
+    /// Keep `zone`'s lease renewed; the loop fences the zone on loss and
+    /// stops quietly when the lease is handed over.
+    pub fn start_renewing(&self, zone: &str, lease: &LeaseState, handle: &ZoneHandle) {
+        let renew_stop = handle.cancel_token().child_token();
+        self.leases.lock().expect("leases lock").insert(
+            zone.to_string(),
+            HeldLease {
+                state: lease.clone(),
+                renew_stop: renew_stop.clone(),
+            },
+        );
+        self.tracker.spawn(renew_loop(
+            self.env.directory.clone(),
+            zone.to_string(),
+            self.cfg.shard_id.clone(),
+            lease.clone(),
+            handle.cancel_token().clone(),
+            renew_stop,
+        ));
+    }
+
+    pub fn held_lease(&self, zone: &str) -> Option<HeldLease> {
+        self.leases.lock().expect("leases lock").get(zone).cloned()
+    }
+
+    pub fn forget_lease(&self, zone: &str) {
+        self.leases.lock().expect("leases lock").remove(zone);
     }
 
     /// Where the zone of `room` is served right now.

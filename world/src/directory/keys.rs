@@ -32,3 +32,7 @@ pub fn shards() -> String {
 pub fn shard_online(shard: &str) -> String {
     format!("{PREFIX}shard:{shard}:online")
 }
+
+pub fn drain_reserve(target: &str) -> String {
+    format!("{PREFIX}drain:reserve:{target}")
+}

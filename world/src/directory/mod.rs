@@ -7,6 +7,7 @@
 //! never a shard's.
 //!
 //! ## Layout
+//! - [`drain`]: drain-target selection and its reservations; orphaned zones.
 //! - [`lease`]: claim / renew / release / fenced flip of zone leases, `ShardForZone`.
 //! - [`registry`]: shard heartbeat and registry, known zones, per-zone player counts.
 //! - [`online`]: each shard's online-player list, merged for `who`.
@@ -22,16 +23,22 @@
 //! | `telos:shard:{shard}` | hash `id addr state players capacity` | presence TTL | a live shard |
 //! | `telos:shards` | set | none | ids that may be live; dead ids pruned on read |
 //! | `telos:shard:{shard}:online` | string (JSON list) | presence TTL | players online on `shard` |
+//! | `telos:drain:reserve:{target}` | hash `{drainer}` → `count:expiry_ms` | its latest hold | headroom drainers hold on `target` |
 //!
 //! The generation counter is its own key without a TTL so that generations
 //! never go backwards: when a lease expires and the zone is claimed again,
 //! the new owner gets a higher generation than any fence a dead owner could
 //! still be holding.
 //!
+//! A drain hold's expiry is packed into its field (Redis 7.0 has no per-field
+//! TTL) and pruned by the server's clock on every read; the hash's own expiry
+//! (its latest hold) only keeps an unread hash from lingering.
+//!
 //! Refusals are values, not errors: [`Claim::Held`], `renew_zone → false`,
-//! `flip_zone → None`. An `Err` means Redis could not be asked (failed) or
+//! `flip_zone → None`, `reserve_drain_target → None`. An `Err` means Redis could not be asked (failed) or
 //! the request itself is not allowed ([`DirectoryError::is_refused`]).
 
+pub mod drain;
 mod error;
 pub mod keys;
 pub mod lease;
@@ -40,12 +47,15 @@ pub mod registry;
 mod types;
 
 #[cfg(test)]
+mod drain_tests;
+#[cfg(test)]
 mod tests;
 
 use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 
+pub use drain::DrainTarget;
 pub use error::DirectoryError;
 pub use types::{Claim, OnlinePlayer, ShardInfo, ShardState, ZoneStatus};
 

@@ -8,7 +8,9 @@
 //! - [`destination`]: `Prepare` (verify, rehydrate PENDING) and activation.
 //! - [`peers`]: pooled channels to other shards.
 
+pub mod adopt;
 pub mod destination;
+pub mod drain;
 pub mod keys;
 pub mod peers;
 pub mod phase2;

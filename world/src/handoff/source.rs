@@ -81,6 +81,9 @@ fn refused(step: &'static str, message: &str, minted: Option<u64>) -> Refused {
 /// A frozen snapshot awaiting the destination's `Commit`.
 struct Frozen {
     snapshot: PlayerSnapshot,
+    /// When `begin_handoff` started, right after the actor froze the
+    /// player: the pause the player feels runs from here to the `Commit`,
+    /// resolve, claim and `Prepare` included.
     frozen_at: Instant,
 }
 
@@ -106,6 +109,7 @@ pub enum CommitRefused {
 
 /// Move a frozen player to the shard serving `target_room`.
 pub async fn begin_handoff(h: &Arc<Handoff>, req: HandoffRequest) -> Result<Begun, Refused> {
+    let frozen_at = Instant::now();
     let zone = zone_of(&req.target_room).to_string();
     let span = info_span!(
         "beginHandoff",
@@ -114,7 +118,7 @@ pub async fn begin_handoff(h: &Arc<Handoff>, req: HandoffRequest) -> Result<Begu
         to_shard = tracing::field::Empty,
         epoch = tracing::field::Empty,
     );
-    let result = begin_handoff_inner(h, req, &zone, &span)
+    let result = begin_handoff_inner(h, req, &zone, &span, frozen_at)
         .instrument(span.clone())
         .await;
     match &result {
@@ -132,6 +136,7 @@ async fn begin_handoff_inner(
     req: HandoffRequest,
     zone: &str,
     span: &tracing::Span,
+    frozen_at: Instant,
 ) -> Result<Begun, Refused> {
     const STAY: &str = "The way ahead shimmers and holds you back; you stay where you are.";
     let Some(keys) = h.keys.clone() else {
@@ -222,7 +227,7 @@ async fn begin_handoff_inner(
     };
     // Keep the frozen snapshot until Commit; save it if none comes.
     h.outbound
-        .freeze(h, response.handoff_token.clone(), snapshot);
+        .freeze(h, response.handoff_token.clone(), snapshot, frozen_at);
     info!(player = %key, to_shard = %dest.id, epoch, "handoff prepared");
     Ok(Begun {
         token: response.handoff_token,
@@ -254,12 +259,18 @@ pub async fn send_abort(h: &Handoff, addr: &str, to_shard: &str, token: &str) {
 }
 
 impl Outbound {
-    fn freeze(&self, h: &Arc<Handoff>, token: String, snapshot: PlayerSnapshot) {
+    fn freeze(
+        &self,
+        h: &Arc<Handoff>,
+        token: String,
+        snapshot: PlayerSnapshot,
+        frozen_at: Instant,
+    ) {
         self.frozen.lock().expect("outbound lock").insert(
             token.clone(),
             Frozen {
                 snapshot,
-                frozen_at: Instant::now(),
+                frozen_at,
             },
         );
         let h = h.clone();

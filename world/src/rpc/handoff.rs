@@ -1,5 +1,4 @@
-//! `telos.v1.Handoff`: thin handlers over [`crate::handoff`]. `AdoptZone`
-//! and `HandoverZone` arrive with the graceful drain.
+//! `telos.v1.Handoff`: thin handlers over [`crate::handoff`].
 
 use std::sync::Arc;
 
@@ -7,7 +6,10 @@ use telos_proto::v1::handoff_server::Handoff;
 use telos_proto::v1::*;
 use tonic::{Request, Response, Status};
 
+use crate::game::is_instance_id;
+use crate::handoff::adopt::{self, AdoptRefused};
 use crate::handoff::destination::{self, PrepareRefused};
+use crate::handoff::drain;
 use crate::handoff::source::CommitRefused;
 use crate::shard::Shard;
 
@@ -85,19 +87,64 @@ impl Handoff for HandoffService {
 
     async fn adopt_zone(
         &self,
-        _: Request<AdoptZoneRequest>,
+        req: Request<AdoptZoneRequest>,
     ) -> Result<Response<AdoptZoneResponse>, Status> {
-        Err(Status::unimplemented(
-            "Handoff.AdoptZone arrives with the graceful drain",
-        ))
+        let req = req.into_inner();
+        adopt::adopt_zone(
+            &self.shard,
+            &req.zone_id,
+            &req.from_shard_id,
+            req.generation,
+        )
+        .await
+        .map_err(|e| match e {
+            AdoptRefused::InstanceZone(_) | AdoptRefused::UnknownZone(_) => {
+                Status::invalid_argument(e.to_string())
+            }
+            AdoptRefused::NotOwner { .. } | AdoptRefused::Draining => {
+                Status::failed_precondition(e.to_string())
+            }
+            AdoptRefused::Directory(_) => Status::unavailable(e.to_string()),
+        })?;
+        Ok(Response::new(AdoptZoneResponse {}))
     }
 
+    /// Ask this shard (the owner) to hand `zone_id` over to `to_shard_id`:
+    /// AdoptZone there, the fenced flip, then the in-place fan-off.
     async fn handover_zone(
         &self,
-        _: Request<HandoverZoneRequest>,
+        req: Request<HandoverZoneRequest>,
     ) -> Result<Response<HandoverZoneResponse>, Status> {
-        Err(Status::unimplemented(
-            "Handoff.HandoverZone arrives with the graceful drain",
-        ))
+        let req = req.into_inner();
+        if is_instance_id(&req.zone_id) {
+            return Err(Status::invalid_argument(
+                "instance zones are never handed over",
+            ));
+        }
+        let held = self
+            .shard
+            .held_lease(&req.zone_id)
+            .ok_or_else(|| Status::failed_precondition("this shard does not own the zone"))?;
+        if req.generation != 0 && req.generation != held.state.generation() {
+            return Err(Status::failed_precondition("stale lease generation"));
+        }
+        let deadline = tokio::time::Instant::now() + self.shard.cfg.drain_deadline;
+        let to = (!req.to_shard_id.is_empty()).then_some(req.to_shard_id.as_str());
+        let (_, _) = drain::handover_zone_to(&self.shard, &req.zone_id, to, deadline)
+            .await
+            .map_err(|e| Status::aborted(e.to_string()))?;
+        let generation = self
+            .shard
+            .env
+            .directory
+            .zone_owner(&req.zone_id)
+            .await
+            .ok()
+            .flatten()
+            .map(|(_, g)| g)
+            .unwrap_or_default();
+        Ok(Response::new(HandoverZoneResponse {
+            new_generation: generation,
+        }))
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use std::sync::atomic::Ordering;
 
-use telos_proto::v1::{Closed, DurableAck, InputAck, Redirect, server_frame::Frame};
+use telos_proto::v1::{Closed, InputAck, Redirect, server_frame::Frame};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
@@ -15,21 +15,16 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
 use super::lease::LeaseState;
+use super::persist::{Saved, save_player};
 use super::session::{InputReply, Joining, SessionMeta, Transfer};
 use super::{JoinError, MAILBOX, Msg, ZoneEnv, ZoneHandle};
 use crate::directory::OnlinePlayer;
 use crate::game::{
     Action, Character, Ctx, Delivery, Direction, Outcome, WIZINVIS, ZoneDef, ZoneState, format_who,
-    instance_room, is_instance_id, to_state_json, zone_of,
+    instance_room, is_instance_id, zone_of,
 };
 use crate::handoff::source::{Begun, HandoffRequest, Refused, begin_handoff};
 use crate::play::MAX_LINE;
-use crate::store::SaveOutcome;
-
-/// One save round trip may take this long before we give up on it for this
-/// cadence (the player stays dirty and is retried): a sick Redis must not
-/// wedge the zone.
-const SAVE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Save early once this many applied lines are not yet durable, so a flood
 /// does not hold the gate's replay buffer full until the next cadence.
@@ -48,6 +43,30 @@ pub fn spawn_zone(
     lease: Option<LeaseState>,
     tracker: &TaskTracker,
     parent: &CancellationToken,
+) -> ZoneHandle {
+    spawn_zone_with(env, zone_id, def, lease, tracker, parent, false)
+}
+
+/// [`spawn_zone`] for a zone adopted at runtime ahead of a lease flip.
+pub fn spawn_adopted_zone(
+    env: ZoneEnv,
+    zone_id: &str,
+    def: Arc<ZoneDef>,
+    lease: LeaseState,
+    tracker: &TaskTracker,
+    parent: &CancellationToken,
+) -> ZoneHandle {
+    spawn_zone_with(env, zone_id, def, Some(lease), tracker, parent, true)
+}
+
+fn spawn_zone_with(
+    env: ZoneEnv,
+    zone_id: &str,
+    def: Arc<ZoneDef>,
+    lease: Option<LeaseState>,
+    tracker: &TaskTracker,
+    parent: &CancellationToken,
+    adopted: bool,
 ) -> ZoneHandle {
     let (tx, rx) = mpsc::channel(MAILBOX);
     let handle = ZoneHandle {
@@ -72,36 +91,49 @@ pub fn spawn_zone(
         stopping: false,
         frozen: HashMap::new(),
         occupied: false,
+        drain: None,
+        adopted,
+        finished: false,
     };
     actor.env.hosted.insert(handle.clone());
     tracker.spawn(actor.run(rx));
     handle
 }
 
-struct ZoneActor {
-    env: ZoneEnv,
-    id: String,
-    state: ZoneState,
-    sessions: HashMap<String, SessionMeta>,
-    lease: Option<LeaseState>,
-    handle: ZoneHandle,
+pub(super) struct ZoneActor {
+    pub(super) env: ZoneEnv,
+    pub(super) id: String,
+    pub(super) state: ZoneState,
+    pub(super) sessions: HashMap<String, SessionMeta>,
+    pub(super) lease: Option<LeaseState>,
+    pub(super) handle: ZoneHandle,
     rng: u64,
-    stopping: bool,
+    pub(super) stopping: bool,
     /// Players frozen mid-handoff: out of the room, inputs held in order.
-    frozen: HashMap<String, FrozenPlayer>,
+    pub(super) frozen: HashMap<String, FrozenPlayer>,
     /// A player has been here: a private instance ends when empty again.
     occupied: bool,
+    /// Draining: every player is being fanned off in place.
+    pub(super) drain: Option<super::drain::DrainState>,
+    /// Built at runtime for an in-flight zone handoff (AdoptZone), not a
+    /// boot zone: only such a zone is ever un-adopted.
+    pub(super) adopted: bool,
+    /// Stop the loop after this message or tick.
+    pub(super) finished: bool,
 }
 
 /// A player frozen after applying the move line, while `begin_handoff`
 /// runs. Their next input waits here (the session forwards one line at a
 /// time): dropped on success (the gate replays it at the destination),
 /// applied in order on failure (the player stays).
-struct FrozenPlayer {
-    character: Character,
-    meta: SessionMeta,
-    from_room: String,
-    queued: Vec<(u64, String, oneshot::Sender<InputReply>)>,
+pub(super) struct FrozenPlayer {
+    pub(super) character: Character,
+    pub(super) meta: SessionMeta,
+    pub(super) from_room: String,
+    pub(super) target_room: String,
+    pub(super) queued: Vec<(u64, String, oneshot::Sender<InputReply>)>,
+    /// A `begin_handoff` for this player is running.
+    pub(super) in_flight: bool,
 }
 
 impl ZoneActor {
@@ -125,12 +157,17 @@ impl ZoneActor {
                 msg = rx.recv() => match msg {
                     None => break,
                     Some(msg) => {
-                        if self.handle_msg(msg).await.is_break() || self.instance_done() {
+                        if self.handle_msg(msg).await.is_break() || self.instance_done() || self.finished {
                             break;
                         }
                     }
                 },
-                _ = tick.tick() => self.on_tick().await,
+                _ = tick.tick() => {
+                    self.on_tick().await;
+                    if self.finished {
+                        break;
+                    }
+                }
                 _ = save.tick() => self.save_all().await,
             }
         }
@@ -156,10 +193,26 @@ impl ZoneActor {
         self.lease.as_ref().is_none_or(LeaseState::is_valid)
     }
 
+    /// We held the lease and its local deadline passed: fence. An adopted
+    /// zone whose flip has not been observed yet holds nothing to lose.
+    fn lease_lost(&self) -> bool {
+        self.lease
+            .as_ref()
+            .is_some_and(|l| l.is_confirmed() && !l.is_valid())
+    }
+
     async fn handle_msg(&mut self, msg: Msg) -> ControlFlow<()> {
         match msg {
             Msg::Join { player, reply } => {
                 let result = self.join(*player);
+                let _ = reply.send(result);
+            }
+            Msg::JoinOrReturn { player, reply } => {
+                let result = if self.stopping || !self.lease_valid() {
+                    Err(player)
+                } else {
+                    Ok(self.join(*player).unwrap_or_default())
+                };
                 let _ = reply.send(result);
             }
             Msg::Arrive { player, reply } => {
@@ -183,6 +236,11 @@ impl ZoneActor {
                 let _ = reply.send(result);
             }
             Msg::HandoffDone { key, result } => self.handoff_done(&key, result).await,
+            Msg::Drain { deadline, reply } => self.start_drain(deadline, reply).await,
+            Msg::Evacuate => self.evacuate().await,
+            Msg::Unadopt { reply } => {
+                let _ = reply.send(self.unadopt());
+            }
             Msg::Detach { key, conn_id } => {
                 if self
                     .sessions
@@ -289,7 +347,9 @@ impl ZoneActor {
             return InputReply::Duplicate;
         }
         if !self.lease_valid() {
-            self.handle.cancel.cancel();
+            if self.lease_lost() {
+                self.handle.cancel.cancel();
+            }
             return InputReply::Gone;
         }
         let outcome = if line.len() > MAX_LINE {
@@ -380,7 +440,7 @@ impl ZoneActor {
             _ => self.env.hosted.get(zone),
         };
         let Some(to) = target else {
-            return self.freeze_for_handoff(key, &to_room, dir);
+            return self.freeze_for_handoff(key, &to_room, Some(dir));
         };
         let Some((mut character, deliveries)) = self.state.leave(key, Some(dir)) else {
             return InputReply::Gone;
@@ -408,8 +468,13 @@ impl ZoneActor {
 
     /// Freeze the player after the move line and start `begin_handoff`; the
     /// outcome comes back as `Msg::HandoffDone`.
-    fn freeze_for_handoff(&mut self, key: &str, to_room: &str, dir: Direction) -> InputReply {
-        let Some((mut character, deliveries)) = self.state.leave(key, Some(dir)) else {
+    pub(super) fn freeze_for_handoff(
+        &mut self,
+        key: &str,
+        to_room: &str,
+        dir: Option<Direction>,
+    ) -> InputReply {
+        let Some((mut character, deliveries)) = self.state.leave(key, dir) else {
             return InputReply::Gone;
         };
         self.deliver(deliveries);
@@ -418,24 +483,37 @@ impl ZoneActor {
         let meta = self.sessions.remove(key).expect("player has a session");
         // The snapshot (and a save of it) reflects the applied move.
         let from_room = std::mem::replace(&mut character.room, to_room.to_string());
-        let request = HandoffRequest {
-            character: character.clone(),
-            target_room: to_room.to_string(),
-            epoch: meta.epoch,
-            state_version: meta.state_version,
-            applied_seq: meta.applied_seq,
-            persist_id: meta.persist_id.clone(),
-            conn_id: meta.conn_id.clone(),
-        };
         self.frozen.insert(
             key.to_string(),
             FrozenPlayer {
                 character,
                 meta,
                 from_room,
+                target_room: to_room.to_string(),
                 queued: Vec::new(),
+                in_flight: false,
             },
         );
+        self.start_handoff(key);
+        InputReply::Applied
+    }
+
+    /// Run `begin_handoff` for a frozen player; the outcome comes back as
+    /// `Msg::HandoffDone`.
+    pub(super) fn start_handoff(&mut self, key: &str) {
+        let Some(f) = self.frozen.get_mut(key) else {
+            return;
+        };
+        f.in_flight = true;
+        let request = HandoffRequest {
+            character: f.character.clone(),
+            target_room: f.target_room.clone(),
+            epoch: f.meta.epoch,
+            state_version: f.meta.state_version,
+            applied_seq: f.meta.applied_seq,
+            persist_id: f.meta.persist_id.clone(),
+            conn_id: f.meta.conn_id.clone(),
+        };
         let (handoff, tx, key) = (
             self.env.handoff.clone(),
             self.handle.tx.clone(),
@@ -445,14 +523,17 @@ impl ZoneActor {
             let result = begin_handoff(&handoff, request).await;
             let _ = tx.send(Msg::HandoffDone { key, result }).await;
         });
-        InputReply::Applied
     }
 
     /// Redirect the gate (success) or put the player back (refusal).
     async fn handoff_done(&mut self, key: &str, result: Result<Begun, Refused>) {
-        let Some(frozen) = self.frozen.remove(key) else {
+        let Some(mut frozen) = self.frozen.remove(key) else {
             return;
         };
+        frozen.in_flight = false;
+        if self.drain.is_some() {
+            return self.drain_handoff_done(key, frozen, result);
+        }
         match result {
             Ok(begun) => {
                 let FrozenPlayer {
@@ -493,6 +574,7 @@ impl ZoneActor {
             mut meta,
             from_room,
             queued,
+            ..
         } = frozen;
         if let Some(epoch) = minted {
             // This attempt minted the newest epoch; the staying session
@@ -555,7 +637,7 @@ impl ZoneActor {
         }
     }
 
-    fn deliver(&mut self, deliveries: Vec<Delivery>) {
+    pub(super) fn deliver(&mut self, deliveries: Vec<Delivery>) {
         for d in deliveries {
             if let Some(m) = self.sessions.get_mut(&d.to) {
                 m.output(d.text);
@@ -572,7 +654,7 @@ impl ZoneActor {
     }
 
     /// Take a player out of play without saving (the caller saved or must not).
-    fn remove(&mut self, key: &str) -> Option<(Character, SessionMeta)> {
+    pub(super) fn remove(&mut self, key: &str) -> Option<(Character, SessionMeta)> {
         let meta = self.sessions.remove(key)?;
         let character = self.state.leave(key, None).map(|(ch, deliveries)| {
             self.deliver(deliveries);
@@ -596,46 +678,17 @@ impl ZoneActor {
     /// Save one player with the CAS on `state_version` and `owner_epoch`;
     /// on success the gate gets `DurableAck` for every line applied so far.
     async fn save(&mut self, key: &str) {
-        let Some(character) = self.state.character(key) else {
+        let (Some(character), Some(meta)) = (self.state.character(key), self.sessions.get_mut(key))
+        else {
             return;
         };
-        let Some(meta) = self.sessions.get(key) else {
-            return;
-        };
-        if !meta.needs_save() {
-            return;
-        }
-        let json = to_state_json(character);
-        let (epoch, version, seq) = (meta.epoch, meta.state_version, meta.applied_seq);
-        let conn_id = meta.conn_id.clone();
-        let result = tokio::time::timeout(
-            SAVE_TIMEOUT,
-            self.env
-                .store
-                .save(key, epoch, version, &json, &conn_id, seq),
-        )
-        .await;
-        match result {
-            Ok(Ok(SaveOutcome::Saved { version })) => {
-                if let Some(meta) = self.sessions.get_mut(key) {
-                    meta.state_version = version;
-                    meta.saved_seq = seq;
-                    meta.dirty = false;
-                    meta.send(Frame::DurableAck(DurableAck { seq }));
-                }
-            }
-            Ok(Ok(SaveOutcome::Refused {
-                current_epoch,
-                current_version,
-            })) => self.ownership_lost(key, epoch, current_epoch, current_version),
-            Ok(Err(e)) => {
-                metrics::counter!("telos_redis_errors_total", "op" => "save").increment(1);
-                warn!(zone = %self.id, player = %key, error = %e, "save failed; will retry");
-            }
-            Err(_) => {
-                metrics::counter!("telos_redis_errors_total", "op" => "save").increment(1);
-                warn!(zone = %self.id, player = %key, "save timed out; will retry");
-            }
+        if let Saved::NotOwner {
+            carried,
+            winner,
+            version,
+        } = save_player(&self.env.store, &self.id, character, meta).await
+        {
+            self.ownership_lost(key, carried, winner, version);
         }
     }
 
@@ -666,7 +719,13 @@ impl ZoneActor {
     }
 
     async fn on_tick(&mut self) {
-        if !self.lease_valid() {
+        if self.drain.is_some() {
+            // The lease has flipped (or is flipping) to the peer; we only
+            // fan players off now, so our own lease no longer fences.
+            self.drain_tick().await;
+            return;
+        }
+        if self.lease_lost() {
             self.handle.cancel.cancel();
             return;
         }

@@ -48,6 +48,33 @@ impl LeaseState {
         }
     }
 
+    /// An adopted zone's lease before the flip has been observed: invalid
+    /// (generation 0) until [`LeaseState::confirm`].
+    pub fn unconfirmed(ttl: Duration) -> Self {
+        LeaseState {
+            inner: Arc::new(Mutex::new(Inner {
+                generation: 0,
+                deadline: Instant::now(),
+            })),
+            ttl,
+        }
+    }
+
+    /// The flip landed: our own `ClaimZone` succeeded at `generation`.
+    pub fn confirm(&self, generation: u64, sent_at: Instant) {
+        let mut inner = self.inner.lock().expect("lease lock");
+        inner.generation = generation;
+        inner.deadline = sent_at + self.ttl.mul_f64(TRUSTED_FRACTION);
+    }
+
+    pub fn is_confirmed(&self) -> bool {
+        self.generation() != 0
+    }
+
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
     pub fn generation(&self) -> u64 {
         self.inner.lock().expect("lease lock").generation
     }
@@ -93,6 +120,9 @@ pub async fn renew_loop(
             _ = fence.cancelled() => return,
             _ = tokio::time::sleep_until(wake) => {}
         }
+        if stop.is_cancelled() {
+            return;
+        }
         if !lease.is_valid() {
             warn!(
                 zone,
@@ -114,6 +144,7 @@ pub async fn renew_loop(
                 metrics::counter!("telos_lease_renewals_total").increment(1);
                 lease.renewed(sent_at);
             }
+            Ok(Ok(false)) if stop.is_cancelled() => return,
             Ok(Ok(false)) => {
                 warn!(
                     zone,

@@ -12,7 +12,9 @@
 //! - [`roster`]: who is online on this shard, published for `who`.
 
 mod actor;
+mod drain;
 pub mod lease;
+mod persist;
 pub mod roster;
 pub mod session;
 
@@ -24,7 +26,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use actor::spawn_zone;
+pub use actor::{spawn_adopted_zone, spawn_zone};
+pub use drain::DrainReport;
 pub use session::{InputReply, Joining, SessionMeta, Transfer};
 
 use crate::directory::Directory;
@@ -55,6 +58,10 @@ pub(crate) enum Msg {
         player: Box<Joining>,
         reply: oneshot::Sender<Result<u64, JoinError>>,
     },
+    JoinOrReturn {
+        player: Box<Joining>,
+        reply: oneshot::Sender<Result<u64, Box<Joining>>>,
+    },
     Arrive {
         player: Box<Transfer>,
         reply: oneshot::Sender<Result<(), Box<Transfer>>>,
@@ -73,6 +80,18 @@ pub(crate) enum Msg {
     Shutdown {
         reason: String,
         reply: oneshot::Sender<()>,
+    },
+    /// Fan every player off in place, then stop (the lease has flipped).
+    Drain {
+        deadline: tokio::time::Instant,
+        reply: oneshot::Sender<drain::DrainReport>,
+    },
+    /// A private instance on a draining shard: walk everyone back out.
+    Evacuate,
+    /// An adoption was never confirmed: tear down unless it has players or
+    /// owes a durable write. Replies whether it tore down.
+    Unadopt {
+        reply: oneshot::Sender<bool>,
     },
     /// `begin_handoff` for a frozen player finished.
     HandoffDone {
@@ -135,6 +154,26 @@ impl ZoneHandle {
         rx.await.map_err(|_| self.unavailable())?
     }
 
+    /// Like [`ZoneHandle::join`], but a refusal hands the player back so the
+    /// caller can retry or save them.
+    pub async fn join_or_return(&self, player: Joining) -> Result<u64, Option<Joining>> {
+        let (reply, rx) = oneshot::channel();
+        let msg = Msg::JoinOrReturn {
+            player: Box::new(player),
+            reply,
+        };
+        if let Err(mpsc::error::SendError(Msg::JoinOrReturn { player, .. })) =
+            self.tx.send(msg).await
+        {
+            return Err(Some(*player));
+        }
+        match rx.await {
+            Ok(r) => r.map_err(|b| Some(*b)),
+            // The actor stopped holding the message: nothing to retry.
+            Err(_) => Err(None),
+        }
+    }
+
     /// Hand a player walking in from a sibling zone of this shard. On refusal
     /// the transfer comes back so the caller can return the player.
     pub async fn arrive(&self, player: Box<Transfer>) -> Result<(), Box<Transfer>> {
@@ -181,6 +220,36 @@ impl ZoneHandle {
                 conn_id: conn_id.to_string(),
             })
             .await;
+    }
+
+    /// Fan every player off in place (the lease has flipped to a peer) and
+    /// stop; resolves with the per-player outcomes when the zone is empty or
+    /// the deadline passed.
+    pub async fn drain(
+        &self,
+        deadline: tokio::time::Instant,
+    ) -> Result<DrainReport, ZoneUnavailable> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Msg::Drain { deadline, reply })
+            .await
+            .map_err(|_| self.unavailable())?;
+        rx.await.map_err(|_| self.unavailable())
+    }
+
+    /// Walk every player of a private instance back to where they entered.
+    pub async fn evacuate(&self) {
+        let _ = self.tx.send(Msg::Evacuate).await;
+    }
+
+    /// Tear down an unconfirmed adoption (refused if it has a player or
+    /// owes a durable write). True when it tore down.
+    pub async fn unadopt(&self) -> bool {
+        let (reply, rx) = oneshot::channel();
+        if self.tx.send(Msg::Unadopt { reply }).await.is_err() {
+            return true;
+        }
+        rx.await.unwrap_or(true)
     }
 
     /// Save every player, close their sessions with `reason` (gates resume

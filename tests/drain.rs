@@ -1,0 +1,113 @@
+//! End to end: SIGTERM drains a shard — every zone moves to a peer while
+//! live and every player is redirected with zero drop.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use support::driver::Driver;
+use support::paths::path_to_zone;
+use telos_testkit::RedisServer;
+use telos_testkit::process::{WorldOpts, start_world};
+use telos_testkit::world::starter_zones;
+
+const PASSWORD: &str = "correct horse";
+
+fn keyed<'a>(
+    id: &'a str,
+    url: &'a str,
+    zones: &'a [&'a str],
+    keys: &std::path::Path,
+) -> WorldOpts<'a> {
+    let mut o = WorldOpts::new(id, url, zones);
+    o.extra = vec![
+        "--keys".into(),
+        keys.display().to_string(),
+        "--drain-deadline".into(),
+        "20".into(),
+    ];
+    o
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_hands_every_zone_and_player_to_peers_with_zero_drop() -> anyhow::Result<()> {
+    let redis = RedisServer::start()?;
+    let keys = std::env::temp_dir().join(format!("telos-drain-keys-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&keys);
+    telos_world::handoff::keys::generate(&keys)?;
+    let drained = ["city", "forest", "docks"];
+    let rest: Vec<String> = starter_zones()
+        .into_iter()
+        .filter(|z| !drained.contains(&z.as_str()))
+        .collect();
+    let (b_zones, c_zones) = rest.split_at(rest.len() / 2);
+    let b_zones: Vec<&str> = b_zones.iter().map(String::as_str).collect();
+    let c_zones: Vec<&str> = c_zones.iter().map(String::as_str).collect();
+    let mut a = start_world(keyed("shard-a", &redis.url, &drained, &keys))?;
+    let _b = start_world(keyed("shard-b", &redis.url, &b_zones, &keys))?;
+    let _c = start_world(keyed("shard-c", &redis.url, &c_zones, &keys))?;
+
+    // Bots spread over the three zones of shard-a, journaling non-stop.
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut bots = Vec::new();
+    for i in 0..12 {
+        let name = format!("Drainer{}", (b'a' + i as u8) as char);
+        let mut d = Driver::login(&a.addr, &name, PASSWORD, true).await?;
+        d.set_shards(vec![a.addr.clone(), _b.addr.clone(), _c.addr.clone()]);
+        let zone = drained[i % drained.len()];
+        if zone != "city" {
+            for dir in path_to_zone("city:square", zone) {
+                d.command(&dir).await?;
+            }
+        }
+        let (z, _, shard) = d.where_().await?;
+        assert_eq!((z.as_str(), shard.as_str()), (zone, "shard-a"));
+        let stop = stop.clone();
+        bots.push(tokio::spawn(async move {
+            let mut sent = Vec::new();
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let line = format!("{name} line {n}");
+                d.command(&format!("journal {line}")).await?;
+                sent.push(line);
+                n += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            anyhow::Ok((d, sent))
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let status = a.stop_with(libc::SIGTERM, Duration::from_secs(25))?;
+    assert!(
+        status.success(),
+        "drain exits 0: {status:?}\n{}",
+        a.log_text()
+    );
+    let log = a.log_text();
+    let summary = log
+        .lines()
+        .rev()
+        .find(|l| l.contains("drain summary"))
+        .unwrap_or_else(|| panic!("no drain summary in:\n{log}"));
+    assert!(
+        summary.contains("redirected=12 reclaimed=0 client_fault=0"),
+        "{summary}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Ordering::Relaxed);
+    for bot in bots {
+        let (mut d, sent) = bot.await?.expect("bot failed");
+        let (_, _, shard) = d.where_().await?;
+        assert_ne!(shard, "shard-a", "{} still on the drained shard", d.name);
+        let list = d.command("journal").await?;
+        let got: Vec<&str> = list
+            .lines()
+            .filter_map(|l| l.split_once(": ").map(|(_, t)| t))
+            .collect();
+        assert_eq!(got, sent, "{}: journal exact", d.name);
+    }
+    let _ = std::fs::remove_dir_all(keys);
+    Ok(())
+}

@@ -1,0 +1,147 @@
+//! Zone adoption: build, confirm, or un-adopt (seed, "Zone adoption").
+//!
+//! [`adopt_zone`] makes this shard build and run a zone ahead of the
+//! owner's lease flip. Three guards keep the window from leaking a zombie:
+//! 1. refuse before any state work unless `from_shard_id` is the zone's
+//!    live owner at the stated generation;
+//! 2. the adoption is confirmed only by **observing the flip land** — this
+//!    shard's own `ClaimZone` succeeding ([`confirm_adoption`]) — never by
+//!    the RPC returning;
+//! 3. an adoption still unconfirmed at its deadline is un-adopted, gated on
+//!    the zone's `adopted` flag (a boot zone that loses its lease fences; it
+//!    never deletes itself), and the teardown refuses, keeping the zone, if
+//!    it has acquired a player or owes a durable write.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tracing::{Instrument, info, info_span, warn};
+
+use crate::directory::Claim;
+use crate::game::is_instance_id;
+use crate::shard::Shard;
+use crate::zone::{ZoneHandle, lease::LeaseState, spawn_adopted_zone};
+
+/// How often the adopting shard tries `ClaimZone` to observe the flip.
+const CONFIRM_POLL: Duration = Duration::from_millis(50);
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdoptRefused {
+    #[error("instance zones are never adopted: {0}")]
+    InstanceZone(String),
+    #[error("unknown zone {0}")]
+    UnknownZone(String),
+    #[error("{from} is not the live owner of {zone} at generation {generation}")]
+    NotOwner {
+        zone: String,
+        from: String,
+        generation: u64,
+    },
+    #[error("this shard is draining")]
+    Draining,
+    #[error("directory unreachable: {0}")]
+    Directory(String),
+}
+
+/// `Handoff.AdoptZone` on the target.
+pub async fn adopt_zone(
+    shard: &Arc<Shard>,
+    zone: &str,
+    from_shard: &str,
+    generation: u64,
+) -> Result<(), AdoptRefused> {
+    if is_instance_id(zone) {
+        return Err(AdoptRefused::InstanceZone(zone.to_string()));
+    }
+    let def = shard
+        .env
+        .world
+        .zone(zone)
+        .filter(|d| !d.instanced)
+        .cloned()
+        .ok_or_else(|| AdoptRefused::UnknownZone(zone.to_string()))?;
+    if shard.is_draining() {
+        return Err(AdoptRefused::Draining);
+    }
+    // Guard 1, before any state work.
+    let owner = shard
+        .env
+        .directory
+        .zone_owner(zone)
+        .await
+        .map_err(|e| AdoptRefused::Directory(e.to_string()))?;
+    if owner.as_ref().map(|(o, g)| (o.as_str(), *g)) != Some((from_shard, generation)) {
+        return Err(AdoptRefused::NotOwner {
+            zone: zone.to_string(),
+            from: from_shard.to_string(),
+            generation,
+        });
+    }
+    if shard.env.hosted.get(zone).is_some() {
+        return Ok(()); // a retried AdoptZone converges
+    }
+    let lease = LeaseState::unconfirmed(shard.cfg.lease_ttl);
+    let handle = spawn_adopted_zone(
+        shard.env.clone(),
+        zone,
+        def,
+        lease.clone(),
+        &shard.tracker,
+        &shard.root,
+    );
+    info!(
+        zone,
+        from_shard, generation, "zone adopted; awaiting the flip"
+    );
+    let deadline = Instant::now() + shard.cfg.drain_deadline;
+    let (s, z) = (shard.clone(), zone.to_string());
+    shard.tracker.spawn(
+        async move { confirm_adoption(&s, &z, lease, handle, deadline).await }
+            .instrument(info_span!("adopt", zone = %zone)),
+    );
+    Ok(())
+}
+
+/// Guard 2 and 3: watch for the flip through our own `ClaimZone`; confirm
+/// and start renewing when it lands, un-adopt at the deadline otherwise.
+async fn confirm_adoption(
+    shard: &Arc<Shard>,
+    zone: &str,
+    lease: LeaseState,
+    handle: ZoneHandle,
+    deadline: Instant,
+) {
+    loop {
+        if handle.cancel_token().is_cancelled() {
+            return;
+        }
+        let sent_at = Instant::now();
+        match shard
+            .env
+            .directory
+            .claim_zone(zone, shard.id(), lease.ttl())
+            .await
+        {
+            Ok(Claim::Acquired { r#gen }) => {
+                lease.confirm(r#gen, sent_at);
+                shard.start_renewing(zone, &lease, &handle);
+                info!(
+                    zone,
+                    generation = r#gen,
+                    "adoption confirmed: the flip landed"
+                );
+                return;
+            }
+            Ok(Claim::Held { .. }) => {}
+            Err(e) => warn!(zone, error = %e, "ClaimZone while confirming an adoption failed"),
+        }
+        if Instant::now() >= deadline {
+            if handle.unadopt().await {
+                warn!(zone, "adoption never confirmed: un-adopted");
+            }
+            return;
+        }
+        tokio::time::sleep(CONFIRM_POLL).await;
+    }
+}

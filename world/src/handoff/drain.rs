@@ -1,0 +1,275 @@
+//! The zone handoff (graceful drain), seed "The zone handoff".
+//!
+//! [`begin_drain`] runs on SIGTERM, on the signal's own task, separate from
+//! the zones' lifetime token, so flush and handoff happen before teardown:
+//! 1. set draining: the registry shows `draining`, fresh logins are refused
+//!    here (the gate routes them elsewhere), inbound handoffs still land;
+//! 2. walk players out of private instances to the room they entered from;
+//! 3. per zone, [`handover_zone_to`]: pick a target through the
+//!    director-owned selector (`reserve_drain_target`), `AdoptZone` on it,
+//!    flip the lease with the fenced CAS, then post the drain message — the
+//!    zone fans its players off in place;
+//! 4. wait until every zone is empty or the deadline; stragglers are durably
+//!    flushed (`reclaimed`, or `client_fault` when their gate stopped
+//!    reading); retire the reservations; log one summary line.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use telos_proto::v1::AdoptZoneRequest;
+use tokio::time::Instant;
+use tracing::{Instrument, info, info_span, warn};
+
+use super::runtime::RPC_TIMEOUT;
+use crate::directory::drain::drain_reservation_ttl;
+use crate::game::is_instance_id;
+use crate::shard::Shard;
+use crate::zone::DrainReport;
+
+/// Handovers in flight at once: enough to drain many zones quickly, few
+/// enough not to stampede a peer.
+const PARALLEL_HANDOVERS: usize = 4;
+
+/// Distinct targets tried for one zone before giving up on it.
+const TARGET_ATTEMPTS: usize = 3;
+
+/// Why a zone could not be handed over (its players are reclaimed).
+#[derive(Debug, thiserror::Error)]
+pub enum HandoverError {
+    #[error("no live peer to take the zone")]
+    NoPeer,
+    #[error("zone {0} is not hosted here")]
+    NotHosted(String),
+    #[error("the lease flip was refused: we are no longer the live owner")]
+    FlipRefused,
+    #[error("directory: {0}")]
+    Directory(String),
+    #[error("every target refused AdoptZone: {0}")]
+    AdoptFailed(String),
+}
+
+/// Hand `zone` to a peer chosen by the selector (or `to`, when given), flip
+/// the lease, and post the drain message. Returns the target and the
+/// zone's drain outcome.
+pub async fn handover_zone_to(
+    shard: &Arc<Shard>,
+    zone: &str,
+    to: Option<&str>,
+    deadline: Instant,
+) -> Result<(String, DrainReport), HandoverError> {
+    let span = info_span!(
+        "handoverZoneTo",
+        zone = %zone,
+        from_shard = %shard.id(),
+        to_shard = tracing::field::Empty,
+        lease_gen = tracing::field::Empty,
+    );
+    let result = handover_inner(shard, zone, to, deadline, &span)
+        .instrument(span.clone())
+        .await;
+    if let Err(e) = &result {
+        span.in_scope(|| warn!(step = step_of(e), "handoverZoneTo failed: {e}"));
+    }
+    result
+}
+
+fn step_of(e: &HandoverError) -> &'static str {
+    match e {
+        HandoverError::NoPeer | HandoverError::Directory(_) => "select",
+        HandoverError::NotHosted(_) => "lookup",
+        HandoverError::AdoptFailed(_) => "rpc",
+        HandoverError::FlipRefused => "lease_flip",
+    }
+}
+
+async fn handover_inner(
+    shard: &Arc<Shard>,
+    zone: &str,
+    to: Option<&str>,
+    deadline: Instant,
+    span: &tracing::Span,
+) -> Result<(String, DrainReport), HandoverError> {
+    let handle = shard
+        .env
+        .hosted
+        .get(zone)
+        .ok_or_else(|| HandoverError::NotHosted(zone.to_string()))?;
+    let lease = shard
+        .held_lease(zone)
+        .ok_or_else(|| HandoverError::NotHosted(zone.to_string()))?;
+    let generation = lease.state.generation();
+    span.record("lease_gen", generation);
+    let players = shard
+        .env
+        .roster
+        .snapshot()
+        .iter()
+        .filter(|p| p.zone == zone)
+        .count() as u64;
+    let dir = &shard.env.directory;
+    let ttl = drain_reservation_ttl(shard.cfg.drain_deadline);
+    let mut tried: Vec<String> = Vec::new();
+    let mut last_error = String::new();
+    let target = loop {
+        if tried.len() >= TARGET_ATTEMPTS {
+            return Err(HandoverError::AdoptFailed(last_error));
+        }
+        let target = match to {
+            Some(id) if tried.is_empty() => {
+                let shards = dir
+                    .shards()
+                    .await
+                    .map_err(|e| HandoverError::Directory(e.to_string()))?;
+                shards
+                    .into_iter()
+                    .find(|s| s.id == id)
+                    .ok_or(HandoverError::NoPeer)?
+            }
+            Some(_) => return Err(HandoverError::AdoptFailed(last_error)),
+            None => match dir
+                .reserve_drain_target(shard.id(), players.max(1), ttl, &tried)
+                .await
+                .map_err(|e| HandoverError::Directory(e.to_string()))?
+            {
+                Some(t) => {
+                    if t.over_ceiling {
+                        warn!(zone, target = %t.shard.id, "every peer is reservation-full: admitting over the soft ceiling");
+                    }
+                    t.shard
+                }
+                None => return Err(HandoverError::NoPeer),
+            },
+        };
+        span.record("to_shard", target.id.as_str());
+        let request = AdoptZoneRequest {
+            zone_id: zone.to_string(),
+            from_shard_id: shard.id().to_string(),
+            generation,
+        };
+        let adopted = async {
+            let mut client = shard
+                .env
+                .handoff
+                .peers
+                .handoff(&target.addr)
+                .map_err(|e| e.to_string())?;
+            tokio::time::timeout(RPC_TIMEOUT, client.adopt_zone(request))
+                .await
+                .map_err(|_| "timed out".to_string())?
+                .map_err(|s| format!("{}: {}", s.code(), s.message()))
+        }
+        .instrument(info_span!("rpc", to_shard = %target.id))
+        .await;
+        match adopted {
+            Ok(_) => break target,
+            Err(e) => {
+                warn!(zone, target = %target.id, error = %e, "AdoptZone refused; trying another peer");
+                // Our hold on a target that refused is released at once.
+                let _ = dir
+                    .expire_drain_target_soon(&target.id, shard.id(), Duration::ZERO)
+                    .await;
+                last_error = e;
+                tried.push(target.id);
+            }
+        }
+    };
+    // Stop renewing before the flip: a renew refused after it must not
+    // fence the zone we are deliberately handing over.
+    lease.renew_stop.cancel();
+    let flipped = dir
+        .flip_zone(zone, shard.id(), generation, &target.id, lease.state.ttl())
+        .instrument(info_span!("lease_flip", lease_gen = generation))
+        .await
+        .map_err(|e| HandoverError::Directory(e.to_string()))?;
+    if flipped.is_none() {
+        // Unexpected lease loss: the fence path, not a drain.
+        handle.cancel_token().cancel();
+        return Err(HandoverError::FlipRefused);
+    }
+    shard.forget_lease(zone);
+    info!(zone, to_shard = %target.id, generation, "lease flipped; fanning players off");
+    let report = handle.drain(deadline).await.unwrap_or_default();
+    Ok((target.id, report))
+}
+
+/// SIGTERM: move every zone to a peer while live, then return the summary.
+pub async fn begin_drain(shard: &Arc<Shard>) -> DrainReport {
+    let started = Instant::now();
+    let deadline = started + shard.cfg.drain_deadline;
+    shard.set_draining();
+    shard.heartbeat_now().await;
+    info!(zones = ?shard.env.hosted.ids(), "draining");
+    // Players in private instances walk out first.
+    for z in shard.env.hosted.all() {
+        if is_instance_id(z.id()) {
+            z.evacuate().await;
+        }
+    }
+    let zones: Vec<String> = shard
+        .env
+        .hosted
+        .ids()
+        .into_iter()
+        .filter(|z| !is_instance_id(z))
+        .collect();
+    let mut total = DrainReport::default();
+    let mut targets: Vec<String> = Vec::new();
+    let mut set = tokio::task::JoinSet::new();
+    let mut pending = zones.into_iter();
+    loop {
+        while set.len() < PARALLEL_HANDOVERS {
+            let Some(zone) = pending.next() else { break };
+            let s = shard.clone();
+            set.spawn(async move {
+                let r = handover_zone_to(&s, &zone, None, deadline).await;
+                (zone, r)
+            });
+        }
+        let Some(joined) = set.join_next().await else {
+            break;
+        };
+        let Ok((zone, result)) = joined else { continue };
+        match result {
+            Ok((target, report)) => {
+                total += report;
+                if !targets.contains(&target) {
+                    targets.push(target);
+                }
+            }
+            Err(e) => {
+                // Not handed over: its players are flushed and reclaimed.
+                warn!(zone, error = %e, "zone not handed over; reclaiming its players");
+                if let Some(h) = shard.env.hosted.get(&zone) {
+                    let report = h.drain(Instant::now()).await.unwrap_or_default();
+                    total += report;
+                }
+            }
+        }
+    }
+    if let Err(e) = shard
+        .env
+        .directory
+        .retire_drain_targets(shard.id(), &targets)
+        .await
+    {
+        warn!(error = %e, "retiring drain reservations failed; they expire by TTL");
+    }
+    for (outcome, n) in [
+        ("redirected", total.redirected),
+        ("reclaimed", total.reclaimed),
+        ("client_fault", total.client_fault),
+    ] {
+        metrics::counter!("telos_drain_players_total", "outcome" => outcome).increment(n);
+    }
+    info!(
+        redirected = total.redirected,
+        reclaimed = total.reclaimed,
+        client_fault = total.client_fault,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "drain summary: redirected={} reclaimed={} client_fault={}",
+        total.redirected,
+        total.reclaimed,
+        total.client_fault
+    );
+    total
+}

@@ -1,0 +1,244 @@
+//! Drain mode of a zone actor: the zone's lease has flipped to a peer, and
+//! the actor fans every player off **in place** (same zone id, same room,
+//! now owned by the peer) through the player-handoff path, then stops.
+//!
+//! - A player whose gate stopped reading (out channel full: the same
+//!   "wedged" threshold that reclaims a slow client) is **not** handed off:
+//!   the `Redirect` would drop like any other frame. It stays resident, is
+//!   durably flushed at the deadline and counted `client_fault`, never as a
+//!   clean redirect.
+//! - A handoff that is refused is retried on the next tick until the
+//!   deadline; whoever is still here then is durably flushed, their session
+//!   closed (the gate resumes them from durable state) and counted
+//!   `reclaimed`.
+
+use telos_proto::v1::{Closed, Redirect, server_frame::Frame};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use super::actor::{FrozenPlayer, ZoneActor};
+use super::persist::save_player;
+use super::session::{InputReply, Transfer};
+use crate::game::zone_of;
+use crate::handoff::source::{Begun, Refused};
+
+/// Per-player outcomes of one zone's drain.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DrainReport {
+    pub redirected: u64,
+    pub reclaimed: u64,
+    pub client_fault: u64,
+}
+
+impl std::ops::AddAssign for DrainReport {
+    fn add_assign(&mut self, o: DrainReport) {
+        self.redirected += o.redirected;
+        self.reclaimed += o.reclaimed;
+        self.client_fault += o.client_fault;
+    }
+}
+
+pub(super) struct DrainState {
+    deadline: Instant,
+    reply: Option<oneshot::Sender<DrainReport>>,
+    report: DrainReport,
+}
+
+impl ZoneActor {
+    pub(super) async fn start_drain(
+        &mut self,
+        deadline: Instant,
+        reply: oneshot::Sender<DrainReport>,
+    ) {
+        self.stopping = true;
+        self.drain = Some(DrainState {
+            deadline,
+            reply: Some(reply),
+            report: DrainReport::default(),
+        });
+        let keys: Vec<String> = self.sessions.keys().cloned().collect();
+        info!(zone = %self.id, players = keys.len(), "draining: fanning players off in place");
+        for key in keys {
+            let wedged = self.sessions.get(&key).is_some_and(|m| m.wedged);
+            if wedged {
+                continue;
+            }
+            let room = self.state.character(&key).map(|c| c.room.clone());
+            if let Some(room) = room {
+                self.freeze_for_handoff(&key, &room, None);
+            }
+        }
+        self.check_drained().await;
+    }
+
+    pub(super) fn drain_handoff_done(
+        &mut self,
+        key: &str,
+        mut frozen: FrozenPlayer,
+        result: Result<Begun, Refused>,
+    ) {
+        match result {
+            Ok(begun) => {
+                frozen.meta.send(Frame::Redirect(Redirect {
+                    addr: begun.addr,
+                    token: begun.token,
+                    credential: String::new(),
+                }));
+                for (_, _, reply) in frozen.queued {
+                    let _ = reply.send(InputReply::Gone);
+                }
+                if self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str()) {
+                    self.env.roster.remove(key);
+                }
+                if let Some(d) = &mut self.drain {
+                    d.report.redirected += 1;
+                }
+            }
+            Err(refused) => {
+                // Retried on the next tick until the deadline; the epoch this
+                // attempt minted is now ours.
+                if let Some(epoch) = refused.minted {
+                    frozen.meta.epoch = frozen.meta.epoch.max(epoch);
+                }
+                info!(zone = %self.id, player = %key, step = refused.step, "drain handoff refused; will retry");
+                self.frozen.insert(key.to_string(), frozen);
+            }
+        }
+    }
+
+    pub(super) async fn drain_tick(&mut self) {
+        let deadline = self.drain.as_ref().map(|d| d.deadline);
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            self.reclaim_stragglers().await;
+        } else {
+            let retry: Vec<String> = self
+                .frozen
+                .iter()
+                .filter(|(_, f)| !f.in_flight)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for key in retry {
+                self.start_handoff(&key);
+            }
+            // A wedged player who started reading again is handed off too.
+            let recovered: Vec<(String, String)> = self
+                .sessions
+                .iter()
+                .filter(|(_, m)| !m.wedged)
+                .filter_map(|(k, _)| self.state.character(k).map(|c| (k.clone(), c.room.clone())))
+                .collect();
+            for (key, room) in recovered {
+                self.freeze_for_handoff(&key, &room, None);
+            }
+        }
+        self.check_drained().await;
+    }
+
+    /// The deadline passed: flush everyone still here durably and close
+    /// their sessions so their gates resume them from the durable row.
+    async fn reclaim_stragglers(&mut self) {
+        let frozen: Vec<(String, FrozenPlayer)> = self.frozen.drain().collect();
+        for (key, mut f) in frozen {
+            f.meta.dirty = true;
+            save_player(&self.env.store, &self.id, &f.character, &mut f.meta).await;
+            f.meta.send(Frame::Closed(Closed {
+                reason: "The world shifts around you; reconnecting...".into(),
+                r#final: false,
+            }));
+            for (_, _, reply) in f.queued {
+                let _ = reply.send(InputReply::Gone);
+            }
+            self.env.roster.remove(&key);
+            if let Some(d) = &mut self.drain {
+                d.report.reclaimed += 1;
+            }
+            warn!(zone = %self.id, player = %key, "drain deadline: reclaimed (flushed, not redirected)");
+        }
+        let wedged: Vec<String> = self.sessions.keys().cloned().collect();
+        for key in wedged {
+            if let (Some(ch), Some(meta)) =
+                (self.state.character(&key), self.sessions.get_mut(&key))
+            {
+                meta.dirty = true;
+                save_player(&self.env.store, &self.id, ch, meta).await;
+            }
+            self.remove(&key);
+            if let Some(d) = &mut self.drain {
+                d.report.client_fault += 1;
+            }
+            warn!(zone = %self.id, player = %key, "drain deadline: client-fault straggler (gate not reading)");
+        }
+    }
+
+    async fn check_drained(&mut self) {
+        if !self.sessions.is_empty() || !self.frozen.is_empty() {
+            return;
+        }
+        if let Some(mut d) = self.drain.take() {
+            info!(zone = %self.id, ?d.report, "zone drained");
+            if let Some(reply) = d.reply.take() {
+                let _ = reply.send(d.report);
+            }
+            // Keep the drain marker so nothing fences while we stop.
+            self.drain = Some(d);
+        }
+        self.finished = true;
+    }
+
+    /// A private instance on a draining shard: walk everyone back to the
+    /// room they entered from (then they drain like everyone else).
+    pub(super) async fn evacuate(&mut self) {
+        let keys: Vec<String> = self.sessions.keys().cloned().collect();
+        for key in keys {
+            let back = self
+                .state
+                .character(&key)
+                .and_then(|c| c.instance_return.clone())
+                .unwrap_or_else(|| self.env.world.start_room.clone());
+            let Some(to) = self.env.hosted.get(zone_of(&back)) else {
+                continue;
+            };
+            let Some((mut character, deliveries)) = self.state.leave(&key, None) else {
+                continue;
+            };
+            self.deliver(deliveries);
+            let Some(mut meta) = self.sessions.remove(&key) else {
+                continue;
+            };
+            meta.dirty = true;
+            meta.output("The walls fade; you find yourself back where you came in.\n".into());
+            let from_room = std::mem::replace(&mut character.room, back);
+            let transfer = Box::new(Transfer {
+                character,
+                meta,
+                dir: None,
+                from_room,
+            });
+            if let Err(mut t) = to.arrive(transfer).await {
+                // The way back is closed: stay in the instance.
+                t.character.room = t.from_room.clone();
+                self.sessions.insert(key.clone(), t.meta);
+                let deliveries = self.state.enter(t.character, None);
+                self.deliver(deliveries);
+            }
+        }
+    }
+
+    /// Un-adopt an adoption whose flip never landed, unless the zone has
+    /// acquired a player or owes a durable write (a recoverable leak beats a
+    /// dropped player).
+    pub(super) fn unadopt(&mut self) -> bool {
+        if !self.adopted {
+            return false;
+        }
+        let owes = self.sessions.values().any(|m| m.needs_save());
+        if !self.sessions.is_empty() || !self.frozen.is_empty() || owes {
+            warn!(zone = %self.id, "unconfirmed adoption kept: it has players or owes a save");
+            return false;
+        }
+        info!(zone = %self.id, "unconfirmed adoption torn down");
+        self.finished = true;
+        true
+    }
+}

@@ -1,0 +1,76 @@
+//! One durable save of one player: the CAS on `state_version` and
+//! `owner_epoch`, and the `DurableAck` that lets the gate forget lines.
+
+use std::time::Duration;
+
+use telos_proto::v1::{DurableAck, server_frame::Frame};
+use tracing::warn;
+
+use super::session::SessionMeta;
+use crate::game::{Character, to_state_json};
+use crate::store::{SaveOutcome, Store};
+
+/// One save round trip may take this long before we give up on it for this
+/// cadence (the player stays dirty and is retried): a sick Redis must not
+/// wedge the zone.
+pub const SAVE_TIMEOUT: Duration = Duration::from_secs(2);
+
+pub enum Saved {
+    /// Saved (or nothing to save); `DurableAck` sent.
+    Done,
+    /// Refused by the fence: another owner's epoch won.
+    NotOwner {
+        carried: u64,
+        winner: u64,
+        version: u64,
+    },
+    /// Redis failed or timed out; still dirty.
+    Failed,
+}
+
+/// Save `character` under `meta`'s epoch and version.
+pub async fn save_player(
+    store: &Store,
+    zone: &str,
+    character: &Character,
+    meta: &mut SessionMeta,
+) -> Saved {
+    if !meta.needs_save() {
+        return Saved::Done;
+    }
+    let key = character.key();
+    let json = to_state_json(character);
+    let (epoch, version, seq) = (meta.epoch, meta.state_version, meta.applied_seq);
+    let result = tokio::time::timeout(
+        SAVE_TIMEOUT,
+        store.save(&key, epoch, version, &json, &meta.conn_id, seq),
+    )
+    .await;
+    match result {
+        Ok(Ok(SaveOutcome::Saved { version })) => {
+            meta.state_version = version;
+            meta.saved_seq = seq;
+            meta.dirty = false;
+            meta.send(Frame::DurableAck(DurableAck { seq }));
+            Saved::Done
+        }
+        Ok(Ok(SaveOutcome::Refused {
+            current_epoch,
+            current_version,
+        })) => Saved::NotOwner {
+            carried: epoch,
+            winner: current_epoch,
+            version: current_version,
+        },
+        Ok(Err(e)) => {
+            metrics::counter!("telos_redis_errors_total", "op" => "save").increment(1);
+            warn!(zone, player = %key, error = %e, "save failed; will retry");
+            Saved::Failed
+        }
+        Err(_) => {
+            metrics::counter!("telos_redis_errors_total", "op" => "save").increment(1);
+            warn!(zone, player = %key, "save timed out; will retry");
+            Saved::Failed
+        }
+    }
+}
