@@ -5,7 +5,11 @@ use std::error::Error;
 fn main() -> Result<(), Box<dyn Error>> {
     let mut compiler = protox::Compiler::new(["proto"])?;
     compiler.include_source_info(true).include_imports(true);
-    compiler.open_files(["telos/v1/play.proto", "telos/v1/handoff.proto"])?;
+    compiler.open_files([
+        "telos/v1/play.proto",
+        "telos/v1/handoff.proto",
+        "telos/v1/admin.proto",
+    ])?;
     for file in compiler.files() {
         if let Some(path) = file.path() {
             println!("cargo:rerun-if-changed={}", path.display());

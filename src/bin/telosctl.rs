@@ -2,9 +2,14 @@
 
 use std::path::PathBuf;
 
+use std::time::Duration;
+
 use clap::{Parser, Subcommand};
 use telos_world::directory::Directory;
+use telos_world::directory::transfer::Proposal;
+use telos_world::status::{cluster_status, render};
 use telos_world::store::Store;
+use tokio::time::Instant;
 
 /// Operate a Telos cluster.
 #[derive(Parser)]
@@ -34,6 +39,17 @@ enum Command {
     },
     /// Set a character's trust tier (takes effect at its next login or handoff).
     Tier { name: String, tier: String },
+    /// Propose moving a zone to another shard (players see a short pause).
+    Transfer {
+        zone: String,
+        /// Target shard id.
+        #[arg(long)]
+        to: String,
+        /// Block until the transfer completes (exit 0) or fails; optional
+        /// limit in seconds.
+        #[arg(long, num_args = 0..=1, default_missing_value = "60")]
+        wait: Option<u64>,
+    },
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -55,6 +71,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             );
         }
         Command::Status { json } => status(&cli.redis_url, json).await?,
+        Command::Transfer { zone, to, wait } => transfer(&cli.redis_url, &zone, &to, wait).await?,
         Command::Tier { name, tier } => {
             let tier: telos_world::game::Tier = tier.parse().map_err(|_| {
                 anyhow::anyhow!("unknown tier {tier:?}: use player, builder or admin")
@@ -69,45 +86,50 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 
 async fn status(redis_url: &str, json: bool) -> anyhow::Result<()> {
     let dir = Directory::connect(redis_url).await?;
-    let shards = dir.shards().await?;
-    let zones = dir.zones().await?;
+    let status = cluster_status(&dir).await?;
     if json {
-        let value = serde_json::json!({
-            "shards": shards.iter().map(|s| serde_json::json!({
-                "id": s.id, "addr": s.addr, "state": s.state.to_string(),
-                "players": s.players, "capacity": s.capacity,
-            })).collect::<Vec<_>>(),
-            "zones": zones.iter().map(|z| serde_json::json!({
-                "id": z.id, "owner": z.owner, "gen": z.r#gen, "players": z.players,
-                "transfer": serde_json::Value::Null,
-            })).collect::<Vec<_>>(),
-        });
-        println!("{value}");
-        return Ok(());
-    }
-    println!(
-        "{:<20} {:<22} {:<9} {:>8} {:>9}",
-        "SHARD", "ADDR", "STATE", "PLAYERS", "CAPACITY"
-    );
-    for s in &shards {
-        println!(
-            "{:<20} {:<22} {:<9} {:>8} {:>9}",
-            s.id, s.addr, s.state, s.players, s.capacity
-        );
-    }
-    println!();
-    println!(
-        "{:<20} {:<20} {:>6} {:>8} TRANSFER",
-        "ZONE", "OWNER", "GEN", "PLAYERS"
-    );
-    for z in &zones {
-        println!(
-            "{:<20} {:<20} {:>6} {:>8} -",
-            z.id,
-            z.owner.as_deref().unwrap_or("-"),
-            z.r#gen,
-            z.players
-        );
+        println!("{}", serde_json::to_string(&status)?);
+    } else {
+        print!("{}", render(&status));
     }
     Ok(())
+}
+
+/// How often `transfer --wait` re-reads the directory.
+const WAIT_POLL: Duration = Duration::from_millis(100);
+
+async fn transfer(redis_url: &str, zone: &str, to: &str, wait: Option<u64>) -> anyhow::Result<()> {
+    let dir = Directory::connect(redis_url).await?;
+    match dir.propose_transfer(zone, to).await? {
+        Ok(Proposal::Recorded { from }) => {
+            println!("transfer of {zone} from {from} to {to} recorded")
+        }
+        Ok(Proposal::AlreadyPending { from }) => {
+            println!("transfer of {zone} from {from} to {to} is already pending")
+        }
+        Ok(Proposal::AlreadyThere) => {
+            println!("{zone} is already on {to}");
+            return Ok(());
+        }
+        Err(rejected) => anyhow::bail!("transfer refused: {rejected}"),
+    }
+    let Some(secs) = wait else { return Ok(()) };
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let pending = dir.transfer(zone).await?;
+        let owner = dir.zone_owner(zone).await?.map(|(o, _)| o);
+        if pending.is_none() {
+            if owner.as_deref() == Some(to) {
+                println!("transfer of {zone} to {to} completed");
+                return Ok(());
+            }
+            if let Some(why) = dir.transfer_cancel_reason(zone).await? {
+                anyhow::bail!("transfer of {zone} was cancelled: {why}");
+            }
+        }
+        if Instant::now() >= deadline {
+            anyhow::bail!("transfer of {zone} to {to} did not complete within {secs} s");
+        }
+        tokio::time::sleep(WAIT_POLL).await;
+    }
 }

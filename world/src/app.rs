@@ -8,7 +8,9 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use telos_proto::v1::{handoff_server::HandoffServer, play_server::PlayServer};
+use telos_proto::v1::{
+    admin_server::AdminServer, handoff_server::HandoffServer, play_server::PlayServer,
+};
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 use tonic::transport::server::TcpIncoming;
@@ -16,7 +18,7 @@ use tracing::info;
 
 use crate::config::WorldConfig;
 use crate::game::load_world;
-use crate::rpc::{handoff::HandoffService, play::PlayService};
+use crate::rpc::{admin::AdminService, handoff::HandoffService, play::PlayService};
 use crate::shard::Shard;
 
 /// Logs to stderr; `TELOS_LOG_FORMAT=json` gives one JSON object a line.
@@ -53,6 +55,7 @@ pub async fn run(cfg: WorldConfig) -> anyhow::Result<()> {
     let server = tonic::transport::Server::builder()
         .add_service(PlayServer::new(PlayService::new(shard.clone())))
         .add_service(HandoffServer::new(HandoffService::new(shard.clone())))
+        .add_service(AdminServer::new(AdminService::new(shard.clone())))
         .serve_with_incoming_shutdown(incoming, stop_serving.cancelled_owned());
     let server = tokio::spawn(server);
     // Readiness line for scripts and tests (they read the bound address).

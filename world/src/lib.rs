@@ -17,5 +17,6 @@ pub mod handoff;
 pub mod play;
 pub mod rpc;
 pub mod shard;
+pub mod status;
 pub mod store;
 pub mod zone;

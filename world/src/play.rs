@@ -225,6 +225,7 @@ async fn enter(
         }))
     };
     let wait_until = Instant::now() + UNSERVED_WAIT;
+    let mut told = false;
     loop {
         // Online somewhere already: that session is taken over where it is.
         let zone = match shard.env.roster.zone_of(&key) {
@@ -263,7 +264,18 @@ async fn enter(
             ZoneRoute::Local(handle) => {
                 match attach_local(shard, &key, &conn_id, &credential, &handle, out).await {
                     Ok(()) => return Some((key, conn_id, handle)),
-                    Err(retry) if retry && Instant::now() < wait_until => {}
+                    Err(retry) if retry && Instant::now() < wait_until => {
+                        // Parked: the zone is opening here (a transfer's
+                        // target). The player waits, they are not refused.
+                        if !told {
+                            told = true;
+                            let _ = out
+                                .send(frame(Frame::Output(telos_proto::v1::Output {
+                                    text: "The world shifts around you...\n".into(),
+                                })))
+                                .await;
+                        }
+                    }
                     Err(_) => {
                         send_closed(out, "The world cannot be reached right now.", false).await;
                         return None;

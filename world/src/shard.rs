@@ -48,6 +48,8 @@ pub struct Shard {
     pub cfg: WorldConfig,
     /// Leases of the zones this shard hosts (not instances).
     pub leases: std::sync::Mutex<std::collections::HashMap<String, HeldLease>>,
+    /// Zones being closed for an operator transfer right now.
+    pub transfer_closing: crate::handoff::transfer::Closing,
     /// The address peers and gates dial (the bound gRPC address).
     pub addr: String,
     pub env: ZoneEnv,
@@ -129,6 +131,7 @@ impl Shard {
             root,
             draining: AtomicBool::new(false),
             leases: Default::default(),
+            transfer_closing: Default::default(),
         }))
     }
 
@@ -156,6 +159,15 @@ impl Shard {
         self.tracker.spawn(async move { me.boot_zone_loop().await });
         let me = self.clone();
         self.tracker.spawn(async move { me.orphan_loop().await });
+        self.tracker
+            .spawn(crate::handoff::transfer::transfer_watcher(self.clone()));
+    }
+
+    /// A zone with a pending transfer is never (re)claimed by the boot-zone
+    /// or orphan loops: the transfer decides where it goes.
+    async fn transfer_pending(&self, zone: &str) -> bool {
+        self.transfer_closing.contains(zone)
+            || !matches!(self.env.directory.transfer(zone).await, Ok(None))
     }
 
     /// A shard that died without draining leaves its zones' leases to
@@ -182,7 +194,9 @@ impl Shard {
                 }
             };
             for zone in orphans {
-                if self.env.world.zone(&zone).is_none_or(|d| d.instanced) {
+                if self.env.world.zone(&zone).is_none_or(|d| d.instanced)
+                    || self.transfer_pending(&zone).await
+                {
                     continue;
                 }
                 let chosen = self
@@ -277,6 +291,7 @@ impl Shard {
             for zone in &self.cfg.zones {
                 if self.env.hosted.get(zone).is_none()
                     && !self.is_draining()
+                    && !self.transfer_pending(zone).await
                     && let Err(e) = self.host_zone(zone).await
                 {
                     warn!(zone, error = %e, "claiming boot zone failed");
@@ -381,6 +396,15 @@ impl Shard {
 
     /// Where the zone of `room` is served right now.
     pub async fn route(&self, zone: &str) -> anyhow::Result<ZoneRoute> {
+        // A pending transfer moves routing to its target at once.
+        if let Some(t) = self.env.directory.transfer(zone).await?
+            && t.to != self.cfg.shard_id
+        {
+            return Ok(match self.env.directory.shard_for_zone(zone).await? {
+                Some(info) => ZoneRoute::Remote(info),
+                None => ZoneRoute::Unserved,
+            });
+        }
         if let Some(h) = self.env.hosted.get(zone) {
             return Ok(ZoneRoute::Local(h));
         }

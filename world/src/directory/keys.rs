@@ -36,3 +36,23 @@ pub fn shard_online(shard: &str) -> String {
 pub fn drain_reserve(target: &str) -> String {
     format!("{PREFIX}drain:reserve:{target}")
 }
+
+/// Pending transfer record of a zone: hash `from`, `to`, `created_ms`.
+pub fn transfer(zone: &str) -> String {
+    format!("{PREFIX}transfer:{zone}")
+}
+
+/// Zones with a pending transfer record.
+pub fn transfers() -> String {
+    format!("{PREFIX}transfers")
+}
+
+/// Why a zone's last transfer was cancelled (kept for `status`).
+pub fn transfer_cancelled(zone: &str) -> String {
+    format!("{PREFIX}transfer:{zone}:cancelled")
+}
+
+/// Pub/sub channel announcing every change to a transfer record.
+pub fn transfer_channel() -> String {
+    format!("{PREFIX}transfers:changed")
+}

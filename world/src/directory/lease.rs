@@ -149,12 +149,14 @@ impl Directory {
         }
     }
 
-    /// ShardForZone: the shard that owns `zone` right now, if it is live.
+    /// ShardForZone: the shard that owns `zone` right now, if it is live —
+    /// or, while a transfer is pending, its target (routing moves at once).
     /// `None` when the zone is free or its owner's registry entry expired.
     pub async fn shard_for_zone(&self, zone: &str) -> Result<Option<ShardInfo>, DirectoryError> {
         check_zone(zone)?;
         let reply: Option<Vec<String>> = SHARD_FOR_ZONE
             .key(keys::zone_lease(zone))
+            .key(keys::transfer(zone))
             .arg(keys::shard(""))
             .invoke_async(&mut self.conn())
             .await?;

@@ -44,6 +44,7 @@ pub mod keys;
 pub mod lease;
 pub mod online;
 pub mod registry;
+pub mod transfer;
 mod types;
 
 #[cfg(test)]

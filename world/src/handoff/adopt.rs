@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use tracing::{Instrument, info, info_span, warn};
 
 use crate::directory::Claim;
-use crate::game::is_instance_id;
+use crate::game::{ZoneDef, is_instance_id};
 use crate::shard::Shard;
 use crate::zone::{ZoneHandle, lease::LeaseState, spawn_adopted_zone};
 
@@ -81,6 +81,18 @@ pub async fn adopt_zone(
     if shard.env.hosted.get(zone).is_some() {
         return Ok(()); // a retried AdoptZone converges
     }
+    build_adopted(shard, zone, def, Instant::now() + shard.cfg.drain_deadline);
+    info!(
+        zone,
+        from_shard, generation, "zone adopted; awaiting the flip"
+    );
+    Ok(())
+}
+
+/// Build and run `zone` ahead of its lease, confirmed by our own
+/// `ClaimZone` succeeding before `deadline`, un-adopted otherwise. Also the
+/// transfer target's pre-warm.
+pub fn build_adopted(shard: &Arc<Shard>, zone: &str, def: Arc<ZoneDef>, deadline: Instant) {
     let lease = LeaseState::unconfirmed(shard.cfg.lease_ttl);
     let handle = spawn_adopted_zone(
         shard.env.clone(),
@@ -90,17 +102,11 @@ pub async fn adopt_zone(
         &shard.tracker,
         &shard.root,
     );
-    info!(
-        zone,
-        from_shard, generation, "zone adopted; awaiting the flip"
-    );
-    let deadline = Instant::now() + shard.cfg.drain_deadline;
     let (s, z) = (shard.clone(), zone.to_string());
     shard.tracker.spawn(
         async move { confirm_adoption(&s, &z, lease, handle, deadline).await }
             .instrument(info_span!("adopt", zone = %zone)),
     );
-    Ok(())
 }
 
 /// Guard 2 and 3: watch for the flip through our own `ClaimZone`; confirm

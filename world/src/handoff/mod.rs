@@ -17,4 +17,5 @@ pub mod phase2;
 pub mod runtime;
 pub mod snapshot;
 pub mod source;
+pub mod transfer;
 pub mod wire;

@@ -1,0 +1,33 @@
+-- Complete a zone transfer: accepted only if the zone is closed at exactly
+-- the generation the source closed it at (no live lease, and no claim since:
+-- the counter still reads that generation). Then, in one atomic step,
+-- re-point the zone at the target (a fresh lease at the next generation)
+-- and remove the pending record.
+-- KEYS[1] lease hash  KEYS[2] generation counter  KEYS[3] transfer hash
+-- KEYS[4] transfers set
+-- ARGV[1] zone  ARGV[2] from  ARGV[3] closed gen  ARGV[4] lease TTL ms
+-- ARGV[5] pub/sub channel
+-- Returns {status, gen}: 'completed' | 'no_record' | 'wrong_source' |
+-- 'still_open' | 'stale' (gen = the new or current generation).
+local from = redis.call('HGET', KEYS[3], 'from')
+local to = redis.call('HGET', KEYS[3], 'to')
+local counter = redis.call('GET', KEYS[2]) or '0'
+if not from then
+  return {'no_record', counter}
+end
+if from ~= ARGV[2] then
+  return {'wrong_source', counter}
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {'still_open', counter}
+end
+if counter ~= ARGV[3] then
+  return {'stale', counter}
+end
+local gen = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], 'owner', to, 'gen', gen)
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('DEL', KEYS[3])
+redis.call('SREM', KEYS[4], ARGV[1])
+redis.call('PUBLISH', ARGV[5], ARGV[1])
+return {'completed', tostring(gen)}

@@ -1,0 +1,276 @@
+//! Operator zone transfers (seed `transfers.md`: "stream" = zone, "node" =
+//! shard), driven by no shard-to-shard call: every shard watches the
+//! published directory view — pub/sub on the transfer channel for speed,
+//! plus a once-a-second poll for safety — and the pending record tells each
+//! participant what to do next.
+//!
+//! - **Source** (`from` = us): stop accepting input for the zone, hand its
+//!   players off in place (to the target, where routing already points),
+//!   close the zone (release the lease), record the generation it closed
+//!   at, and propose completion with it. A source that restarts finds the
+//!   zone already closed (its lease expired) and proposes completion at the
+//!   current generation; a duplicate completion is harmless, a stale one is
+//!   rejected by the generation check.
+//! - **Target** (`to` = us): pre-builds the zone (like an adoption) so
+//!   opens park there instead of failing; the zone is confirmed — opened at
+//!   the next generation — the moment completion re-points the lease at us.
+//!   If the source is gone for good (not live, lease expired), the target
+//!   completes itself.
+//! - A transfer whose target died is cancelled with a reason `status`
+//!   shows; nothing waits forever.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_stream::StreamExt;
+use tracing::{Instrument, info, info_span, warn};
+
+use super::adopt::build_adopted;
+use crate::directory::keys;
+use crate::directory::transfer::{Completion, Transfer};
+use crate::shard::Shard;
+
+/// The safety poll: every shard re-reads every pending transfer this often.
+pub const TRANSFER_POLL: Duration = Duration::from_secs(1);
+
+/// A pre-built target zone waits this long for completion before it is
+/// un-adopted (the watcher builds it again if the transfer is still pending).
+const PREWARM_DEADLINE: Duration = Duration::from_secs(60);
+
+/// A target that has been absent from the registry this long cancels the
+/// transfer (one presence TTL would be a blip; this is a dead shard).
+const TARGET_GONE_GRACE: Duration = Duration::from_secs(10);
+
+/// Zones this shard is closing for a transfer right now.
+#[derive(Default)]
+pub struct Closing(Mutex<HashSet<String>>);
+
+impl Closing {
+    pub fn contains(&self, zone: &str) -> bool {
+        self.0.lock().expect("closing lock").contains(zone)
+    }
+
+    fn start(&self, zone: &str) -> bool {
+        self.0
+            .lock()
+            .expect("closing lock")
+            .insert(zone.to_string())
+    }
+
+    fn done(&self, zone: &str) {
+        self.0.lock().expect("closing lock").remove(zone);
+    }
+}
+
+/// Watch the directory until the shard stops.
+pub async fn transfer_watcher(shard: Arc<Shard>) {
+    let changed = Arc::new(Notify::new());
+    let (url, n, root) = (
+        shard.cfg.redis_url.clone(),
+        changed.clone(),
+        shard.root.clone(),
+    );
+    shard
+        .tracker
+        .spawn(async move { subscribe(url, n, root).await });
+    let mut missing_since: std::collections::HashMap<String, Instant> = Default::default();
+    loop {
+        tokio::select! {
+            _ = shard.root.cancelled() => return,
+            _ = changed.notified() => {}
+            _ = tokio::time::sleep(TRANSFER_POLL) => {}
+        }
+        if let Err(e) = step(&shard, &mut missing_since).await {
+            warn!(error = %e, "transfer watcher step failed; retrying");
+        }
+    }
+}
+
+/// The fast path: a pub/sub subscription that nudges the watcher.
+async fn subscribe(url: String, changed: Arc<Notify>, root: tokio_util::sync::CancellationToken) {
+    loop {
+        let attempt = async {
+            let client = redis::Client::open(url.as_str())?;
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.subscribe(keys::transfer_channel()).await?;
+            let mut messages = pubsub.on_message();
+            while messages.next().await.is_some() {
+                changed.notify_one();
+            }
+            Ok::<(), redis::RedisError>(())
+        };
+        tokio::select! {
+            _ = root.cancelled() => return,
+            r = attempt => if let Err(e) = r {
+                warn!(error = %e, "transfer subscription lost; the 1 s poll covers it");
+            },
+        }
+        tokio::select! {
+            _ = root.cancelled() => return,
+            _ = tokio::time::sleep(TRANSFER_POLL) => {}
+        }
+    }
+}
+
+async fn step(
+    shard: &Arc<Shard>,
+    missing_since: &mut std::collections::HashMap<String, Instant>,
+) -> anyhow::Result<()> {
+    let dir = &shard.env.directory;
+    let transfers = dir.transfers().await?;
+    let live: Vec<String> = dir.shards().await?.into_iter().map(|s| s.id).collect();
+    missing_since.retain(|z, _| transfers.iter().any(|t| &t.zone == z));
+    for t in transfers {
+        if t.from == shard.id() {
+            if !live.contains(&t.to) {
+                let since = *missing_since
+                    .entry(t.zone.clone())
+                    .or_insert_with(Instant::now);
+                if since.elapsed() >= TARGET_GONE_GRACE {
+                    let reason = format!("target shard {} is gone", t.to);
+                    if dir
+                        .cancel_transfer(&t.zone, &t.from, &t.to, &reason)
+                        .await?
+                    {
+                        warn!(zone = t.zone, reason, "transfer cancelled");
+                    }
+                }
+                continue;
+            }
+            missing_since.remove(&t.zone);
+            source_step(shard, t).await?;
+        } else if t.to == shard.id() {
+            target_step(shard, &t, live.contains(&t.from)).await?;
+        }
+    }
+    // Pre-warm: a zone placed on us (completion re-pointed it) opens now.
+    for z in dir.zones().await? {
+        if z.owner.as_deref() == Some(shard.id())
+            && shard.env.hosted.get(&z.id).is_none()
+            && !shard.is_draining()
+        {
+            shard.host_zone(&z.id).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn source_step(shard: &Arc<Shard>, t: Transfer) -> anyhow::Result<()> {
+    if shard.env.hosted.get(&t.zone).is_some() {
+        if shard.transfer_closing.start(&t.zone) {
+            let s = shard.clone();
+            let span =
+                info_span!("transferZone", zone = %t.zone, from_shard = %t.from, to_shard = %t.to);
+            shard.tracker.spawn(
+                async move {
+                    if let Err(e) = close_for_transfer(&s, &t).await {
+                        warn!(error = %e, "closing for the transfer failed; the watcher retries");
+                    }
+                    s.transfer_closing.done(&t.zone);
+                }
+                .instrument(span),
+            );
+        }
+        return Ok(());
+    }
+    if shard.transfer_closing.contains(&t.zone) {
+        return Ok(());
+    }
+    // Not hosted here (we restarted, or closed it already): the zone is
+    // closed if its lease is gone; propose completion at the current gen.
+    let dir = &shard.env.directory;
+    match dir.zone_owner(&t.zone).await? {
+        Some((owner, generation)) if owner == shard.id() => {
+            // Our previous incarnation's lease: close it ourselves.
+            dir.release_zone(&t.zone, shard.id(), generation).await?;
+        }
+        Some((owner, _)) => {
+            let reason = format!("zone was claimed by {owner} meanwhile");
+            dir.cancel_transfer(&t.zone, &t.from, &t.to, &reason)
+                .await?;
+            warn!(zone = t.zone, reason, "transfer cancelled");
+            return Ok(());
+        }
+        None => {}
+    }
+    let generation = dir.zone_generation(&t.zone).await?;
+    complete(shard, &t, generation).await
+}
+
+/// Stop input, fan players off in place, close, then propose completion at
+/// the generation we closed at.
+async fn close_for_transfer(shard: &Arc<Shard>, t: &Transfer) -> anyhow::Result<()> {
+    let handle = shard
+        .env
+        .hosted
+        .get(&t.zone)
+        .ok_or_else(|| anyhow::anyhow!("zone not hosted"))?;
+    let lease = shard
+        .held_lease(&t.zone)
+        .ok_or_else(|| anyhow::anyhow!("no lease held"))?;
+    let generation = lease.state.generation();
+    info!(
+        zone = t.zone,
+        generation, "transfer: handing players off and closing the zone"
+    );
+    let deadline = Instant::now() + shard.cfg.drain_deadline;
+    let report = handle.drain(deadline).await.unwrap_or_default();
+    lease.renew_stop.cancel();
+    shard.forget_lease(&t.zone);
+    shard
+        .env
+        .directory
+        .release_zone(&t.zone, shard.id(), generation)
+        .await?;
+    info!(zone = t.zone, generation, ?report, "transfer: zone closed");
+    complete(shard, t, generation).await
+}
+
+async fn complete(shard: &Shard, t: &Transfer, generation: u64) -> anyhow::Result<()> {
+    let outcome = shard
+        .env
+        .directory
+        .complete_transfer(&t.zone, &t.from, generation, shard.cfg.lease_ttl)
+        .instrument(info_span!("transfer_complete", zone = %t.zone, lease_gen = generation))
+        .await?;
+    match outcome {
+        Completion::Completed { r#gen } => {
+            metrics::counter!("telos_transfers_total", "outcome" => "completed").increment(1);
+            info!(
+                zone = t.zone,
+                to_shard = t.to,
+                generation = r#gen,
+                "transfer completed"
+            );
+        }
+        Completion::NoRecord => info!(zone = t.zone, "transfer already settled"),
+        other => warn!(zone = t.zone, ?other, "completion not accepted"),
+    }
+    Ok(())
+}
+
+async fn target_step(shard: &Arc<Shard>, t: &Transfer, source_live: bool) -> anyhow::Result<()> {
+    let dir = &shard.env.directory;
+    if !source_live && dir.zone_owner(&t.zone).await?.is_none() {
+        // The source is gone for good and its lease expired: complete
+        // ourselves at the generation it left behind.
+        let generation = dir.zone_generation(&t.zone).await?;
+        info!(
+            zone = t.zone,
+            from = t.from,
+            "transfer source is gone: completing from the target"
+        );
+        complete(shard, t, generation).await?;
+    }
+    if shard.env.hosted.get(&t.zone).is_none()
+        && !shard.is_draining()
+        && let Some(def) = shard.env.world.zone(&t.zone).cloned()
+    {
+        info!(zone = t.zone, "transfer target: pre-building the zone");
+        build_adopted(shard, &t.zone, def, Instant::now() + PREWARM_DEADLINE);
+    }
+    Ok(())
+}
