@@ -47,7 +47,8 @@ pub async fn run(cfg: WorldConfig) -> anyhow::Result<()> {
     let listener = TcpListener::bind(cfg.grpc_listen)
         .await
         .with_context(|| format!("binding --grpc-listen {}", cfg.grpc_listen))?;
-    let addr = listener.local_addr()?.to_string();
+    let bound = listener.local_addr()?.to_string();
+    let addr = cfg.advertise_addr.clone().unwrap_or_else(|| bound.clone());
     let shard = Shard::new(cfg, addr.clone(), world).await?;
     shard.start();
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
@@ -59,8 +60,8 @@ pub async fn run(cfg: WorldConfig) -> anyhow::Result<()> {
         .serve_with_incoming_shutdown(incoming, stop_serving.cancelled_owned());
     let server = tokio::spawn(server);
     // Readiness line for scripts and tests (they read the bound address).
-    println!("telos-world {} listening on {addr}", shard.id());
-    info!(shard = shard.id(), %addr, "listening");
+    println!("telos-world {} listening on {bound}", shard.id());
+    info!(shard = shard.id(), %bound, advertised = %addr, "listening");
     let signal = wait_for_signal().await?;
     if signal == Signal::Term {
         // SIGTERM drains: every zone moves to a peer while live. This runs

@@ -23,6 +23,11 @@ pub struct Cli {
     /// gRPC listen address; also the address peers and gates dial [default: 127.0.0.1:7100].
     #[arg(long, env = "TELOS_GRPC_LISTEN")]
     pub grpc_listen: Option<String>,
+    /// Address peers and gates dial, when it differs from --grpc-listen
+    /// (containers: listen on 0.0.0.0, advertise the service name)
+    /// [default: the bound --grpc-listen address].
+    #[arg(long, env = "TELOS_ADVERTISE_ADDR")]
+    pub advertise_addr: Option<String>,
     /// Redis URL [default: redis://127.0.0.1:6379].
     #[arg(long, env = "TELOS_REDIS_URL")]
     pub redis_url: Option<String>,
@@ -61,6 +66,7 @@ pub struct Cli {
 struct FileConfig {
     shard_id: Option<String>,
     grpc_listen: Option<String>,
+    advertise_addr: Option<String>,
     redis_url: Option<String>,
     world: Option<PathBuf>,
     zones: Option<Vec<String>>,
@@ -78,6 +84,7 @@ struct FileConfig {
 pub struct WorldConfig {
     pub shard_id: String,
     pub grpc_listen: SocketAddr,
+    pub advertise_addr: Option<String>,
     pub redis_url: String,
     pub world: PathBuf,
     pub zones: Vec<String>,
@@ -172,6 +179,7 @@ impl WorldConfig {
         Ok(WorldConfig {
             shard_id,
             grpc_listen: parse_addr("--grpc-listen (TELOS_GRPC_LISTEN)", &grpc_listen)?,
+            advertise_addr: cli.advertise_addr.or(file.advertise_addr),
             redis_url: cli
                 .redis_url
                 .or(file.redis_url)
