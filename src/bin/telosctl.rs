@@ -77,7 +77,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 anyhow::anyhow!("unknown tier {tier:?}: use player, builder or admin")
             })?;
             let store = Store::connect(&cli.redis_url).await?;
-            store.set_tier(&name, &tier.to_string()).await?;
+            store
+                .set_tier(&name, &tier.to_string())
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}: {name}"))?;
             println!("{name} is now {tier} (from their next login or handoff)");
         }
     }

@@ -7,6 +7,8 @@
 //! - [`play`]: a direct `Play` stream client.
 //! - [`world`]: facts about the starter world.
 
+pub mod bot;
+pub mod cli;
 pub mod play;
 pub mod process;
 pub mod redis;

@@ -21,6 +21,9 @@ use crate::game::load_world;
 use crate::rpc::{admin::AdminService, handoff::HandoffService, play::PlayService};
 use crate::shard::Shard;
 
+/// How long the gRPC server may take to close its connections at exit.
+const SERVER_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Logs to stderr; `TELOS_LOG_FORMAT=json` gives one JSON object a line.
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -70,7 +73,14 @@ pub async fn run(cfg: WorldConfig) -> anyhow::Result<()> {
         crate::handoff::drain::begin_drain(&shard).await;
     }
     stop(shard).await;
-    let _ = server.await;
+    // tonic's graceful shutdown waits for open streams; a client that never
+    // closes its stream must not keep the process alive.
+    if tokio::time::timeout(SERVER_STOP_GRACE, server)
+        .await
+        .is_err()
+    {
+        tracing::warn!("gRPC server did not stop within the grace period; exiting anyway");
+    }
     info!("stopped");
     Ok(())
 }

@@ -499,7 +499,12 @@ async fn forward_input(
     mut inbound: Streaming<ClientFrame>,
 ) {
     loop {
-        let input = match inbound.message().await {
+        // Shutdown ends every session task, whatever its client does.
+        let next = tokio::select! {
+            _ = shard.root.cancelled() => return,
+            next = inbound.message() => next,
+        };
+        let input = match next {
             Ok(Some(ClientFrame {
                 frame: Some(client_frame::Frame::Input(input)),
             })) => input,

@@ -261,6 +261,27 @@ impl Shard {
             }
             metrics::gauge!("telos_players", "shard" => self.cfg.shard_id.clone())
                 .set(self.env.roster.len() as f64);
+            let mut counts: std::collections::BTreeMap<String, u64> = self
+                .env
+                .hosted
+                .ids()
+                .into_iter()
+                .filter(|z| !is_instance_id(z))
+                .map(|z| (z, 0))
+                .collect();
+            for p in self.env.roster.snapshot() {
+                let zone = crate::game::template_of(&p.zone).to_string();
+                *counts.entry(zone).or_default() += 1;
+            }
+            let counts: Vec<(String, u64)> = counts.into_iter().collect();
+            if let Err(e) = self
+                .env
+                .directory
+                .set_zone_players(&self.cfg.shard_id, &counts, PRESENCE_TTL)
+                .await
+            {
+                warn!(error = %e, "publishing zone player counts failed");
+            }
         }
     }
 

@@ -20,8 +20,8 @@ use super::session::{InputReply, Joining, SessionMeta, Transfer};
 use super::{JoinError, MAILBOX, Msg, ZoneEnv, ZoneHandle};
 use crate::directory::OnlinePlayer;
 use crate::game::{
-    Action, Character, Ctx, Delivery, Direction, Outcome, WIZINVIS, ZoneDef, ZoneState, format_who,
-    instance_room, is_instance_id, zone_of,
+    Action, Character, Ctx, Delivery, Direction, Outcome, WIZINVIS, ZoneDef, ZoneState,
+    apply_tier_flags, format_who, instance_room, is_instance_id, zone_of,
 };
 use crate::handoff::source::{Begun, HandoffRequest, Refused, begin_handoff};
 use crate::play::MAX_LINE;
@@ -294,6 +294,16 @@ impl ZoneActor {
             meta.dirty = old.dirty;
             *old = meta;
             old.send(Frame::Attached(attached));
+            // A login is where a tier change takes effect, takeover or not.
+            if let Some(ch) = self.state.character_mut(&key)
+                && ch.tier != character.tier
+            {
+                ch.tier = character.tier;
+                apply_tier_flags(ch);
+                if let Some(m) = self.sessions.get_mut(&key) {
+                    m.dirty = true;
+                }
+            }
             let look = self.state.execute(
                 &key,
                 "look",
