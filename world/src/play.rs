@@ -269,6 +269,7 @@ async fn enter(
                         // target). The player waits, they are not refused.
                         if !told {
                             told = true;
+                            metrics::counter!("telos_parked_opens_total").increment(1);
                             let _ = out
                                 .send(frame(Frame::Output(telos_proto::v1::Output {
                                     text: "The world shifts around you...\n".into(),
