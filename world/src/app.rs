@@ -21,29 +21,33 @@ use crate::game::load_world;
 use crate::rpc::{admin::AdminService, handoff::HandoffService, play::PlayService};
 use crate::shard::Shard;
 
+/// Seconds: bucket bounds for every histogram on `/metrics`.
+const HISTOGRAM_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+
 /// How long the gRPC server may take to close its connections at exit.
 const SERVER_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Logs to stderr; `TELOS_LOG_FORMAT=json` gives one JSON object a line.
-pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if std::env::var("TELOS_LOG_FORMAT").as_deref() == Ok("json") {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
+/// Run a shard until SIGINT or SIGTERM. Logs and traces
+/// ([`crate::telemetry`]) come up first; buffered spans are flushed last,
+/// after the drain or stop, so the handoff spans of a drain are exported.
+pub async fn run(cfg: WorldConfig) -> anyhow::Result<()> {
+    let telemetry = crate::telemetry::init("telos-world");
+    let result = serve(cfg).await;
+    telemetry.shutdown().await;
+    result
 }
 
-/// Run a shard until SIGINT or SIGTERM.
-pub async fn run(cfg: WorldConfig) -> anyhow::Result<()> {
+async fn serve(cfg: WorldConfig) -> anyhow::Result<()> {
     let world = load_world(&cfg.world)?;
     if let Some(addr) = cfg.metrics_listen {
         metrics_exporter_prometheus::PrometheusBuilder::new()
             .with_http_listener(addr)
+            // Histograms (not summaries): pauses and renews span 100 µs
+            // to seconds.
+            .set_buckets(HISTOGRAM_BUCKETS)?
             .install()
             .with_context(|| format!("starting /metrics on {addr}"))?;
     }

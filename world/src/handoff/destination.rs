@@ -64,8 +64,18 @@ impl PendingPlayers {
         self.map.lock().expect("pending lock").remove(token)
     }
 
-    pub fn put_back(&self, token: String, p: PendingPlayer) {
-        self.map.lock().expect("pending lock").insert(token, p);
+    /// Return a record taken by an attach that could not complete; it gets
+    /// a fresh TTL timer (its first one may have fired while it was out).
+    pub fn put_back(&self, h: &Arc<Handoff>, token: String, p: PendingPlayer) {
+        self.map
+            .lock()
+            .expect("pending lock")
+            .insert(token.clone(), p);
+        let h = h.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(h.pending_ttl).await;
+            expire_pending(&h, &token).await;
+        });
     }
 
     pub fn len(&self) -> usize {
@@ -215,10 +225,14 @@ pub enum AttachRefused {
 
 /// Phase 2: take the pending record, `Commit` on the source, and mint a
 /// newer epoch if the source refused or is gone.
-pub async fn activate(h: &Handoff, token: &str, conn_id: &str) -> Result<Activated, AttachRefused> {
+pub async fn activate(
+    h: &Arc<Handoff>,
+    token: &str,
+    conn_id: &str,
+) -> Result<Activated, AttachRefused> {
     let p = h.pending.take(token).ok_or(AttachRefused::Unknown)?;
     if p.snapshot.conn_id != conn_id {
-        h.pending.put_back(token.to_string(), p);
+        h.pending.put_back(h, token.to_string(), p);
         return Err(AttachRefused::WrongConnection);
     }
     let s = &p.snapshot;
@@ -259,7 +273,7 @@ pub async fn activate(h: &Handoff, token: &str, conn_id: &str) -> Result<Activat
             }
             Err(e) => {
                 let err = AttachRefused::Store(e.to_string());
-                h.pending.put_back(token.to_string(), p);
+                h.pending.put_back(h, token.to_string(), p);
                 return Err(err);
             }
         }

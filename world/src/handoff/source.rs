@@ -307,8 +307,13 @@ impl Outbound {
             .await
         {
             Ok(SaveOutcome::Saved { .. }) => {}
-            Ok(SaveOutcome::Refused { current_epoch, .. }) => {
+            Ok(SaveOutcome::Refused { current_epoch, .. }) if current_epoch > s.epoch => {
                 info!(player = %s.character, current_epoch, "frozen snapshot not saved: a newer owner already wrote")
+            }
+            // Same epoch: the only other writer under it is the destination
+            // saving its pending copy of this very snapshot at its own TTL.
+            Ok(SaveOutcome::Refused { current_epoch, .. }) => {
+                info!(player = %s.character, current_epoch, "frozen snapshot not saved: the destination already saved it")
             }
             Err(e) => warn!(player = %s.character, error = %e, "saving the frozen snapshot failed"),
         }

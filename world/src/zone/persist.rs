@@ -40,12 +40,31 @@ pub async fn save_player(
     }
     let key = character.key();
     let json = to_state_json(character);
-    let (epoch, version, seq) = (meta.epoch, meta.state_version, meta.applied_seq);
-    let result = tokio::time::timeout(
+    let (epoch, seq) = (meta.epoch, meta.applied_seq);
+    let mut result = tokio::time::timeout(
         SAVE_TIMEOUT,
-        store.save(&key, epoch, version, &json, &meta.conn_id, seq),
+        store.save(&key, epoch, meta.state_version, &json, &meta.conn_id, seq),
     )
     .await;
+    // Refused at our own epoch with a newer version: only this session
+    // writes under this epoch, so the row holds one of our own saves whose
+    // reply was lost (a timeout). Adopt its version and write again, or the
+    // player would stay unsaveable for ever.
+    if let Ok(Ok(SaveOutcome::Refused {
+        current_epoch,
+        current_version,
+    })) = result
+        && current_epoch == epoch
+        && current_version > meta.state_version
+    {
+        warn!(zone, player = %key, current_version, "adopting a row version our own lost save wrote");
+        meta.state_version = current_version;
+        result = tokio::time::timeout(
+            SAVE_TIMEOUT,
+            store.save(&key, epoch, meta.state_version, &json, &meta.conn_id, seq),
+        )
+        .await;
+    }
     match result {
         Ok(Ok(SaveOutcome::Saved { version })) => {
             meta.state_version = version;

@@ -1,0 +1,593 @@
+//! Fault tests of the cross-shard player handoff: real Redis, real
+//! `telos-world` processes, killed, paused and restarted mid-handoff, with
+//! a [`Driver`] that recovers like the gate. Each checks the invariants
+//! from what the player saw: every journal line the driver sent appears
+//! exactly once, in order; the player ends up where the walk says; the
+//! durable row is fenced by the newest epoch.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use support::driver::Driver;
+use support::metrics::{sample, scrape};
+use support::paths::opposite;
+use telos_testkit::RedisServer;
+use telos_testkit::process::{Proc, WorldOpts, start_world};
+use telos_testkit::redis::free_port;
+use telos_testkit::world::{path_to_zone, start_room, starter_zones, walk};
+use telos_world::game::from_state_json;
+use telos_world::handoff::runtime::PENDING_TTL;
+use telos_world::handoff::snapshot::handoff_token;
+use telos_world::store::{CharacterRow, Store};
+use tokio::time::Instant;
+
+const PASSWORD: &str = "correct horse";
+
+/// What a refused handoff tells the player (source.rs `STAY`).
+const STAY: &str = "you stay where you are";
+
+/// Readiness waits (a restarted shard's zones, a row written at the pending
+/// TTL): generous against a loaded machine, well inside a test's budget.
+const READY_WAIT: Duration = Duration::from_secs(20);
+const POLL: Duration = Duration::from_millis(20);
+
+/// Two keyed shards over one Redis: `a` hosts the city, `b` the rest.
+struct Cluster {
+    redis: RedisServer,
+    keys: PathBuf,
+    a: Proc,
+    b: Proc,
+    /// `b`'s extra flags, reused when it restarts.
+    extra_b: Vec<String>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.keys);
+    }
+}
+
+fn b_zones() -> Vec<String> {
+    starter_zones()
+        .into_iter()
+        .filter(|z| z != "city")
+        .collect()
+}
+
+/// Start one keyed shard; `listen` pins the address (a restart).
+fn shard(
+    id: &str,
+    redis_url: &str,
+    zones: &[String],
+    keys: &Path,
+    listen: Option<&str>,
+    extra: &[String],
+) -> anyhow::Result<Proc> {
+    let zones: Vec<&str> = zones.iter().map(String::as_str).collect();
+    let mut o = WorldOpts::new(id, redis_url, &zones);
+    if let Some(addr) = listen {
+        o.listen = addr.to_string();
+    }
+    o.extra = vec!["--keys".into(), keys.display().to_string()];
+    o.extra.extend(extra.iter().cloned());
+    start_world(o)
+}
+
+impl Cluster {
+    fn start(extra_a: &[&str], extra_b: &[&str]) -> anyhow::Result<Cluster> {
+        let redis = RedisServer::start()?;
+        let keys = std::env::temp_dir().join(format!(
+            "telos-fault-keys-{}-{}",
+            std::process::id(),
+            telos_testkit::unique()
+        ));
+        telos_world::handoff::keys::generate(&keys)?;
+        let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (extra_a, extra_b) = (owned(extra_a), owned(extra_b));
+        let city = vec!["city".to_string()];
+        let a = shard("shard-a", &redis.url, &city, &keys, None, &extra_a)?;
+        let b = shard("shard-b", &redis.url, &b_zones(), &keys, None, &extra_b)?;
+        Ok(Cluster {
+            redis,
+            keys,
+            a,
+            b,
+            extra_b,
+        })
+    }
+
+    /// SIGKILL `b` and start it again: same address, id and zones.
+    fn restart_b(&mut self) -> anyhow::Result<()> {
+        let addr = self.b.addr.clone();
+        self.b.kill();
+        self.b = tokio::task::block_in_place(|| {
+            shard(
+                "shard-b",
+                &self.redis.url,
+                &b_zones(),
+                &self.keys,
+                Some(&addr),
+                &self.extra_b,
+            )
+        })?;
+        assert_eq!(self.b.addr, addr);
+        Ok(())
+    }
+
+    fn addrs(&self) -> Vec<String> {
+        vec![self.a.addr.clone(), self.b.addr.clone()]
+    }
+
+    async fn store(&self) -> anyhow::Result<Store> {
+        Ok(Store::connect(&self.redis.url).await?)
+    }
+
+    /// Overwrite one field of a character row (`telos:char:<name>`).
+    async fn set_row_field(&self, name: &str, field: &str, value: &str) -> anyhow::Result<()> {
+        let client = redis::Client::open(self.redis.url.as_str())?;
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        let _: i64 = redis::cmd("HSET")
+            .arg(format!("telos:char:{}", name.to_ascii_lowercase()))
+            .arg(field)
+            .arg(value)
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+}
+
+async fn row(store: &Store, name: &str) -> anyhow::Result<CharacterRow> {
+    store
+        .load(&name.to_ascii_lowercase())
+        .await?
+        .with_context(|| format!("no row for {name}"))
+}
+
+/// The journal entries of a durable row.
+fn row_journal(row: &CharacterRow) -> anyhow::Result<Vec<String>> {
+    Ok(from_state_json(&row.state_json)?
+        .journal
+        .into_iter()
+        .collect())
+}
+
+/// The shard log with colour codes removed.
+fn plain_log(p: &Proc) -> String {
+    let mut out = String::new();
+    let mut chars = p.log_text().chars().collect::<Vec<_>>().into_iter();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Wait until the shard has logged a line containing `needle`: the log is
+/// how a test tells which path a fault took (it is written before the
+/// player can observe the outcome, so this rarely waits).
+async fn wait_log(p: &Proc, needle: &str) -> anyhow::Result<()> {
+    let until = Instant::now() + READY_WAIT;
+    while !plain_log(p).contains(needle) {
+        if Instant::now() > until {
+            bail!("no log line with {needle:?}:\n{}", plain_log(p));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    Ok(())
+}
+
+/// Log in at `a`, give the driver both shards to resume at, and walk up to
+/// the forest boundary. Returns the driver and the crossing direction.
+async fn to_the_boundary(c: &Cluster, name: &str) -> anyhow::Result<(Driver, String)> {
+    let mut p = Driver::login(&c.a.addr, name, PASSWORD, true).await?;
+    p.set_shards(c.addrs());
+    let route = path_to_zone(&start_room(), "forest");
+    let (last, approach) = route.split_last().context("a route")?;
+    for dir in approach {
+        p.command(dir).await?;
+    }
+    Ok((p, last.clone()))
+}
+
+/// Journal lines pipelined (sent without waiting); returns the last seq.
+async fn journal_lines(
+    p: &mut Driver,
+    tag: &str,
+    n: usize,
+    expected: &mut Vec<String>,
+) -> anyhow::Result<u64> {
+    let mut seq = 0;
+    for i in 0..n {
+        let line = format!("{tag} {i}");
+        seq = p.send(&format!("journal {line}")).await?;
+        expected.push(line);
+    }
+    Ok(seq)
+}
+
+/// The room the crossing leads into.
+fn forest_entry() -> String {
+    let start = start_room();
+    walk(&start, &path_to_zone(&start, "forest"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn destination_killed_between_prepare_and_attach_loses_nothing() -> anyhow::Result<()> {
+    let mut c = Cluster::start(&[], &[])?;
+    let store = c.store().await?;
+    let mut expected = Vec::new();
+    let (mut p, last) = to_the_boundary(&c, "Remy").await?;
+    let seq = journal_lines(&mut p, "before", 3, &mut expected).await?;
+    p.wait_ack(seq).await?;
+
+    // Cross with journal lines pipelined behind the move: they are frozen
+    // on a and dropped when it redirects; only the driver still has them.
+    p.send(&last).await?;
+    journal_lines(&mut p, "after", 3, &mut expected).await?;
+    let redirect = p.until_redirect().await?;
+    assert_eq!(redirect.addr, c.b.addr);
+    let first_epoch = row(&store, "Remy").await?.owner_epoch;
+    assert_eq!(redirect.token, handoff_token("remy", first_epoch));
+
+    // b dies holding the pending player; it comes back empty-handed.
+    c.restart_b()?;
+    // Ready when its forest actor runs again (the lease is re-claimed).
+    wait_log(&c.b, "zone started zone=forest").await?;
+
+    // The attach is refused (no pending record): the driver resumes, a
+    // puts the player back from the durable row, the replayed move hands
+    // the player off again, to the restarted b.
+    p.follow_redirect(&redirect).await?;
+    let (zone, room, shard) = p.where_().await?;
+    assert_eq!(
+        (zone.as_str(), room.as_str(), shard.as_str()),
+        ("forest", forest_entry().as_str(), "shard-b"),
+        "transcript:\n{}",
+        p.transcript
+    );
+    assert!(p.resumes >= 1, "the lost arrival was resumed");
+    wait_log(&c.b, "attach refused").await?;
+    let seq = journal_lines(&mut p, "recovered", 2, &mut expected).await?;
+    p.wait_ack(seq).await?;
+    assert_eq!(p.journal().await?, expected);
+    p.wait_durable(seq).await?;
+
+    // At its pending TTL, a's frozen snapshot of the first attempt is
+    // fenced out by the newer epochs: it never overwrites the row.
+    wait_log(
+        &c.a,
+        "frozen snapshot not saved: a newer owner already wrote",
+    )
+    .await?;
+    let r = row(&store, "Remy").await?;
+    assert!(r.owner_epoch > first_epoch, "{r:?}");
+    assert_eq!(row_journal(&r)?, expected);
+    assert_eq!(p.journal().await?, expected);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn destination_down_past_the_pending_ttl_resumes_from_the_saved_snapshot()
+-> anyhow::Result<()> {
+    let mut c = Cluster::start(&[], &[])?;
+    let store = c.store().await?;
+    let mut expected = Vec::new();
+    let (mut p, last) = to_the_boundary(&c, "Rook").await?;
+    let seq = journal_lines(&mut p, "before", 3, &mut expected).await?;
+    p.wait_ack(seq).await?;
+    let move_seq = p.send(&last).await?;
+    journal_lines(&mut p, "after", 3, &mut expected).await?;
+    let redirect = p.until_redirect().await?;
+    let epoch = row(&store, "Rook").await?.owner_epoch;
+    c.b.kill();
+
+    // No Commit ever reaches a: at the TTL it saves the frozen snapshot,
+    // the move applied, under the epoch it minted (the newest).
+    let until = Instant::now() + READY_WAIT;
+    loop {
+        let r = row(&store, "Rook").await?;
+        if r.applied_seq == move_seq && r.conn_id == p.conn_id {
+            assert_eq!(r.owner_epoch, epoch);
+            break;
+        }
+        if Instant::now() > until {
+            bail!("the frozen snapshot was never saved: {r:?}");
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    wait_log(&c.a, "no Commit within the pending TTL").await?;
+
+    // b comes back; the late attach finds nothing pending, the driver
+    // resumes from the saved snapshot (in the forest, acked to the move)
+    // and replays the lines that were frozen behind the move.
+    c.restart_b()?;
+    wait_log(&c.b, "zone started zone=forest").await?;
+    p.follow_redirect(&redirect).await?;
+    assert!(p.resumes >= 1);
+    let (zone, room, shard) = p.where_().await?;
+    assert_eq!(
+        (zone.as_str(), room.as_str(), shard.as_str()),
+        ("forest", forest_entry().as_str(), "shard-b")
+    );
+    let seq = journal_lines(&mut p, "recovered", 2, &mut expected).await?;
+    p.wait_ack(seq).await?;
+    assert_eq!(p.journal().await?, expected);
+    p.wait_durable(seq).await?;
+    assert_eq!(row_journal(&row(&store, "Rook").await?)?, expected);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn source_killed_after_the_redirect_activates_under_a_newer_epoch() -> anyhow::Result<()> {
+    let mut c = Cluster::start(&[], &[])?;
+    let store = c.store().await?;
+    let mut expected = Vec::new();
+    let (mut p, last) = to_the_boundary(&c, "Sage").await?;
+    let seq = journal_lines(&mut p, "before", 3, &mut expected).await?;
+    p.wait_ack(seq).await?;
+
+    let move_seq = p.send(&last).await?;
+    journal_lines(&mut p, "after", 3, &mut expected).await?;
+    let redirect = p.until_redirect().await?;
+    // The handoff minted the snapshot's epoch: the token is derived from it.
+    let snapshot_epoch = row(&store, "Sage").await?.owner_epoch;
+    assert_eq!(redirect.token, handoff_token("sage", snapshot_epoch));
+
+    // a dies before the destination's Commit can reach it.
+    c.a.kill();
+    let ack = p.follow_redirect(&redirect).await?;
+    assert_eq!(ack, move_seq, "b resumes right after the move line");
+    assert_eq!(p.resumes, 0, "a plain attach, no resume");
+    wait_log(&c.b, "activating under a newer epoch").await?;
+    let (zone, room, shard) = p.where_().await?;
+    assert_eq!(
+        (zone.as_str(), room.as_str(), shard.as_str()),
+        ("forest", forest_entry().as_str(), "shard-b")
+    );
+    let seq = journal_lines(&mut p, "on b", 2, &mut expected).await?;
+    p.wait_ack(seq).await?;
+    assert_eq!(p.journal().await?, expected);
+
+    // b fenced a out before activating, and writes under the newer epoch.
+    let r = row(&store, "Sage").await?;
+    assert!(
+        r.owner_epoch > snapshot_epoch,
+        "owner_epoch {} after a snapshot at {snapshot_epoch}",
+        r.owner_epoch
+    );
+    p.wait_durable(seq).await?;
+    let r = row(&store, "Sage").await?;
+    assert!(r.owner_epoch > snapshot_epoch);
+    assert_eq!(row_journal(&r)?, expected);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreadable_store_at_claim_refuses_the_handoff_and_the_player_stays() -> anyhow::Result<()>
+{
+    let c = Cluster::start(&[], &[])?;
+    let store = c.store().await?;
+    let mut expected = Vec::new();
+    let (mut p, last) = to_the_boundary(&c, "Tove").await?;
+    let seq = journal_lines(&mut p, "before", 2, &mut expected).await?;
+    p.wait_ack(seq).await?;
+    let (_, before, _) = p.where_().await?;
+    let epoch = row(&store, "Tove").await?.owner_epoch;
+
+    // HINCRBY owner_epoch fails: ClaimCharacter errors, not a miss.
+    c.set_row_field("Tove", "owner_epoch", "not-a-number")
+        .await?;
+    let move_seq = p.send(&last).await?;
+    let seq = journal_lines(&mut p, "stayed", 2, &mut expected).await?;
+    let text = p.wait_ack(move_seq).await?;
+    assert!(text.contains(STAY), "{text:?}");
+    wait_log(&c.a, "ClaimCharacter failed: refusing the handoff").await?;
+    p.wait_ack(seq).await?;
+    let (zone, room, shard) = p.where_().await?;
+    assert_eq!(
+        (zone.as_str(), room.as_str(), shard.as_str()),
+        ("city", before.as_str(), "shard-a")
+    );
+    assert_eq!(p.redirects, 0);
+
+    // Repaired: the same step crosses.
+    c.set_row_field("Tove", "owner_epoch", &epoch.to_string())
+        .await?;
+    p.command(&last).await?;
+    let (zone, _, shard) = p.where_().await?;
+    assert_eq!((zone.as_str(), shard.as_str()), ("forest", "shard-b"));
+    let seq = journal_lines(&mut p, "crossed", 2, &mut expected).await?;
+    p.wait_ack(seq).await?;
+    assert_eq!(p.journal().await?, expected);
+    assert_eq!(p.resumes, 0);
+    p.wait_durable(seq).await?;
+    assert_eq!(row_journal(&row(&store, "Tove").await?)?, expected);
+    Ok(())
+}
+
+/// Resumes a paused Redis however the test ends.
+struct Paused<'a>(&'a RedisServer);
+
+impl Drop for Paused<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.resume();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_redis_at_the_move_refuses_the_handoff_and_the_player_stays()
+-> anyhow::Result<()> {
+    // A long lease, so the pause can never cost a zone its lease.
+    let ttl = ["--lease-ttl-ms", "20000"];
+    let c = Cluster::start(&ttl, &ttl)?;
+    let store = c.store().await?;
+    let mut expected = Vec::new();
+    let (mut p, last) = to_the_boundary(&c, "Umi").await?;
+    let seq = journal_lines(&mut p, "before", 2, &mut expected).await?;
+    p.wait_ack(seq).await?;
+    let (_, before, _) = p.where_().await?;
+
+    // Paused just before the move line goes out, so Redis is unreachable
+    // when the move is applied, whatever the scheduling.
+    c.redis.pause()?;
+    let paused = Paused(&c.redis);
+    let paused_at = Instant::now();
+    let move_seq = p.send(&last).await?;
+    let seq = journal_lines(&mut p, "stayed", 2, &mut expected).await?;
+    let text = p.wait_ack(move_seq).await?;
+    drop(paused);
+    let pause = paused_at.elapsed();
+    assert!(text.contains(STAY), "{text:?}");
+    wait_log(&c.a, "ShardForZone failed").await?;
+    p.wait_ack(seq).await?;
+    let (zone, room, shard) = p.where_().await?;
+    assert_eq!(
+        (zone.as_str(), room.as_str(), shard.as_str()),
+        ("city", before.as_str(), "shard-a"),
+        "paused for {pause:?}"
+    );
+    assert_eq!(p.redirects, 0);
+
+    // Redis is back: the same step crosses.
+    p.command(&last).await?;
+    let (zone, _, shard) = p.where_().await?;
+    assert_eq!((zone.as_str(), shard.as_str()), ("forest", "shard-b"));
+    let seq = journal_lines(&mut p, "crossed", 2, &mut expected).await?;
+    p.wait_ack(seq).await?;
+    assert_eq!(p.journal().await?, expected);
+    assert_eq!(p.resumes, 0);
+    p.wait_durable(seq).await?;
+    assert_eq!(row_journal(&row(&store, "Umi").await?)?, expected);
+    Ok(())
+}
+
+/// The handoff counters and pause histogram of one shard.
+#[derive(Debug, PartialEq)]
+struct HandoffMetrics {
+    prepared: f64,
+    committed: f64,
+    refused: f64,
+    expired: f64,
+    pauses: f64,
+}
+
+async fn handoff_metrics(addr: &str) -> anyhow::Result<HandoffMetrics> {
+    let text = scrape(addr).await?;
+    let outcome = |o: &str| sample(&text, &format!("telos_handoffs_total{{outcome=\"{o}\"}}"));
+    Ok(HandoffMetrics {
+        prepared: outcome("prepared"),
+        committed: outcome("committed"),
+        refused: outcome("refused"),
+        expired: outcome("expired"),
+        pauses: sample(&text, "telos_handoff_pause_seconds_count"),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handoff_metrics_count_every_crossing_on_its_source() -> anyhow::Result<()> {
+    const N: usize = 3;
+    let (ma, mb) = (
+        format!("127.0.0.1:{}", free_port()),
+        format!("127.0.0.1:{}", free_port()),
+    );
+    let c = Cluster::start(&["--metrics-listen", &ma], &["--metrics-listen", &mb])?;
+    let (mut p, last) = to_the_boundary(&c, "Vale").await?;
+    let before = [handoff_metrics(&ma).await?, handoff_metrics(&mb).await?];
+    for round in 0..N {
+        p.command(&last).await?;
+        let (zone, _, shard) = p.where_().await?;
+        assert_eq!((zone.as_str(), shard.as_str()), ("forest", "shard-b"));
+        p.command(opposite(&last)).await?;
+        let (zone, _, shard) = p.where_().await?;
+        assert_eq!(
+            (zone.as_str(), shard.as_str()),
+            ("city", "shard-a"),
+            "round {round}"
+        );
+    }
+    assert_eq!(p.redirects, 2 * N);
+    let after = [handoff_metrics(&ma).await?, handoff_metrics(&mb).await?];
+    // Each shard was the source of N crossings (a: into the forest, b: back).
+    let n = N as f64;
+    for (shard, (b, a)) in ["shard-a", "shard-b"].iter().zip(before.iter().zip(&after)) {
+        let moved = HandoffMetrics {
+            prepared: a.prepared - b.prepared,
+            committed: a.committed - b.committed,
+            refused: a.refused - b.refused,
+            expired: a.expired - b.expired,
+            pauses: a.pauses - b.pauses,
+        };
+        let want = HandoffMetrics {
+            prepared: n,
+            committed: n,
+            refused: 0.0,
+            expired: 0.0,
+            pauses: n,
+        };
+        assert_eq!(moved, want, "{shard}: before {b:?}, after {a:?}");
+        assert_eq!(a.pauses, n, "{shard}: one pause per crossing, ever");
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prepared_handoff_nobody_attaches_to_is_saved_at_the_pending_ttl() -> anyhow::Result<()> {
+    let c = Cluster::start(&[], &[])?;
+    let store = c.store().await?;
+    let mut expected = Vec::new();
+    let (mut p, last) = to_the_boundary(&c, "Wren").await?;
+    let seq = journal_lines(&mut p, "before", 3, &mut expected).await?;
+    p.wait_ack(seq).await?;
+    let move_seq = p.send(&last).await?;
+    let redirect = p.until_redirect().await?;
+    let prepared_at = Instant::now();
+    let epoch = row(&store, "Wren").await?.owner_epoch;
+    assert_eq!(redirect.token, handoff_token("wren", epoch));
+    let conn_id = p.conn_id.clone();
+    // The gate vanishes: nobody ever attaches.
+    drop(p);
+
+    // At the TTL the holders of the newest epoch (a's frozen snapshot, b's
+    // pending record: the same snapshot) save it; the row then carries the
+    // move line's watermark.
+    let until = Instant::now() + READY_WAIT;
+    let saved = loop {
+        let r = row(&store, "Wren").await?;
+        if r.applied_seq == move_seq && r.conn_id == conn_id {
+            break r;
+        }
+        if Instant::now() > until {
+            bail!("the prepared handoff was never saved: {r:?}");
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    assert!(
+        prepared_at.elapsed() >= PENDING_TTL - Duration::from_secs(1),
+        "saved after {:?}, before the pending TTL",
+        prepared_at.elapsed()
+    );
+    assert_eq!(saved.owner_epoch, epoch, "saved under the snapshot's epoch");
+    wait_log(&c.a, "no Commit within the pending TTL").await?;
+    wait_log(&c.b, "pending handoff expired").await?;
+    assert_eq!(row_journal(&saved)?, expected);
+
+    // A fresh login finds the player where the move took them.
+    let mut q = Driver::login(&c.a.addr, "Wren", PASSWORD, false).await?;
+    let (zone, room, shard) = q.where_().await?;
+    assert_eq!(
+        (zone.as_str(), room.as_str(), shard.as_str()),
+        ("forest", forest_entry().as_str(), "shard-b")
+    );
+    assert_eq!(q.journal().await?, expected);
+    Ok(())
+}
