@@ -96,6 +96,7 @@ fn request(s: &PlayerSnapshot, key: &SigningKey) -> PrepareRequest {
         character: s.character.clone(),
         from_shard_id: s.from_shard.clone(),
         to_shard_id: s.to_shard.clone(),
+        handoff_version: telos_world::handoff::HANDOFF_VERSION,
     }
 }
 

@@ -43,7 +43,6 @@
 //! sees plain text; it still strips every IAC sequence (the gate's opening
 //! `DO NAWS`/`DO TTYPE`, anything else) and never sends one.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -202,8 +201,6 @@ pub struct Bot {
     pub name: String,
     wr: OwnedWriteHalf,
     lines: mpsc::UnboundedReceiver<String>,
-    /// Lines pulled off the channel by a wait but not consumed by it.
-    backlog: VecDeque<String>,
     received: Arc<Received>,
     reader: JoinHandle<()>,
     sent: Vec<String>,
@@ -244,7 +241,6 @@ impl Bot {
             name: String::new(),
             wr,
             lines,
-            backlog: VecDeque::new(),
             received,
             reader,
             sent: Vec::new(),
@@ -332,6 +328,7 @@ impl Bot {
         self.timeout = timeout;
     }
 
+    /// The current wait bound (see [`set_timeout`](Self::set_timeout)).
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
@@ -383,9 +380,6 @@ impl Bot {
 
     /// The next received line, waiting until `deadline`.
     async fn next_line(&mut self, deadline: Instant) -> anyhow::Result<String> {
-        if let Some(line) = self.backlog.pop_front() {
-            return Ok(line);
-        }
         match tokio::time::timeout_at(deadline, self.lines.recv()).await {
             Ok(Some(line)) => Ok(line),
             Ok(None) => bail!(
@@ -403,7 +397,7 @@ impl Bot {
 
     /// Every line received and not yet consumed, without waiting.
     pub fn drain_received(&mut self) -> Vec<String> {
-        let mut out: Vec<String> = self.backlog.drain(..).collect();
+        let mut out = Vec::new();
         while let Ok(line) = self.lines.try_recv() {
             out.push(line);
         }
@@ -474,7 +468,6 @@ impl Bot {
     /// Wait until the gate closes the connection, consuming what arrives.
     pub async fn wait_closed(&mut self, timeout: Duration) -> anyhow::Result<()> {
         let deadline = Instant::now() + timeout;
-        self.backlog.clear();
         loop {
             match tokio::time::timeout_at(deadline, self.lines.recv()).await {
                 Ok(Some(_)) => {}

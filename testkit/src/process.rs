@@ -149,6 +149,8 @@ pub struct WorldOpts<'a> {
     /// `127.0.0.1:0` unless restarting on a known address.
     pub listen: String,
     pub extra: Vec<String>,
+    /// Extra environment variables (`OTEL_*` for the tracing tests).
+    pub env: Vec<(String, String)>,
 }
 
 impl<'a> WorldOpts<'a> {
@@ -159,6 +161,7 @@ impl<'a> WorldOpts<'a> {
             zones,
             listen: "127.0.0.1:0".into(),
             extra: Vec::new(),
+            env: Vec::new(),
         }
     }
 }
@@ -176,7 +179,8 @@ pub fn start_world(opts: WorldOpts<'_>) -> anyhow::Result<Proc> {
         .arg(&opts.listen)
         .arg("--world")
         .arg(repo_root().join("config/world"))
-        .args(opts.extra);
+        .args(opts.extra)
+        .envs(opts.env);
     if !opts.zones.is_empty() {
         cmd.arg("--zones").arg(opts.zones.join(","));
     }

@@ -55,6 +55,10 @@ pub struct Cli {
     /// Cadence save interval in milliseconds [default: 2000].
     #[arg(long, env = "TELOS_SAVE_INTERVAL_MS")]
     pub save_interval_ms: Option<u64>,
+    /// Handoff protocol version to advertise and accept (testing and
+    /// rollback drills only) [default: this build's].
+    #[arg(long, env = "TELOS_HANDOFF_VERSION", hide = true)]
+    pub handoff_version: Option<u32>,
     /// Zone tick in milliseconds [default: 1000].
     #[arg(long, env = "TELOS_TICK_MS")]
     pub tick_ms: Option<u64>,
@@ -77,6 +81,7 @@ struct FileConfig {
     lease_ttl_ms: Option<u64>,
     save_interval_ms: Option<u64>,
     tick_ms: Option<u64>,
+    handoff_version: Option<u32>,
 }
 
 /// Resolved, validated settings.
@@ -99,6 +104,8 @@ pub struct WorldConfig {
     /// when the gate dies too; with the gate alive nothing accepted is lost.
     pub save_interval: Duration,
     pub tick: Duration,
+    /// Handoff protocol + snapshot digest version spoken with peers.
+    pub handoff_version: u32,
 }
 
 /// A setting that is missing or malformed; the message names it.
@@ -207,6 +214,10 @@ impl WorldConfig {
                 cli.save_interval_ms.or(file.save_interval_ms),
                 2000,
             )?),
+            handoff_version: cli
+                .handoff_version
+                .or(file.handoff_version)
+                .unwrap_or(crate::handoff::HANDOFF_VERSION),
             tick: Duration::from_millis(positive(
                 "--tick-ms (TELOS_TICK_MS)",
                 cli.tick_ms.or(file.tick_ms),

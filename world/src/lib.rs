@@ -19,4 +19,5 @@ pub mod rpc;
 pub mod shard;
 pub mod status;
 pub mod store;
+pub mod telemetry;
 pub mod zone;

@@ -30,9 +30,6 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 /// a live shard look dead, while a dead one disappears within 3 s.
 pub const PRESENCE_TTL: Duration = Duration::from_secs(3);
 
-/// The "drainer" name under which orphaned-zone placements are reserved.
-const ORPHAN_CLAIMER: &str = "orphan-claimer";
-
 /// Coalesce roster changes this long before publishing the online list.
 const ONLINE_DEBOUNCE: Duration = Duration::from_millis(50);
 
@@ -106,6 +103,7 @@ impl Shard {
             keys,
             directory.clone(),
             store.clone(),
+            cfg.handoff_version,
         ));
         let tracker = TaskTracker::new();
         let root = CancellationToken::new();
@@ -163,6 +161,34 @@ impl Shard {
             .spawn(crate::handoff::transfer::transfer_watcher(self.clone()));
     }
 
+    /// The live, compatible shard with the most headroom (players plus
+    /// live drain reservations against capacity; ties to the lowest id):
+    /// the same rule the drain selector applies, read-only.
+    async fn orphan_claimer(&self) -> Option<String> {
+        let dir = &self.env.directory;
+        let shards = dir.shards().await.ok()?;
+        let mut best: Option<(i128, String)> = None;
+        for s in shards {
+            if s.state != ShardState::Live || s.handoff_version != self.cfg.handoff_version {
+                continue;
+            }
+            let reserved: u64 = dir
+                .drain_reservations(&s.id)
+                .await
+                .map(|r| r.iter().map(|(_, count, _)| count).sum())
+                .unwrap_or(0);
+            let headroom = s.capacity as i128 - s.players as i128 - reserved as i128;
+            let better = match &best {
+                None => true,
+                Some((h, id)) => headroom > *h || (headroom == *h && s.id < *id),
+            };
+            if better {
+                best = Some((headroom, s.id));
+            }
+        }
+        best.map(|(_, id)| id)
+    }
+
     /// A zone with a pending transfer is never (re)claimed by the boot-zone
     /// or orphan loops: the transfer decides where it goes.
     async fn transfer_pending(&self, zone: &str) -> bool {
@@ -193,25 +219,28 @@ impl Shard {
                     continue;
                 }
             };
+            if orphans.is_empty() {
+                continue;
+            }
+            // One placement for all orphans of this round, computed from the
+            // same registry + reservation view on every shard, so they agree
+            // on who claims without writing holds for one another.
+            let Some(chosen) = self.orphan_claimer().await else {
+                continue;
+            };
+            if chosen != self.cfg.shard_id {
+                continue;
+            }
             for zone in orphans {
                 if self.env.world.zone(&zone).is_none_or(|d| d.instanced)
                     || self.transfer_pending(&zone).await
                 {
                     continue;
                 }
-                let chosen = self
-                    .env
-                    .directory
-                    .reserve_drain_target(ORPHAN_CLAIMER, 1, self.cfg.lease_ttl, &[])
-                    .await;
-                if let Ok(Some(target)) = chosen
-                    && target.shard.id == self.cfg.shard_id
-                {
-                    match self.host_zone(&zone).await {
-                        Ok(Some(_)) => info!(zone, "claimed an orphaned zone"),
-                        Ok(None) => {}
-                        Err(e) => warn!(zone, error = %e, "claiming an orphaned zone failed"),
-                    }
+                match self.host_zone(&zone).await {
+                    Ok(Some(_)) => info!(zone, "claimed an orphaned zone"),
+                    Ok(None) => {}
+                    Err(e) => warn!(zone, error = %e, "claiming an orphaned zone failed"),
                 }
             }
         }
@@ -228,6 +257,7 @@ impl Shard {
             },
             players: self.env.roster.len() as u64,
             capacity: self.cfg.capacity,
+            handoff_version: self.cfg.handoff_version,
         }
     }
 

@@ -1,4 +1,4 @@
-//! telos-gate binary: parse settings, set up logs and metrics, bind, serve.
+//! telos-gate binary: parse settings, set up logs, traces and metrics, bind, serve.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -9,19 +9,6 @@ use telos_gate::directory::DirectoryRegistry;
 use telos_gate::{Cli, serve};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-
-fn init_logs() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if std::env::var("TELOS_LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json")) {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
-}
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("telos-gate: {msg}");
@@ -34,7 +21,8 @@ async fn main() -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    init_logs();
+    // Logs, and OTLP traces when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+    let telemetry = telos_world::telemetry::init("telos-gate");
     if let Some(addr) = settings.metrics_listen
         && let Err(e) = telos_gate::metrics::install_prometheus(addr)
     {
@@ -71,6 +59,7 @@ async fn main() -> ExitCode {
     });
     serve(listener, settings.gate, registry, shutdown).await;
     tracing::info!("telos-gate stopped");
+    telemetry.shutdown().await;
     ExitCode::SUCCESS
 }
 

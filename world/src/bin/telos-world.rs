@@ -9,7 +9,6 @@ fn main() {
             std::process::exit(2);
         }
     };
-    telos_world::app::init_logging();
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     if let Err(e) = runtime.block_on(telos_world::app::run(cfg)) {
         eprintln!("telos-world: {e:#}");

@@ -35,6 +35,7 @@ macro_rules! drain_script {
 
 static RESERVE: LazyLock<Script> = drain_script!("drain_reserve.lua");
 static EXPIRE_SOON: LazyLock<Script> = drain_script!("drain_expire_soon.lua");
+static RELEASE: LazyLock<Script> = drain_script!("drain_release.lua");
 static RETIRE: LazyLock<Script> = drain_script!("drain_retire.lua");
 static RESERVATIONS: LazyLock<Script> = drain_script!("drain_reservations.lua");
 
@@ -177,6 +178,35 @@ impl Directory {
             .await
             .map_err(script_error)?;
         Ok(())
+    }
+
+    /// releaseDrainTarget: gives back `count` of `drainer`'s hold on
+    /// `target` — what one hand-over reserved when that hand-over did not
+    /// happen (the target refused `AdoptZone`, or the flip was refused).
+    /// Returns the count left.
+    ///
+    /// Holds accumulate per (target, drainer), so a hand-over that failed
+    /// must not drop the whole hold: the rest covers the same drain's other
+    /// zones on this target, whose players may still be in flight. Only the
+    /// count shrinks; the expiry is untouched, so this never extends a hold
+    /// either. A hold released to zero is deleted; a missing one stays
+    /// missing.
+    pub async fn release_drain_target(
+        &self,
+        target: &str,
+        drainer: &str,
+        count: u64,
+    ) -> Result<u64, DirectoryError> {
+        check_shard(target)?;
+        check_shard(drainer)?;
+        check_count(count)?;
+        RELEASE
+            .key(keys::drain_reserve(target))
+            .arg(drainer)
+            .arg(count)
+            .invoke_async(&mut self.conn())
+            .await
+            .map_err(script_error)
     }
 
     /// retireDrainTargets: drops `drainer`'s holds on `targets` once their

@@ -62,6 +62,7 @@ fn peer(id: &str, state: ShardState, players: u64, capacity: u64) -> ShardInfo {
         state,
         players,
         capacity,
+        handoff_version: 2,
     }
 }
 
@@ -249,6 +250,39 @@ async fn expire_soon_only_ever_shortens() {
     server_clock_past(&dir, last).await;
     dir.expire_drain_target_soon("b", "a", LONG).await.unwrap();
     assert_eq!(raw_hold(&dir, "b", "a").await, None);
+}
+
+#[tokio::test]
+async fn release_gives_back_one_hand_over_and_keeps_the_rest_of_the_hold() {
+    let (_r, dir) = setup().await;
+    live(&dir, "b", 0, 100).await;
+    // Two of a's zones reserved onto b; the second hand-over fails.
+    reserve(&dir, "a", 3, LONG).await;
+    reserve(&dir, "a", 1, LONG).await;
+    reserve(&dir, "x", 2, LONG).await;
+    let (count, expiry) = hold(&dir, "b", "a").await.unwrap();
+    assert_eq!(count, 4);
+
+    assert_eq!(dir.release_drain_target("b", "a", 1).await.unwrap(), 3);
+    assert_eq!(
+        hold(&dir, "b", "a").await,
+        Some((3, expiry)),
+        "the first zone's players stay reserved, expiry untouched"
+    );
+    assert_eq!(hold(&dir, "b", "x").await.map(|(c, _)| c), Some(2));
+    // Released to zero (or past it): the hold is gone; the hash stays for x.
+    assert_eq!(dir.release_drain_target("b", "a", 5).await.unwrap(), 0);
+    assert_eq!(raw_hold(&dir, "b", "a").await, None);
+    assert_eq!(hold(&dir, "b", "x").await.map(|(c, _)| c), Some(2));
+    // A missing hold stays missing; an expired one is not revived.
+    assert_eq!(dir.release_drain_target("b", "a", 1).await.unwrap(), 0);
+    assert_eq!(raw_hold(&dir, "b", "a").await, None);
+    reserve(&dir, "s", 2, SHORT).await;
+    let (_, s_expiry) = hold(&dir, "b", "s").await.unwrap();
+    server_clock_past(&dir, s_expiry).await;
+    assert_eq!(dir.release_drain_target("b", "s", 1).await.unwrap(), 0);
+    assert_eq!(raw_hold(&dir, "b", "s").await, None);
+    assert!(dir.release_drain_target("", "a", 1).await.is_err());
 }
 
 #[tokio::test]

@@ -43,6 +43,10 @@ pub(super) fn shard_from_fields(key: &str, flat: &[String]) -> Result<ShardInfo,
         state: field("state")?.parse().map_err(corrupt)?,
         players: number("players")?,
         capacity: number("capacity")?,
+        handoff_version: map
+            .get("handoff_version")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
     })
 }
 
@@ -60,6 +64,7 @@ impl Directory {
             .arg(info.state.as_str())
             .arg(info.players)
             .arg(info.capacity)
+            .arg(info.handoff_version)
             .invoke_async(&mut self.conn())
             .await?;
         Ok(())

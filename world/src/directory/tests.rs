@@ -44,6 +44,7 @@ fn shard(id: &str, state: ShardState) -> ShardInfo {
         state,
         players: 3,
         capacity: 100,
+        handoff_version: 2,
     }
 }
 

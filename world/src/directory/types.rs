@@ -62,6 +62,12 @@ pub struct ShardInfo {
     pub players: u64,
     /// Soft occupancy ceiling, players.
     pub capacity: u64,
+    /// Handoff protocol + snapshot digest version this shard speaks. Drains
+    /// and handoffs pick only peers with the same version, so a rolling
+    /// upgrade's skew refuses a move rather than mis-trusting it. 0 = an
+    /// entry written before versions were advertised (never compatible).
+    #[serde(default)]
+    pub handoff_version: u32,
 }
 
 /// A player as `who` lists it.

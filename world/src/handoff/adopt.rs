@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use tracing::{Instrument, info, info_span, warn};
 
 use crate::directory::Claim;
-use crate::game::{ZoneDef, is_instance_id};
+use crate::game::{ZoneDef, is_instance_id, template_of};
 use crate::shard::Shard;
 use crate::zone::{ZoneHandle, lease::LeaseState, spawn_adopted_zone};
 
@@ -40,6 +40,8 @@ pub enum AdoptRefused {
     },
     #[error("this shard is draining")]
     Draining,
+    #[error("handoff protocol version {theirs} is not this shard's {ours}")]
+    Version { theirs: u32, ours: u32 },
     #[error("directory unreachable: {0}")]
     Directory(String),
 }
@@ -50,7 +52,14 @@ pub async fn adopt_zone(
     zone: &str,
     from_shard: &str,
     generation: u64,
+    version: u32,
 ) -> Result<(), AdoptRefused> {
+    if version != shard.env.handoff.version {
+        return Err(AdoptRefused::Version {
+            theirs: version,
+            ours: shard.env.handoff.version,
+        });
+    }
     if is_instance_id(zone) {
         return Err(AdoptRefused::InstanceZone(zone.to_string()));
     }
@@ -105,7 +114,7 @@ pub fn build_adopted(shard: &Arc<Shard>, zone: &str, def: Arc<ZoneDef>, deadline
     let (s, z) = (shard.clone(), zone.to_string());
     shard.tracker.spawn(
         async move { confirm_adoption(&s, &z, lease, handle, deadline).await }
-            .instrument(info_span!("adopt", zone = %zone)),
+            .instrument(info_span!("adopt", zone = %template_of(zone))),
     );
 }
 
@@ -132,6 +141,7 @@ async fn confirm_adoption(
             Ok(Claim::Acquired { r#gen }) => {
                 lease.confirm(r#gen, sent_at);
                 shard.start_renewing(zone, &lease, &handle);
+                release_when_stopped(shard, zone, r#gen, &handle);
                 info!(
                     zone,
                     generation = r#gen,
@@ -150,4 +160,23 @@ async fn confirm_adoption(
         }
         tokio::time::sleep(CONFIRM_POLL).await;
     }
+}
+
+/// A confirmed adoption is a hosted zone like a boot zone: when it stops
+/// (fence, clean shutdown) give the lease back if it is still ours at
+/// `generation`, so a peer need not wait out the TTL to serve it. After a
+/// hand-over the flip has moved the lease on and the release is refused.
+fn release_when_stopped(shard: &Arc<Shard>, zone: &str, generation: u64, handle: &ZoneHandle) {
+    let (dir, me, zone, stopped) = (
+        shard.env.directory.clone(),
+        shard.id().to_string(),
+        zone.to_string(),
+        handle.cancel_token().clone(),
+    );
+    shard.tracker.spawn(async move {
+        stopped.cancelled().await;
+        if let Err(e) = dir.release_zone(&zone, &me, generation).await {
+            warn!(zone, error = %e, "releasing the lease failed; it expires by TTL");
+        }
+    });
 }

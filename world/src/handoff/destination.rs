@@ -27,6 +27,7 @@ use crate::game::{
     Character, Tier, WIZINVIS, alias::sanitize_aliases, from_state_json, is_instance_id,
     sanitize_loaded, zone_of,
 };
+use crate::telemetry::traced;
 use crate::zone::Hosted;
 
 /// Why `Prepare` was refused. Every variant is a refusal: nothing was built.
@@ -44,6 +45,8 @@ pub enum PrepareRefused {
     InstanceZone(String),
     #[error("this shard does not own zone {0}")]
     NotOwner(String),
+    #[error("handoff protocol version {theirs} is not this shard's {ours}")]
+    Version { theirs: u32, ours: u32 },
 }
 
 /// A player held PENDING until the gate attaches.
@@ -117,6 +120,12 @@ pub fn prepare(
     req: &PrepareRequest,
 ) -> Result<String, PrepareRefused> {
     let keys = h.keys.as_ref().ok_or(PrepareRefused::Keyless)?;
+    if req.handoff_version != h.version {
+        return Err(PrepareRefused::Version {
+            theirs: req.handoff_version,
+            ours: h.version,
+        });
+    }
     if !verify_snapshot(&keys.snapshot_public(), &req.snapshot, &req.snapshot_sig) {
         return Err(PrepareRefused::BadSignature);
     }
@@ -245,7 +254,7 @@ pub async fn activate(
             };
             match h.peers.handoff(&addr) {
                 Ok(mut client) => {
-                    match tokio::time::timeout(RPC_TIMEOUT, client.commit(request)).await {
+                    match tokio::time::timeout(RPC_TIMEOUT, client.commit(traced(request))).await {
                         Ok(Ok(_)) => true,
                         Ok(Err(status)) => {
                             warn!(player = %s.character, %status, "Commit refused by the source");

@@ -14,7 +14,6 @@
 //!    reading); retire the reservations; log one summary line.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use telos_proto::v1::AdoptZoneRequest;
 use tokio::time::Instant;
@@ -22,8 +21,9 @@ use tracing::{Instrument, info, info_span, warn};
 
 use super::runtime::RPC_TIMEOUT;
 use crate::directory::drain::drain_reservation_ttl;
-use crate::game::is_instance_id;
+use crate::game::{is_instance_id, template_of};
 use crate::shard::Shard;
+use crate::telemetry::traced;
 use crate::zone::DrainReport;
 
 /// Handovers in flight at once: enough to drain many zones quickly, few
@@ -59,7 +59,7 @@ pub async fn handover_zone_to(
 ) -> Result<(String, DrainReport), HandoverError> {
     let span = info_span!(
         "handoverZoneTo",
-        zone = %zone,
+        zone = %template_of(zone),
         from_shard = %shard.id(),
         to_shard = tracing::field::Empty,
         lease_gen = tracing::field::Empty,
@@ -108,26 +108,46 @@ async fn handover_inner(
         .count() as u64;
     let dir = &shard.env.directory;
     let ttl = drain_reservation_ttl(shard.cfg.drain_deadline);
+    // What this hand-over reserves on a selected target (never 0: an empty
+    // zone still moves, and the hold must exist to be retired).
+    let count = players.max(1);
     let mut tried: Vec<String> = Vec::new();
     let mut last_error = String::new();
-    let target = loop {
+    // Only peers speaking our handoff version are candidates: a rolling
+    // upgrade's skew refuses the move instead of mis-trusting it.
+    let incompatible: Vec<String> = dir
+        .shards()
+        .await
+        .map_err(|e| HandoverError::Directory(e.to_string()))?
+        .into_iter()
+        .filter(|s| s.handoff_version != shard.env.handoff.version)
+        .map(|s| s.id)
+        .collect();
+    // The target, and whether the selector reserved `count` on it for us.
+    let (target, reserved) = loop {
         if tried.len() >= TARGET_ATTEMPTS {
             return Err(HandoverError::AdoptFailed(last_error));
         }
-        let target = match to {
+        let (target, reserved) = match to {
             Some(id) if tried.is_empty() => {
                 let shards = dir
                     .shards()
                     .await
                     .map_err(|e| HandoverError::Directory(e.to_string()))?;
-                shards
+                let target = shards
                     .into_iter()
                     .find(|s| s.id == id)
-                    .ok_or(HandoverError::NoPeer)?
+                    .ok_or(HandoverError::NoPeer)?;
+                (target, false)
             }
             Some(_) => return Err(HandoverError::AdoptFailed(last_error)),
             None => match dir
-                .reserve_drain_target(shard.id(), players.max(1), ttl, &tried)
+                .reserve_drain_target(
+                    shard.id(),
+                    count,
+                    ttl,
+                    &[tried.as_slice(), incompatible.as_slice()].concat(),
+                )
                 .await
                 .map_err(|e| HandoverError::Directory(e.to_string()))?
             {
@@ -135,7 +155,7 @@ async fn handover_inner(
                     if t.over_ceiling {
                         warn!(zone, target = %t.shard.id, "every peer is reservation-full: admitting over the soft ceiling");
                     }
-                    t.shard
+                    (t.shard, true)
                 }
                 None => return Err(HandoverError::NoPeer),
             },
@@ -145,6 +165,7 @@ async fn handover_inner(
             zone_id: zone.to_string(),
             from_shard_id: shard.id().to_string(),
             generation,
+            handoff_version: shard.env.handoff.version,
         };
         let adopted = async {
             let mut client = shard
@@ -153,7 +174,7 @@ async fn handover_inner(
                 .peers
                 .handoff(&target.addr)
                 .map_err(|e| e.to_string())?;
-            tokio::time::timeout(RPC_TIMEOUT, client.adopt_zone(request))
+            tokio::time::timeout(RPC_TIMEOUT, client.adopt_zone(traced(request)))
                 .await
                 .map_err(|_| "timed out".to_string())?
                 .map_err(|s| format!("{}: {}", s.code(), s.message()))
@@ -161,13 +182,12 @@ async fn handover_inner(
         .instrument(info_span!("rpc", to_shard = %target.id))
         .await;
         match adopted {
-            Ok(_) => break target,
+            Ok(_) => break (target, reserved),
             Err(e) => {
                 warn!(zone, target = %target.id, error = %e, "AdoptZone refused; trying another peer");
-                // Our hold on a target that refused is released at once.
-                let _ = dir
-                    .expire_drain_target_soon(&target.id, shard.id(), Duration::ZERO)
-                    .await;
+                if reserved {
+                    release_hold(shard, &target.id, count).await;
+                }
                 last_error = e;
                 tried.push(target.id);
             }
@@ -176,20 +196,40 @@ async fn handover_inner(
     // Stop renewing before the flip: a renew refused after it must not
     // fence the zone we are deliberately handing over.
     lease.renew_stop.cancel();
+    // An error is indeterminate (the flip may have landed and the target be
+    // taking our players), so on `?` this zone's hold stays until its TTL.
     let flipped = dir
         .flip_zone(zone, shard.id(), generation, &target.id, lease.state.ttl())
         .instrument(info_span!("lease_flip", lease_gen = generation))
         .await
         .map_err(|e| HandoverError::Directory(e.to_string()))?;
     if flipped.is_none() {
-        // Unexpected lease loss: the fence path, not a drain.
+        // Unexpected lease loss: the fence path, not a drain. Nothing moves
+        // to the target, so this zone's reservation is given back.
         handle.cancel_token().cancel();
+        if reserved {
+            release_hold(shard, &target.id, count).await;
+        }
         return Err(HandoverError::FlipRefused);
     }
     shard.forget_lease(zone);
     info!(zone, to_shard = %target.id, generation, "lease flipped; fanning players off");
     let report = handle.drain(deadline).await.unwrap_or_default();
     Ok((target.id, report))
+}
+
+/// Give back one failed hand-over's `count` on `target`. Holds accumulate per
+/// (target, drainer), so only this zone's share goes: the rest covers this
+/// drain's other zones on the same target, whose players may be in flight.
+async fn release_hold(shard: &Shard, target: &str, count: u64) {
+    if let Err(e) = shard
+        .env
+        .directory
+        .release_drain_target(target, shard.id(), count)
+        .await
+    {
+        warn!(target_shard = target, error = %e, "releasing a drain reservation failed; it expires by TTL");
+    }
 }
 
 /// SIGTERM: move every zone to a peer while live, then return the summary.

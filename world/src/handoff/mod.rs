@@ -19,3 +19,10 @@ pub mod snapshot;
 pub mod source;
 pub mod transfer;
 pub mod wire;
+
+/// The handoff protocol and snapshot-digest version this build speaks.
+/// Shards advertise it in the registry; a peer with another version is
+/// never a drain target or handoff destination (fail closed during a
+/// rolling upgrade's skew). Bump it with any change to `wire`, the snapshot
+/// layout or the phase-2 digests.
+pub const HANDOFF_VERSION: u32 = 2;

@@ -32,6 +32,9 @@ pub struct Handoff {
     pub directory: Directory,
     pub store: Store,
     pub pending_ttl: Duration,
+    /// Handoff protocol version this shard speaks (`HANDOFF_VERSION`
+    /// unless overridden for a skew drill).
+    pub version: u32,
 }
 
 impl Handoff {
@@ -41,6 +44,7 @@ impl Handoff {
         keys: Option<ClusterKeys>,
         directory: Directory,
         store: Store,
+        version: u32,
     ) -> Self {
         Handoff {
             shard_id: shard_id.to_string(),
@@ -52,6 +56,7 @@ impl Handoff {
             directory,
             store,
             pending_ttl: PENDING_TTL,
+            version,
         }
     }
 

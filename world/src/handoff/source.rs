@@ -31,8 +31,9 @@ use tracing::{Instrument, debug, info, info_span, warn};
 use super::phase2::{Phase2, sign_phase2, verify_phase2};
 use super::runtime::{Handoff, RPC_TIMEOUT};
 use super::snapshot::{PlayerSnapshot, sign_snapshot};
-use crate::game::{Character, is_instance_id, zone_of};
+use crate::game::{Character, is_instance_id, template_of, zone_of};
 use crate::store::{SaveOutcome, StoreError};
+use crate::telemetry::traced;
 
 /// Remember refused (expired) tokens this long, to answer a late `Commit`
 /// with "refused" rather than "unknown".
@@ -111,9 +112,10 @@ pub enum CommitRefused {
 pub async fn begin_handoff(h: &Arc<Handoff>, req: HandoffRequest) -> Result<Begun, Refused> {
     let frozen_at = Instant::now();
     let zone = zone_of(&req.target_room).to_string();
+    // Bounded attributes: the template, never a player-mintable instance id.
     let span = info_span!(
         "beginHandoff",
-        zone = %zone,
+        zone = %template_of(&zone),
         from_shard = %h.shard_id,
         to_shard = tracing::field::Empty,
         epoch = tracing::field::Empty,
@@ -165,6 +167,11 @@ async fn begin_handoff_inner(
         }
     };
     span.record("to_shard", dest.id.as_str());
+    if dest.handoff_version != h.version {
+        // Version skew (a rolling upgrade in progress): refuse, never
+        // mis-trust. The player stays.
+        return Err(refused("version", STAY, None));
+    }
     // 2. Mint the destination's epoch. Fail closed when the store is sick.
     let key = req.character.key();
     let claim = h
@@ -206,10 +213,11 @@ async fn begin_handoff_inner(
         character: key.clone(),
         from_shard_id: h.shard_id.clone(),
         to_shard_id: dest.id.clone(),
+        handoff_version: h.version,
     };
     let prepared = async {
         let mut client = h.peers.handoff(&dest.addr).map_err(|e| e.to_string())?;
-        tokio::time::timeout(RPC_TIMEOUT, client.prepare(request))
+        tokio::time::timeout(RPC_TIMEOUT, client.prepare(traced(request)))
             .await
             .map_err(|_| "timed out".to_string())?
             .map_err(|s| format!("{}: {}", s.code(), s.message()))
@@ -246,7 +254,7 @@ pub async fn send_abort(h: &Handoff, addr: &str, to_shard: &str, token: &str) {
     };
     let sent = async {
         let mut client = h.peers.handoff(addr).map_err(|e| e.to_string())?;
-        tokio::time::timeout(RPC_TIMEOUT, client.abort(request))
+        tokio::time::timeout(RPC_TIMEOUT, client.abort(traced(request)))
             .await
             .map_err(|_| "timed out".to_string())?
             .map_err(|s| s.to_string())

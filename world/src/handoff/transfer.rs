@@ -31,6 +31,7 @@ use tracing::{Instrument, info, info_span, warn};
 use super::adopt::build_adopted;
 use crate::directory::keys;
 use crate::directory::transfer::{Completion, Transfer};
+use crate::game::template_of;
 use crate::shard::Shard;
 
 /// The safety poll: every shard re-reads every pending transfer this often.
@@ -162,8 +163,7 @@ async fn source_step(shard: &Arc<Shard>, t: Transfer) -> anyhow::Result<()> {
     if shard.env.hosted.get(&t.zone).is_some() {
         if shard.transfer_closing.start(&t.zone) {
             let s = shard.clone();
-            let span =
-                info_span!("transferZone", zone = %t.zone, from_shard = %t.from, to_shard = %t.to);
+            let span = info_span!("transferZone", zone = %template_of(&t.zone), from_shard = %t.from, to_shard = %t.to);
             shard.tracker.spawn(
                 async move {
                     if let Err(e) = close_for_transfer(&s, &t).await {
@@ -234,7 +234,9 @@ async fn complete(shard: &Shard, t: &Transfer, generation: u64) -> anyhow::Resul
         .env
         .directory
         .complete_transfer(&t.zone, &t.from, generation, shard.cfg.lease_ttl)
-        .instrument(info_span!("transfer_complete", zone = %t.zone, lease_gen = generation))
+        .instrument(
+            info_span!("transfer_complete", zone = %template_of(&t.zone), lease_gen = generation),
+        )
         .await?;
     match outcome {
         Completion::Completed { r#gen } => {

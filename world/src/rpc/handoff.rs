@@ -5,6 +5,7 @@ use std::sync::Arc;
 use telos_proto::v1::handoff_server::Handoff;
 use telos_proto::v1::*;
 use tonic::{Request, Response, Status};
+use tracing::{Instrument, info_span};
 
 use crate::game::is_instance_id;
 use crate::handoff::adopt::{self, AdoptRefused};
@@ -12,6 +13,7 @@ use crate::handoff::destination::{self, PrepareRefused};
 use crate::handoff::drain;
 use crate::handoff::source::CommitRefused;
 use crate::shard::Shard;
+use crate::telemetry::with_remote_parent;
 
 pub struct HandoffService {
     shard: Arc<Shard>,
@@ -31,7 +33,9 @@ fn prepare_status(e: PrepareRefused) -> Status {
             Status::invalid_argument(e.to_string())
         }
         PrepareRefused::WrongDestination(_) => Status::permission_denied(e.to_string()),
-        PrepareRefused::NotOwner(_) => Status::failed_precondition(e.to_string()),
+        PrepareRefused::NotOwner(_) | PrepareRefused::Version { .. } => {
+            Status::failed_precondition(e.to_string())
+        }
     }
 }
 
@@ -51,10 +55,15 @@ impl Handoff for HandoffService {
         &self,
         req: Request<PrepareRequest>,
     ) -> Result<Response<PrepareResponse>, Status> {
+        let span = with_remote_parent(
+            info_span!("prepare_received", shard = %self.shard.id()),
+            &req,
+        );
         let req = req.into_inner();
         let h = &self.shard.env.handoff;
-        let token =
-            destination::prepare(h, &self.shard.env.hosted, &req).map_err(prepare_status)?;
+        let token = span
+            .in_scope(|| destination::prepare(h, &self.shard.env.hosted, &req))
+            .map_err(prepare_status)?;
         Ok(Response::new(PrepareResponse {
             handoff_token: token,
             target_shard_addr: h.addr.clone(),
@@ -65,22 +74,31 @@ impl Handoff for HandoffService {
         &self,
         req: Request<CommitRequest>,
     ) -> Result<Response<CommitResponse>, Status> {
+        let span = with_remote_parent(
+            info_span!("commit_received", shard = %self.shard.id()),
+            &req,
+        );
         let req = req.into_inner();
         let h = &self.shard.env.handoff;
-        h.outbound
-            .commit(h, &req.handoff_token, &req.to_shard_id, &req.sig)
-            .map_err(commit_status)?;
+        span.in_scope(|| {
+            h.outbound
+                .commit(h, &req.handoff_token, &req.to_shard_id, &req.sig)
+        })
+        .map_err(commit_status)?;
         Ok(Response::new(CommitResponse {}))
     }
 
     async fn abort(&self, req: Request<AbortRequest>) -> Result<Response<AbortResponse>, Status> {
+        let span = with_remote_parent(info_span!("abort_received", shard = %self.shard.id()), &req);
         let req = req.into_inner();
-        destination::abort(
-            &self.shard.env.handoff,
-            &req.handoff_token,
-            &req.to_shard_id,
-            &req.sig,
-        )
+        span.in_scope(|| {
+            destination::abort(
+                &self.shard.env.handoff,
+                &req.handoff_token,
+                &req.to_shard_id,
+                &req.sig,
+            )
+        })
         .map_err(prepare_status)?;
         Ok(Response::new(AbortResponse {}))
     }
@@ -89,21 +107,24 @@ impl Handoff for HandoffService {
         &self,
         req: Request<AdoptZoneRequest>,
     ) -> Result<Response<AdoptZoneResponse>, Status> {
+        let span = with_remote_parent(info_span!("adopt_received", shard = %self.shard.id()), &req);
         let req = req.into_inner();
         adopt::adopt_zone(
             &self.shard,
             &req.zone_id,
             &req.from_shard_id,
             req.generation,
+            req.handoff_version,
         )
+        .instrument(span)
         .await
         .map_err(|e| match e {
             AdoptRefused::InstanceZone(_) | AdoptRefused::UnknownZone(_) => {
                 Status::invalid_argument(e.to_string())
             }
-            AdoptRefused::NotOwner { .. } | AdoptRefused::Draining => {
-                Status::failed_precondition(e.to_string())
-            }
+            AdoptRefused::NotOwner { .. }
+            | AdoptRefused::Draining
+            | AdoptRefused::Version { .. } => Status::failed_precondition(e.to_string()),
             AdoptRefused::Directory(_) => Status::unavailable(e.to_string()),
         })?;
         Ok(Response::new(AdoptZoneResponse {}))

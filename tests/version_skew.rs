@@ -1,0 +1,105 @@
+//! Version skew during a rolling upgrade fails closed: shards advertise
+//! their handoff protocol version, and a peer speaking another version is
+//! never a handoff destination or drain target.
+
+mod support;
+
+use std::time::Duration;
+
+use support::driver::Driver;
+use support::paths::path_to_zone;
+use telos_testkit::RedisServer;
+use telos_testkit::process::{WorldOpts, start_world};
+use telos_testkit::world::starter_zones;
+
+const PASSWORD: &str = "correct horse";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_with_another_handoff_version_is_never_trusted() -> anyhow::Result<()> {
+    let redis = RedisServer::start()?;
+    let keys = std::env::temp_dir().join(format!("telos-skew-keys-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&keys);
+    telos_world::handoff::keys::generate(&keys)?;
+    let others: Vec<String> = starter_zones()
+        .into_iter()
+        .filter(|z| z != "city")
+        .collect();
+    let others: Vec<&str> = others.iter().map(String::as_str).collect();
+    let mut a_opts = WorldOpts::new("shard-a", &redis.url, &["city"]);
+    a_opts.extra = vec![
+        "--keys".into(),
+        keys.display().to_string(),
+        "--drain-deadline".into(),
+        "3".into(),
+    ];
+    let mut b_opts = WorldOpts::new("shard-b", &redis.url, &others);
+    b_opts.extra = vec![
+        "--keys".into(),
+        keys.display().to_string(),
+        "--handoff-version".into(),
+        "99".into(),
+    ];
+    let mut a = start_world(a_opts)?;
+    let b = start_world(b_opts)?;
+
+    // The registry advertises both versions.
+    let dir = telos_world::directory::Directory::connect(&redis.url).await?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let shards = dir.shards().await?;
+        if shards.len() == 2 {
+            let v = |id: &str| {
+                shards
+                    .iter()
+                    .find(|s| s.id == id)
+                    .map(|s| s.handoff_version)
+            };
+            assert_eq!(v("shard-a"), Some(telos_world::handoff::HANDOFF_VERSION));
+            assert_eq!(v("shard-b"), Some(99));
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "shards never registered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // A walk into the incompatible shard's zone is refused; the player stays.
+    let mut p = Driver::login(&a.addr, "Skew", PASSWORD, true).await?;
+    p.set_shards(vec![a.addr.clone(), b.addr.clone()]);
+    let route = path_to_zone("city:square", "forest");
+    let (last, approach) = route.split_last().expect("route");
+    for dir in approach {
+        p.command(dir).await?;
+    }
+    let (_, before, _) = p.where_().await?;
+    let text = p.command(last).await?;
+    assert!(text.contains("stay where you are"), "{text}");
+    let (zone, room, shard) = p.where_().await?;
+    assert_eq!(
+        (zone.as_str(), room.as_str(), shard.as_str()),
+        ("city", before.as_str(), "shard-a")
+    );
+    assert_eq!(p.redirects, 0);
+    p.command("journal before the drain").await?;
+
+    // Draining a: the only peer is incompatible, so the city is not handed
+    // over; its player is flushed and reclaimed at the deadline instead.
+    let status = a.stop_with(libc::SIGTERM, Duration::from_secs(20))?;
+    assert!(status.success(), "{}", a.log_text());
+    let log = a.log_text();
+    let summary = log
+        .lines()
+        .rev()
+        .find(|l| l.contains("drain summary"))
+        .unwrap_or_else(|| panic!("no summary:\n{log}"));
+    assert!(summary.contains("redirected=0 reclaimed=1"), "{summary}");
+    // The reclaimed player's state is durable.
+    let store = telos_world::store::Store::connect(&redis.url).await?;
+    let row = store.load("skew").await?.expect("row");
+    let ch = telos_world::game::from_state_json(&row.state_json)?;
+    assert!(ch.journal.iter().any(|j| j == "before the drain"));
+    let _ = std::fs::remove_dir_all(keys);
+    Ok(())
+}
