@@ -197,6 +197,25 @@ async fn wait_owner(
     }
 }
 
+/// Wait until every shard in `ids` has a live registry entry: a drain
+/// only hands zones to peers it can see there, and a shard's first
+/// heartbeat may land just after its readiness line.
+async fn wait_registered(redis_url: &str, ids: &[&str]) -> anyhow::Result<()> {
+    let dir = Directory::connect(redis_url).await?;
+    let until = Instant::now() + WAIT;
+    loop {
+        let live = dir.shards().await?;
+        if ids.iter().all(|id| live.iter().any(|s| s.id == *id)) {
+            return Ok(());
+        }
+        ensure!(
+            Instant::now() < until,
+            "not all of {ids:?} registered: {live:?}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
 /// Walk a driver from the start room into `zone` (no-op for the city).
 async fn walk_into(d: &mut Driver, zone: &str) -> anyhow::Result<()> {
     if zone != "city" {
@@ -287,7 +306,11 @@ async fn concurrent_drains_split_over_peers_by_reservation() -> anyhow::Result<(
         const PER_ZONE: usize = 3;
         const PEER_CAPACITY: u64 = 8;
         let cap = PEER_CAPACITY.to_string();
-        let deadline = ["--drain-deadline", "15"];
+        // The drainers are full (capacity = the players they host), so
+        // neither ever looks like a target to the other: SIGTERMs a few ms
+        // apart may reach them in either order.
+        let full = (2 * PER_ZONE).to_string();
+        let deadline = ["--drain-deadline", "15", "--capacity", &full];
         let mut a = shard(
             "shard-a",
             &redis.url,
@@ -342,8 +365,21 @@ async fn concurrent_drains_split_over_peers_by_reservation() -> anyhow::Result<(
             assert_eq!((z.as_str(), s.as_str()), (zone, home(zone)), "{name}");
             bots.push((zone, journal_bot(p, stop.clone())));
         }
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Both drainers' registry entries show them full before the SIGTERMs.
+        let dir = Directory::connect(&redis.url).await?;
+        let until = Instant::now() + WAIT;
+        while !dir.shards().await?.iter().all(|s| {
+            !["shard-a", "shard-b"].contains(&s.id.as_str()) || s.players == 2 * PER_ZONE as u64
+        }) {
+            ensure!(
+                Instant::now() < until,
+                "registry: {:?}",
+                dir.shards().await?
+            );
+            tokio::time::sleep(POLL).await;
+        }
 
+        wait_registered(&redis.url, &["shard-c", "shard-d"]).await?;
         // SIGTERM both drainers back to back (microseconds apart).
         a.signal(SIGTERM);
         b.signal(SIGTERM);
@@ -374,17 +410,22 @@ async fn concurrent_drains_split_over_peers_by_reservation() -> anyhow::Result<(
             per_peer.entry(o).or_default().push(zone);
         }
         eprintln!("zones landed: {per_peer:?} (both drains done in {drained_in:?})");
+        let handovers: Vec<String> = [&a, &b]
+            .iter()
+            .flat_map(|p| plain_log(p).lines().map(str::to_string).collect::<Vec<_>>())
+            .filter(|l| l.contains("handoverZoneTo") || l.contains("draining zones"))
+            .collect();
         assert_eq!(
             per_peer.values().map(Vec::len).collect::<Vec<_>>(),
             vec![2, 2],
-            "the reservations split the four zones over both peers: {per_peer:?}"
+            "the reservations split the four zones over both peers: {per_peer:?}\n{}",
+            handovers.join("\n")
         );
         for (peer, zones) in &per_peer {
             let players = (zones.len() * PER_ZONE) as u64;
             assert!(players <= PEER_CAPACITY, "{peer} got {players} players");
         }
         // Clean drains retired their holds.
-        let dir = Directory::connect(&redis.url).await?;
         for peer in ["shard-c", "shard-d"] {
             let holds = dir.drain_reservations(peer).await?;
             assert!(
@@ -465,6 +506,7 @@ async fn wedged_client_is_a_client_fault_flushed_and_resumable() -> anyhow::Resu
         let mut talker = Driver::login(&a.addr, "Talker", PASSWORD, true).await?;
         talker.set_shards(vec![a.addr.clone(), b.addr.clone()]);
 
+        wait_registered(&redis.url, &["shard-b"]).await?;
         // From here on Wedge's stream is never read again. Start the flood
         // just after one of the zone's ticks (it ticks at start + k*TICK).
         let phase = zone_started.elapsed().as_millis() % TICK.as_millis();
@@ -788,11 +830,8 @@ async fn killed_shard_zones_are_reserved_and_players_resume_exactly_once() -> an
         let killed = Instant::now();
 
         // Documented bound: lease TTL + one orphan-loop period (the peers'
-        // lease TTL), 4 s here. Today one more period is needed for the
-        // second zone: the peer that did not pick itself leaves a phantom
-        // hold that makes the chosen peer pick it back until registry loads
-        // break the tie (test 9).
-        let bound = Duration::from_millis(3 * SHORT_LEASE_MS) + Duration::from_secs(1);
+        // lease TTL), 4 s here, and 1 s of scheduling slack.
+        let bound = Duration::from_millis(2 * SHORT_LEASE_MS) + Duration::from_secs(1);
         let mut served = Vec::new();
         for zone in ["city", "docks"] {
             let (o, _) = wait_owner(&dir, zone, &["shard-b", "shard-c"], WAIT).await?;
@@ -978,6 +1017,7 @@ async fn a_refused_adopt_zone_gives_its_reservation_back() -> anyhow::Result<()>
             players.push(p);
         }
 
+        wait_registered(&redis.url, &["shard-c", "shard-d"]).await?;
         a.signal(SIGTERM);
         let st = exited(&mut a)?;
         assert!(st.success(), "{st:?}\n{}", plain_log(&a));
@@ -1025,6 +1065,7 @@ async fn adopted_zone_lease_is_released_on_a_clean_stop() -> anyhow::Result<()> 
         let dir = Directory::connect(&redis.url).await?;
         wait_owner(&dir, "city", &["shard-a"], WAIT).await?;
         // The city moves to b by a drain of a, and b confirms it.
+        wait_registered(&redis.url, &["shard-b"]).await?;
         a.signal(SIGTERM);
         assert!(exited(&mut a)?.success(), "{}", plain_log(&a));
         wait_log(&b, "adoption confirmed: the flip landed").await?;
@@ -1090,6 +1131,80 @@ async fn orphaned_zones_of_idle_peers_are_served_within_ttl_plus_one_period() ->
             };
             eprintln!("{zone} served by {o} after {:?}", killed.elapsed());
         }
+        Ok(())
+    })
+    .await
+}
+
+/// 10. SIGTERM lands on a shard moments after it answered AdoptZone, before
+/// its confirm loop observed the source's flip: its drain waits for the
+/// flip and hands the zone on like its own, instead of dropping the zone
+/// (and the players the source is already redirecting to it) and leaving
+/// it to the orphan loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drain_hands_on_a_zone_adopted_just_before_the_sigterm() -> anyhow::Result<()> {
+    bounded(Duration::from_secs(60), async {
+        let redis = RedisServer::start()?;
+        let keys = Keys::generate()?;
+        // a has no headroom (as a draining source would not be a
+        // candidate), so b's drain hands the city on to c.
+        let a = shard(
+            "shard-a",
+            &redis.url,
+            &["city"],
+            &keys.0,
+            &["--capacity", "1"],
+        )?;
+        let mut b = shard("shard-b", &redis.url, &["forest", "hills"], &keys.0, &[])?;
+        let rest = ["docks", "keep", "marsh"];
+        let c = shard("shard-c", &redis.url, &rest, &keys.0, &[])?;
+        let dir = Directory::connect(&redis.url).await?;
+        let (_, generation) = wait_owner(&dir, "city", &["shard-a"], WAIT).await?;
+
+        wait_registered(&redis.url, &["shard-a", "shard-c"]).await?;
+        // b adopts the city as a's drain would make it, then is told to
+        // drain before the flip has landed.
+        handoff_client(&b.addr)
+            .await?
+            .adopt_zone(AdoptZoneRequest {
+                zone_id: "city".into(),
+                from_shard_id: "shard-a".into(),
+                generation,
+                handoff_version: telos_world::handoff::HANDOFF_VERSION,
+            })
+            .await
+            .context("AdoptZone naming the live owner")?;
+        b.signal(SIGTERM);
+        wait_log(&b, "draining zones=").await?;
+        // The source's flip lands now (done here, exactly as its drain does).
+        let flipped = dir
+            .flip_zone(
+                "city",
+                "shard-a",
+                generation,
+                "shard-b",
+                Duration::from_secs(6),
+            )
+            .await?;
+        ensure!(flipped.is_some(), "the flip landed");
+
+        let st = exited(&mut b)?;
+        assert!(st.success(), "{st:?}\n{}", plain_log(&b));
+        let log = plain_log(&b);
+        assert!(!log.contains("zone city is not hosted here"), "{log}");
+        assert!(
+            log.contains("lease flipped; fanning players off zone=\"city\" to_shard=shard-c"),
+            "b handed the city on:\n{log}"
+        );
+        // Served by c the moment b is gone, not after an orphan-loop round.
+        assert_eq!(
+            owner(&dir, "city").await?.map(|(o, _)| o).as_deref(),
+            Some("shard-c")
+        );
+        let mut p = Driver::login(&c.addr, "Late", PASSWORD, true).await?;
+        let (z, _, s) = p.where_().await?;
+        assert_eq!((z.as_str(), s.as_str()), ("city", "shard-c"));
+        drop(a);
         Ok(())
     })
     .await

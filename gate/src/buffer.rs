@@ -98,16 +98,28 @@ impl InputBuffer {
 
     /// Lines not yet sent on the current stream, in order; marks them sent.
     pub fn take_unsent(&mut self) -> Vec<(u64, String)> {
+        self.take_unsent_up_to(usize::MAX)
+    }
+
+    /// The next `max` lines not yet sent on the current stream, in order;
+    /// marks them sent. The rest stay unsent for a later call.
+    pub fn take_unsent_up_to(&mut self, max: usize) -> Vec<(u64, String)> {
         let out: Vec<_> = self
             .lines
             .iter()
             .filter(|(s, _)| *s > self.sent)
+            .take(max)
             .cloned()
             .collect();
         if let Some((last, _)) = out.last() {
             self.sent = *last;
         }
         out
+    }
+
+    /// Lines sent on the current stream and not yet applied (no `InputAck`).
+    pub fn in_flight(&self) -> usize {
+        self.sent.saturating_sub(self.applied) as usize
     }
 
     /// Lines above `seq` did not make it onto the stream after all: send
@@ -201,6 +213,27 @@ mod tests {
         assert!(b.take_unsent().is_empty());
         b.push("x".into()).unwrap();
         assert_eq!(b.take_unsent(), vec![(4, "x".to_string())]);
+    }
+
+    #[test]
+    fn unsent_lines_can_be_taken_a_few_at_a_time() {
+        let mut b = buf_with(5, 10);
+        assert_eq!(seqs(&b.take_unsent_up_to(2)), vec![1, 2]);
+        assert_eq!(b.in_flight(), 2);
+        assert!(b.has_unsent());
+        b.on_input_ack(1).unwrap();
+        assert_eq!(b.in_flight(), 1);
+        assert_eq!(seqs(&b.take_unsent_up_to(0)), Vec::<u64>::new());
+        assert_eq!(seqs(&b.take_unsent_up_to(9)), vec![3, 4, 5]);
+        assert_eq!(b.in_flight(), 4);
+        assert!(!b.has_unsent());
+        b.on_durable_ack(5).unwrap();
+        assert_eq!(b.in_flight(), 0);
+        // A re-attach rewinds: the replayed lines are in flight again.
+        b.push("six".into()).unwrap();
+        assert_eq!(b.on_attached(5), (1, Ok(())));
+        assert_eq!(b.take_unsent_up_to(1), vec![(6, "six".to_string())]);
+        assert_eq!(b.in_flight(), 1);
     }
 
     #[test]

@@ -28,6 +28,13 @@ pub struct GateConfig {
     /// Output bytes queued for a socket before the client counts as slow
     /// and is disconnected. Bounds gate memory per player.
     pub output_buffer_bytes: usize,
+    /// From half the output bound on, the gate stops reading and forwarding
+    /// a connection's input until the queue drains (a flood of commands
+    /// becomes TCP backpressure). If the socket then takes no output byte
+    /// for this long, the client is not reading at all: it counts as slow
+    /// and is disconnected. Long enough for a client that merely reads in
+    /// bursts; short enough that a stuck one does not hold its queue long.
+    pub output_stall_timeout: Duration,
     /// Failed logins on one connection before it is closed.
     pub login_max_failures: u32,
     /// Per source IP login token bucket: burst size.
@@ -67,6 +74,7 @@ impl Default for GateConfig {
             max_line_bytes: 4096,
             input_buffer_lines: 1024,
             output_buffer_bytes: 256 * 1024,
+            output_stall_timeout: Duration::from_secs(10),
             login_max_failures: 5,
             login_ip_burst: 20,
             login_ip_per_sec: 1.0,

@@ -2,9 +2,10 @@
 //! loop of [`crate::session`]. This file owns what both phases share: the
 //! socket halves, the idle clock and how a connection ends.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rand::seq::SliceRandom;
 use tokio::net::TcpStream;
@@ -79,6 +80,12 @@ const RATE_LIMITED: &str =
 const WORLD_UNAVAILABLE: &str = "The world is not reachable right now; please try again shortly.";
 pub const RESUME_GAVE_UP: &str = "The world could not be reached; please reconnect later.";
 
+/// After the goodbye, how long the gate keeps reading (and discarding) what
+/// a client still sends, waiting for it to close its side, before it drops
+/// the socket: see [`close_lingering`]. 2 s is plenty for a client to see
+/// the close and hang up; one that does not is not waited for longer.
+pub const CLOSE_LINGER: Duration = Duration::from_secs(2);
+
 /// The per-connection state both phases use.
 pub struct Conn {
     pub shared: Arc<Shared>,
@@ -137,7 +144,11 @@ impl Conn {
             End::SlowClient => {
                 m::disconnect("slow_client");
                 tracing::info!(peer = %self.peer, conn_id = %self.conn_id, "slow client disconnected");
-                self.out.kill_slow().await;
+                let grace = self.cfg().shutdown_grace;
+                let Conn {
+                    mut reader, out, ..
+                } = self;
+                close_lingering(&mut reader, out.kill_slow(), grace).await;
                 return;
             }
             End::Idle => {
@@ -164,14 +175,20 @@ impl Conn {
             // Past the bound the client is slow anyway; just close.
             let _ = self.out.line(&line);
         }
-        let grace = self.shared.cfg.shutdown_grace;
-        self.out.close(grace).await;
+        let grace = self.cfg().shutdown_grace;
+        let Conn {
+            mut reader, out, ..
+        } = self;
+        close_lingering(&mut reader, out.close(grace), grace).await;
     }
 
-    /// Wait for the next line event before login (no upstream yet).
+    /// Wait for the next line event before login (no upstream yet). Every
+    /// line may earn a reply, so above the output high-water mark no line
+    /// is taken and nothing read until the writer catches up.
     async fn next_line(&mut self) -> Result<LineEvent, End> {
         loop {
-            if let Some(ev) = self.reader.pop() {
+            let paused = self.out.input_paused();
+            if !paused && let Some(ev) = self.reader.pop() {
                 return Ok(ev);
             }
             let deadline = self.idle_deadline();
@@ -179,10 +196,34 @@ impl Conn {
                 _ = self.cancel.cancelled() => return Err(End::Shutdown),
                 _ = self.out.gone() => return Err(End::ClientGone),
                 _ = tokio::time::sleep_until(deadline) => self.on_idle()?,
-                r = self.reader.fill(&self.out) => r?,
+                r = self.out.drained(), if paused => r?,
+                r = self.reader.fill(&self.out), if !paused => r?,
             }
         }
     }
+}
+
+/// Close the socket without losing the goodbye: `closing` writes the last
+/// output and shuts the write side; meanwhile, and for up to [`CLOSE_LINGER`]
+/// after, whatever the client still sends is read and thrown away, until it
+/// closes its side. Closing a socket with unread input makes the kernel
+/// answer with a reset, and a client that gets a reset drops the output it
+/// has not read yet: the goodbye, or the notice saying why it was cut off.
+/// The lingering ends `grace` after the close began at the latest, so a
+/// shutdown is not held up by it.
+async fn close_lingering(reader: &mut Reader, closing: impl Future<Output = ()>, grace: Duration) {
+    let give_up = tokio::time::Instant::now() + grace;
+    tokio::pin!(closing);
+    let client_closed = tokio::select! {
+        _ = &mut closing => false,
+        _ = reader.discard_until_eof() => true,
+    };
+    if client_closed {
+        closing.await;
+        return;
+    }
+    let until = give_up.min(tokio::time::Instant::now() + CLOSE_LINGER);
+    let _ = tokio::time::timeout_at(until, reader.discard_until_eof()).await;
 }
 
 /// Run one player connection to its end.
@@ -194,7 +235,11 @@ pub async fn run(
 ) {
     let _ = stream.set_nodelay(true);
     let (rd, wr) = stream.into_split();
-    let out = Output::spawn(wr, shared.cfg.output_buffer_bytes);
+    let out = Output::spawn(
+        wr,
+        shared.cfg.output_buffer_bytes,
+        shared.cfg.output_stall_timeout,
+    );
     let reader = Reader::new(rd, shared.cfg.max_line_bytes);
     let conn_id = hex::encode(rand::random::<u128>().to_be_bytes());
     let mut conn = Conn {

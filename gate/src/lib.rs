@@ -13,7 +13,7 @@
 //! - [`registry`]: shard discovery trait ([`ShardRegistry`]) and impls.
 //! - [`upstream`]: channel pool and establishing a session (login, resume,
 //!   attach, redirects).
-//! - [`output`]: bounded socket writer, slow-client cut-off.
+//! - [`output`]: bounded socket writer, input backpressure, slow-client cut-off.
 //! - [`reader`]: socket reads through telnet and framing.
 //! - [`connection`]: the per-player task: greeting, login, how it ends.
 //! - [`session`]: the play loop: forward, freeze, re-attach, replay.

@@ -4,15 +4,25 @@
 //! never waits on the socket. Queued bytes are counted: a client that stops
 //! reading lets the count reach the bound, is told it is a slow client and
 //! is dropped, so a stalled reader costs at most the bound in memory.
+//!
+//! Most output answers input, so the input side throttles itself on the
+//! queue: from the high-water mark ([`Output::input_paused`]) the connection
+//! stops reading and forwarding lines until the writer has drained the queue
+//! to the low-water mark. A client that floods commands but reads its answers
+//! is then slowed down by TCP, not cut off. A client that floods and never
+//! reads would sit at the high-water mark for ever, so while input is paused
+//! a writer that makes no progress for the stall timeout also marks the
+//! client slow ([`Output::drained`]).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// How long the "slow client" notice may take to write before the socket is
@@ -22,38 +32,87 @@ pub const SLOW_CLIENT_NOTICE_TIMEOUT: Duration = Duration::from_secs(2);
 pub const SLOW_CLIENT_NOTICE: &str =
     "\r\n*** You are not reading output fast enough (slow client); disconnecting.\r\n";
 
+/// Input pauses once half the output bound is queued: the other half is
+/// headroom for the answers to lines already sent to the world.
+const HIGH_WATER_DIVISOR: usize = 2;
+/// ...and resumes once the queue is down to a quarter. The gap between the
+/// two marks makes a flood alternate long read and long write phases instead
+/// of toggling on every line.
+const LOW_WATER_DIVISOR: usize = 4;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("slow client: output buffer full")]
 pub struct SlowClient;
+
+/// What the writer task and the connection task share.
+#[derive(Debug)]
+struct Progress {
+    /// Bytes queued and not yet written to the socket.
+    pending: AtomicUsize,
+    /// When the writer last wrote a byte or picked up a chunk, in
+    /// milliseconds since `epoch`.
+    last_ms: AtomicU64,
+    epoch: Instant,
+    /// Woken after every write, so a paused reader can check the queue.
+    wrote: Notify,
+}
+
+impl Progress {
+    fn touch(&self) {
+        let ms = self.epoch.elapsed().as_millis() as u64;
+        self.last_ms.store(ms, Ordering::Release);
+    }
+
+    fn last(&self) -> Instant {
+        self.epoch + Duration::from_millis(self.last_ms.load(Ordering::Acquire))
+    }
+}
 
 /// The connection task's handle on the socket's write side.
 #[derive(Debug)]
 pub struct Output {
     tx: mpsc::UnboundedSender<Vec<u8>>,
-    pending: Arc<AtomicUsize>,
+    progress: Arc<Progress>,
     cap: usize,
+    high_water: usize,
+    low_water: usize,
+    stall: Duration,
+    /// Since when input has been paused, if it is.
+    paused_since: Option<Instant>,
     abort: CancellationToken,
     gone: CancellationToken,
     writer: JoinHandle<()>,
 }
 
 impl Output {
-    pub fn spawn(wr: OwnedWriteHalf, cap: usize) -> Self {
+    /// `cap` bounds the queue; `stall` is how long a writer may make no
+    /// progress while input is paused before the client counts as slow.
+    pub fn spawn(wr: OwnedWriteHalf, cap: usize, stall: Duration) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        let pending = Arc::new(AtomicUsize::new(0));
+        let progress = Arc::new(Progress {
+            pending: AtomicUsize::new(0),
+            last_ms: AtomicU64::new(0),
+            epoch: Instant::now(),
+            wrote: Notify::new(),
+        });
         let abort = CancellationToken::new();
         let gone = CancellationToken::new();
         let writer = tokio::spawn(write_loop(
             wr,
             rx,
-            pending.clone(),
+            progress.clone(),
             abort.clone(),
             gone.clone(),
         ));
         Self {
             tx,
-            pending,
+            progress,
             cap,
+            // Above zero, so an empty queue never pauses input.
+            high_water: (cap / HIGH_WATER_DIVISOR).max(1),
+            low_water: cap / LOW_WATER_DIVISOR,
+            stall,
+            paused_since: None,
             abort,
             gone,
             writer,
@@ -65,13 +124,15 @@ impl Output {
         if bytes.is_empty() {
             return Ok(());
         }
-        let queued = self.pending.load(Ordering::Acquire);
+        let queued = self.queued();
         // One chunk bigger than the bound on an empty queue still goes out:
         // the bound is about a client that does not read, not a long room.
         if queued > 0 && queued + bytes.len() > self.cap {
             return Err(SlowClient);
         }
-        self.pending.fetch_add(bytes.len(), Ordering::AcqRel);
+        self.progress
+            .pending
+            .fetch_add(bytes.len(), Ordering::AcqRel);
         // A send error means the writer is gone; `gone()` reports that.
         let _ = self.tx.send(bytes);
         Ok(())
@@ -99,7 +160,47 @@ impl Output {
 
     /// Bytes queued and not yet written.
     pub fn queued(&self) -> usize {
-        self.pending.load(Ordering::Acquire)
+        self.progress.pending.load(Ordering::Acquire)
+    }
+
+    /// Whether the connection should stop reading and forwarding input for
+    /// now: true from the high-water mark until the queue is back down to
+    /// the low-water mark. While it is true, wait on [`drained`](Self::drained).
+    pub fn input_paused(&mut self) -> bool {
+        let queued = self.queued();
+        match self.paused_since {
+            Some(_) if queued <= self.low_water => self.paused_since = None,
+            None if queued >= self.high_water => self.paused_since = Some(Instant::now()),
+            _ => {}
+        }
+        self.paused_since.is_some()
+    }
+
+    /// Resolves once the queue is down to the low-water mark, or fails when
+    /// the writer has not written a byte for the stall timeout since input
+    /// was paused: the client is not reading at all. Cancel safe.
+    pub async fn drained(&self) -> Result<(), SlowClient> {
+        // A client gets the whole stall timeout from the pause on, however
+        // long its writer had been stuck before.
+        let since = self.paused_since.unwrap_or_else(Instant::now);
+        loop {
+            let wrote = self.progress.wrote.notified();
+            tokio::pin!(wrote);
+            // Registered before the checks, so a write between the check and
+            // the wait still wakes us.
+            wrote.as_mut().enable();
+            if self.queued() <= self.low_water {
+                return Ok(());
+            }
+            let stalled_at = self.progress.last().max(since) + self.stall;
+            if Instant::now() >= stalled_at {
+                return Err(SlowClient);
+            }
+            tokio::select! {
+                _ = wrote => {}
+                _ = tokio::time::sleep_until(stalled_at) => {}
+            }
+        }
     }
 
     /// Resolves when the socket can no longer be written (client gone).
@@ -107,13 +208,14 @@ impl Output {
         self.gone.cancelled()
     }
 
-    /// Drop the slow client: skip the queue, try the notice, close.
+    /// Drop the slow client: skip the queue, try the notice, shut the write
+    /// side. The read side is the caller's to drain.
     pub async fn kill_slow(self) {
         self.abort.cancel();
         let _ = self.writer.await;
     }
 
-    /// Flush what is queued (up to `grace`) and close the socket.
+    /// Flush what is queued (up to `grace`) and shut the write side.
     pub async fn close(self, grace: Duration) {
         let Self {
             tx, writer, abort, ..
@@ -130,34 +232,53 @@ impl Output {
 async fn write_loop(
     mut wr: OwnedWriteHalf,
     mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
-    pending: Arc<AtomicUsize>,
+    progress: Arc<Progress>,
     abort: CancellationToken,
     gone: CancellationToken,
 ) {
-    loop {
-        tokio::select! {
+    'chunks: loop {
+        let msg = tokio::select! {
             biased;
-            _ = abort.cancelled() => {
-                let _ = tokio::time::timeout(SLOW_CLIENT_NOTICE_TIMEOUT, wr.write_all(SLOW_CLIENT_NOTICE.as_bytes())).await;
-                break;
-            }
-            msg = rx.recv() => {
-                let Some(bytes) = msg else { break };
-                let n = bytes.len();
-                let wrote = tokio::select! {
-                    biased;
-                    _ = abort.cancelled() => {
-                        let _ = tokio::time::timeout(SLOW_CLIENT_NOTICE_TIMEOUT, wr.write_all(SLOW_CLIENT_NOTICE.as_bytes())).await;
-                        break;
-                    }
-                    r = wr.write_all(&bytes) => r,
-                };
-                pending.fetch_sub(n, Ordering::AcqRel);
-                if wrote.is_err() {
-                    break;
+            _ = abort.cancelled() => break,
+            msg = rx.recv() => msg,
+        };
+        let Some(bytes) = msg else { break };
+        // Picking up a chunk counts as progress: the stall clock measures a
+        // write that does not move, not how long the queue was idle.
+        progress.touch();
+        let mut at = 0;
+        while at < bytes.len() {
+            // Byte-wise progress: a client reading slowly through a long
+            // chunk is slow, not stalled.
+            let wrote = tokio::select! {
+                biased;
+                _ = abort.cancelled() => break 'chunks,
+                r = wr.write(&bytes[at..]) => r,
+            };
+            match wrote {
+                Ok(n) if n > 0 => {
+                    at += n;
+                    progress.pending.fetch_sub(n, Ordering::AcqRel);
+                    progress.touch();
+                    progress.wrote.notify_waiters();
+                }
+                _ => {
+                    progress
+                        .pending
+                        .fetch_sub(bytes.len() - at, Ordering::AcqRel);
+                    break 'chunks;
                 }
             }
         }
+    }
+    if abort.is_cancelled() {
+        // Partial chunk or not, the notice is the last thing the client
+        // gets; it may well not be reading, hence the timeout.
+        let _ = tokio::time::timeout(
+            SLOW_CLIENT_NOTICE_TIMEOUT,
+            wr.write_all(SLOW_CLIENT_NOTICE.as_bytes()),
+        )
+        .await;
     }
     let _ = tokio::time::timeout(SLOW_CLIENT_NOTICE_TIMEOUT, wr.shutdown()).await;
     gone.cancel();

@@ -64,6 +64,16 @@ impl Reader {
         !self.lines.is_empty()
     }
 
+    /// Read and throw away everything until the client closes its side or
+    /// the socket fails; for a lingering close. Cancel safe.
+    pub async fn discard_until_eof(&mut self) {
+        while let Ok(n) = self.rd.read(&mut self.chunk).await {
+            if n == 0 {
+                return;
+            }
+        }
+    }
+
     /// One socket read, parsed. Cancel safe: the only await is the read.
     pub async fn fill(&mut self, out: &Output) -> Result<(), ReadError> {
         let n = self

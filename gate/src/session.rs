@@ -1,7 +1,10 @@
 //! The play loop: one attached player, from `Welcome` to the end.
 //!
 //! Input lines go into the [`InputBuffer`] and, while a stream is live, out
-//! to the shard. The upstream is in one of three states: `Live` (a stream),
+//! to the shard, at most [`MAX_LINES_IN_FLIGHT`] ahead of the shard's acks and
+//! none while the output queue is above its high-water mark (see
+//! [`crate::output`]): a flood of commands waits in the socket, not in the
+//! output queue. The upstream is in one of three states: `Live` (a stream),
 //! `Connecting` (an attach in flight: handoff, redirect or resume) or
 //! `Backoff` (waiting before the next resume attempt). In the last two the
 //! player is frozen: lines are read and buffered up to the bound but sent
@@ -22,6 +25,14 @@ use crate::upstream::{EstablishError, Established, Link, Opening, Who, establish
 
 /// How much of the last output line is kept for the repeat check.
 const LAST_LINE_CHARS: usize = 200;
+
+/// Lines sent to the shard and not yet applied (no `InputAck`). The world
+/// answers a line before it acks it, so this bounds the output a flood of
+/// commands can still have on its way when input pauses on a full output
+/// queue: 32 long answers (`help`, a busy room: 1-4 KiB) fit the headroom
+/// above the high-water mark. A round trip carries 32 lines, so a pasted or
+/// scripted burst still moves thousands of lines a second.
+pub const MAX_LINES_IN_FLIGHT: usize = 32;
 
 pub const SHIMMER: &str = "The world shimmers; reconnecting...";
 
@@ -110,7 +121,10 @@ impl Session {
             if let Err(end) = self.drain_lines(conn) {
                 return end;
             }
-            let can_read = !conn.reader.has_lines() && !self.buffer.is_full();
+            // Above the output high-water mark nothing is read or sent until
+            // the writer catches up: a flood becomes TCP backpressure.
+            let paused = conn.out.input_paused();
+            let can_read = !paused && !conn.reader.has_lines() && !self.buffer.is_full();
             let idle_at = conn.idle_deadline();
             let step = tokio::select! {
                 biased;
@@ -125,6 +139,7 @@ impl Session {
                         Ok(())
                     }
                 },
+                r = conn.out.drained(), if paused => r.map_err(End::from),
                 r = conn.reader.fill(&conn.out), if can_read => r.map_err(End::from),
                 _ = tokio::time::sleep_until(idle_at) => conn.on_idle(),
             };
@@ -154,14 +169,18 @@ impl Session {
         Ok(())
     }
 
-    fn send_unsent(&mut self, conn: &Conn) {
+    /// Send unsent lines on a live stream, as far as the in-flight window
+    /// allows and only while the output queue is not paused; what is held
+    /// back goes out on a later call (after an ack, or once output drains).
+    fn send_unsent(&mut self, conn: &mut Conn) {
         let Upstream::Live(link) = &self.upstream else {
             return;
         };
-        if !self.buffer.has_unsent() {
+        if !self.buffer.has_unsent() || conn.out.input_paused() {
             return;
         }
-        for (seq, line) in self.buffer.take_unsent() {
+        let window = MAX_LINES_IN_FLIGHT.saturating_sub(self.buffer.in_flight());
+        for (seq, line) in self.buffer.take_unsent_up_to(window) {
             if link.send_input(seq, line).is_err() {
                 // The stream is gone; its end arrives as a frame error and
                 // the resume replays from the shard's watermark. Until then

@@ -340,3 +340,146 @@ pub async fn accept_login(
     s.attached(0, name, credential).await;
     (s, login)
 }
+
+/// What an [`answering_shard`] saw.
+#[derive(Debug)]
+pub enum ShardEvent {
+    Input {
+        conn_id: String,
+        seq: u64,
+        line: String,
+    },
+    /// The gate ended this connection's stream.
+    Ended { conn_id: String },
+}
+
+/// A fake shard that attaches every login and answers each input line the
+/// way the world does: `answer(seq, line)` as output, then `InputAck`, then
+/// (if `durable`) `DurableAck`. Reports every line and every stream end.
+pub async fn answering_shard(
+    answer: fn(u64, &str) -> String,
+    durable: bool,
+) -> (String, mpsc::UnboundedReceiver<ShardEvent>) {
+    let mut shard = FakeShard::start().await;
+    let addr = shard.addr.clone();
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(mut s) = shard.sessions.recv().await {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let conn_id = match s.inbound.message().await {
+                    Ok(Some(ClientFrame {
+                        frame: Some(client_frame::Frame::Login(l)),
+                    })) => l.conn_id,
+                    _ => return,
+                };
+                s.attached(0, "Flooder", "c").await;
+                while let Ok(Some(f)) = s.inbound.message().await {
+                    let Some(client_frame::Frame::Input(i)) = f.frame else {
+                        continue;
+                    };
+                    let _ = tx.send(ShardEvent::Input {
+                        conn_id: conn_id.clone(),
+                        seq: i.seq,
+                        line: i.line.clone(),
+                    });
+                    // The gate may be gone mid-answer; the end is reported below.
+                    let _ =
+                        s.tx.send(Ok(ServerFrame {
+                            frame: Some(server_frame::Frame::Output(Output {
+                                text: answer(i.seq, &i.line),
+                            })),
+                        }))
+                        .await;
+                    let _ =
+                        s.tx.send(Ok(ServerFrame {
+                            frame: Some(server_frame::Frame::InputAck(InputAck { seq: i.seq })),
+                        }))
+                        .await;
+                    if durable {
+                        let _ =
+                            s.tx.send(Ok(ServerFrame {
+                                frame: Some(server_frame::Frame::DurableAck(DurableAck {
+                                    seq: i.seq,
+                                })),
+                            }))
+                            .await;
+                    }
+                }
+                let _ = tx.send(ShardEvent::Ended { conn_id });
+            });
+        }
+    });
+    (addr, rx)
+}
+
+/// Counts the gate's slow-client disconnects (the metric) as a local
+/// recorder: installed with `metrics::set_default_local_recorder` in a
+/// current-thread runtime, it sees every task of that one test.
+#[derive(Default)]
+pub struct SlowClientCount(Arc<std::sync::atomic::AtomicU64>);
+
+impl SlowClientCount {
+    pub fn get(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Wait until the gate has cut off at least `n` slow clients.
+    pub async fn wait_for(&self, n: u64) {
+        let seen = tokio::time::timeout(WAIT, async {
+            while self.get() < n {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(seen.is_ok(), "{} slow clients cut off, not {n}", self.get());
+    }
+}
+
+impl metrics::Recorder for SlowClientCount {
+    fn describe_counter(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_gauge(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_histogram(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+
+    fn register_counter(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
+        let slow = key.name() == telos_gate::metrics::DISCONNECTS_TOTAL
+            && key
+                .labels()
+                .any(|l| l.key() == "reason" && l.value() == "slow_client");
+        if slow {
+            metrics::Counter::from_arc(self.0.clone())
+        } else {
+            metrics::Counter::noop()
+        }
+    }
+
+    fn register_gauge(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
+        metrics::Gauge::noop()
+    }
+
+    fn register_histogram(
+        &self,
+        _: &metrics::Key,
+        _: &metrics::Metadata<'_>,
+    ) -> metrics::Histogram {
+        metrics::Histogram::noop()
+    }
+}

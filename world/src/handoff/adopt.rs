@@ -90,6 +90,11 @@ pub async fn adopt_zone(
     if shard.env.hosted.get(zone).is_some() {
         return Ok(()); // a retried AdoptZone converges
     }
+    // SIGTERM may have landed while we read the directory: a draining shard
+    // builds nothing, since its drain has already chosen what to hand on.
+    if shard.is_draining() {
+        return Err(AdoptRefused::Draining);
+    }
     build_adopted(shard, zone, def, Instant::now() + shard.cfg.drain_deadline);
     info!(
         zone,
@@ -99,8 +104,7 @@ pub async fn adopt_zone(
 }
 
 /// Build and run `zone` ahead of its lease, confirmed by our own
-/// `ClaimZone` succeeding before `deadline`, un-adopted otherwise. Also the
-/// transfer target's pre-warm.
+/// `ClaimZone` succeeding before `deadline`, un-adopted otherwise.
 pub fn build_adopted(shard: &Arc<Shard>, zone: &str, def: Arc<ZoneDef>, deadline: Instant) {
     let lease = LeaseState::unconfirmed(shard.cfg.lease_ttl);
     let handle = spawn_adopted_zone(
@@ -128,7 +132,9 @@ async fn confirm_adoption(
     deadline: Instant,
 ) {
     loop {
-        if handle.cancel_token().is_cancelled() {
+        // Once the actor has stopped (shutdown, or a drain gave up on it) a
+        // flip observed now would renew a lease for a zone nobody runs.
+        if handle.cancel_token().is_cancelled() || shard.env.hosted.get(zone).is_none() {
             return;
         }
         let sent_at = Instant::now();

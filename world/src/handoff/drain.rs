@@ -8,12 +8,15 @@
 //! 3. per zone, [`handover_zone_to`]: pick a target through the
 //!    director-owned selector (`reserve_drain_target`), `AdoptZone` on it,
 //!    flip the lease with the fenced CAS, then post the drain message — the
-//!    zone fans its players off in place;
+//!    zone fans its players off in place. A zone this shard adopted just
+//!    before the SIGTERM is handed on once its flip lands, like our own; a
+//!    hand-over that does not happen gives its reservation back;
 //! 4. wait until every zone is empty or the deadline; stragglers are durably
 //!    flushed (`reclaimed`, or `client_fault` when their gate stopped
 //!    reading); retire the reservations; log one summary line.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use telos_proto::v1::AdoptZoneRequest;
 use tokio::time::Instant;
@@ -22,7 +25,7 @@ use tracing::{Instrument, info, info_span, warn};
 use super::runtime::RPC_TIMEOUT;
 use crate::directory::drain::drain_reservation_ttl;
 use crate::game::{is_instance_id, template_of};
-use crate::shard::Shard;
+use crate::shard::{HeldLease, Shard};
 use crate::telemetry::traced;
 use crate::zone::DrainReport;
 
@@ -32,6 +35,15 @@ const PARALLEL_HANDOVERS: usize = 4;
 
 /// Distinct targets tried for one zone before giving up on it.
 const TARGET_ATTEMPTS: usize = 3;
+
+/// How long a drain waits for a zone adopted just before the SIGTERM to
+/// observe its flip. The source flips one directory round trip after
+/// `AdoptZone` answers, so this covers only a slow source; a flip that has
+/// not landed by then is treated as never coming (the adoption un-adopts
+/// by itself at its own deadline).
+const ADOPTION_SETTLE: Duration = RPC_TIMEOUT;
+/// Poll period of that wait: the adoption's confirm loop polls every 50 ms.
+const ADOPTION_POLL: Duration = Duration::from_millis(20);
 
 /// Why a zone could not be handed over (its players are reclaimed).
 #[derive(Debug, thiserror::Error)]
@@ -94,8 +106,8 @@ async fn handover_inner(
         .hosted
         .get(zone)
         .ok_or_else(|| HandoverError::NotHosted(zone.to_string()))?;
-    let lease = shard
-        .held_lease(zone)
+    let lease = settled_lease(shard, zone, deadline)
+        .await
         .ok_or_else(|| HandoverError::NotHosted(zone.to_string()))?;
     let generation = lease.state.generation();
     span.record("lease_gen", generation);
@@ -216,6 +228,25 @@ async fn handover_inner(
     info!(zone, to_shard = %target.id, generation, "lease flipped; fanning players off");
     let report = handle.drain(deadline).await.unwrap_or_default();
     Ok((target.id, report))
+}
+
+/// The lease we hold on a hosted `zone`, waiting (bounded) when the zone is
+/// an adoption still waiting to observe its flip: a SIGTERM that lands
+/// moments after this shard answered `AdoptZone` must hand that zone on
+/// once the source's flip makes it ours, not drop it — the source is already
+/// redirecting its players here. `None` when the flip does not land within
+/// [`ADOPTION_SETTLE`] (or the deadline), or the zone stopped meanwhile.
+async fn settled_lease(shard: &Shard, zone: &str, deadline: Instant) -> Option<HeldLease> {
+    let until = deadline.min(Instant::now() + ADOPTION_SETTLE);
+    loop {
+        if let Some(lease) = shard.held_lease(zone) {
+            return Some(lease);
+        }
+        if shard.env.hosted.get(zone).is_none() || Instant::now() >= until {
+            return None;
+        }
+        tokio::time::sleep(ADOPTION_POLL).await;
+    }
 }
 
 /// Give back one failed hand-over's `count` on `target`. Holds accumulate per

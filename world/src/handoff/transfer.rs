@@ -13,9 +13,9 @@
 //!   rejected by the generation check.
 //! - **Target** (`to` = us): pre-builds the zone (like an adoption) so
 //!   opens park there instead of failing; the zone is confirmed — opened at
-//!   the next generation — the moment completion re-points the lease at us.
-//!   If the source is gone for good (not live, lease expired), the target
-//!   completes itself.
+//!   the next generation — the moment completion re-points the lease at us,
+//!   observed, never claimed (see [`open_on_completion`]). If the source is
+//!   gone for good (not live, lease expired), the target completes itself.
 //! - A transfer whose target died is cancelled with a reason `status`
 //!   shows; nothing waits forever.
 
@@ -28,11 +28,12 @@ use tokio::time::Instant;
 use tokio_stream::StreamExt;
 use tracing::{Instrument, info, info_span, warn};
 
-use super::adopt::build_adopted;
 use crate::directory::keys;
 use crate::directory::transfer::{Completion, Transfer};
-use crate::game::template_of;
+use crate::game::{ZoneDef, template_of};
 use crate::shard::Shard;
+use crate::zone::lease::LeaseState;
+use crate::zone::{ZoneHandle, spawn_adopted_zone};
 
 /// The safety poll: every shard re-reads every pending transfer this often.
 pub const TRANSFER_POLL: Duration = Duration::from_secs(1);
@@ -40,6 +41,11 @@ pub const TRANSFER_POLL: Duration = Duration::from_secs(1);
 /// A pre-built target zone waits this long for completion before it is
 /// un-adopted (the watcher builds it again if the transfer is still pending).
 const PREWARM_DEADLINE: Duration = Duration::from_secs(60);
+
+/// How often a pre-built target zone looks for completion having placed the
+/// zone on us: one `HMGET` per pending transfer, so a parked open waits at
+/// most this long past the completion for the zone to open.
+const OPEN_POLL: Duration = Duration::from_millis(20);
 
 /// A target that has been absent from the registry this long cancels the
 /// transfer (one presence TTL would be a blip; this is a dead shard).
@@ -148,10 +154,18 @@ async fn step(
         }
     }
     // Pre-warm: a zone placed on us (completion re-pointed it) opens now.
+    // Never a zone still moving: the `zones()` read can predate our own
+    // close (spawned above) releasing the lease, and re-claiming it behind
+    // the close would mint a new generation, get the completion refused as
+    // still open and force a second close a poll later. `Closing` is left
+    // only after the completion, so checking it before the record leaves
+    // no gap.
     for z in dir.zones().await? {
         if z.owner.as_deref() == Some(shard.id())
             && shard.env.hosted.get(&z.id).is_none()
             && !shard.is_draining()
+            && !shard.transfer_closing.contains(&z.id)
+            && dir.transfer(&z.id).await?.is_none()
         {
             shard.host_zone(&z.id).await?;
         }
@@ -272,7 +286,105 @@ async fn target_step(shard: &Arc<Shard>, t: &Transfer, source_live: bool) -> any
         && let Some(def) = shard.env.world.zone(&t.zone).cloned()
     {
         info!(zone = t.zone, "transfer target: pre-building the zone");
-        build_adopted(shard, &t.zone, def, Instant::now() + PREWARM_DEADLINE);
+        prebuild_target(shard, &t.zone, def, Instant::now() + PREWARM_DEADLINE);
     }
     Ok(())
+}
+
+/// Build `zone` ahead of its lease (opens park on it) and open it when
+/// completion places the zone on us, un-adopting it at `deadline` otherwise.
+fn prebuild_target(shard: &Arc<Shard>, zone: &str, def: Arc<ZoneDef>, deadline: Instant) {
+    let lease = LeaseState::unconfirmed(shard.cfg.lease_ttl);
+    let handle = spawn_adopted_zone(
+        shard.env.clone(),
+        zone,
+        def,
+        lease.clone(),
+        &shard.tracker,
+        &shard.root,
+    );
+    let (s, z) = (shard.clone(), zone.to_string());
+    shard.tracker.spawn(
+        async move { open_on_completion(&s, &z, lease, handle, deadline).await }
+            .instrument(info_span!("transfer_target", zone = %template_of(zone))),
+    );
+}
+
+/// The target opens the zone only once completion has re-pointed its lease
+/// at us: it reads the lease and renews it at exactly the generation
+/// completion minted. It never claims (unlike a drain adoption's
+/// `ClaimZone`, which also mints a lease on a zone that is merely free):
+/// the lease is free between the source's close and its completion, and
+/// after a dead source's lease expired, and a claim there would jump the
+/// generation check — the source's completion refused as still open, or,
+/// with the source gone, the record left pending for ever.
+async fn open_on_completion(
+    shard: &Arc<Shard>,
+    zone: &str,
+    lease: LeaseState,
+    handle: ZoneHandle,
+    deadline: Instant,
+) {
+    let dir = &shard.env.directory;
+    loop {
+        if handle.cancel_token().is_cancelled() {
+            return;
+        }
+        let sent_at = Instant::now();
+        let placed = match dir.zone_owner(zone).await {
+            Ok(Some((owner, generation))) if owner == shard.id() => {
+                match dir
+                    .renew_zone(zone, shard.id(), generation, lease.ttl())
+                    .await
+                {
+                    Ok(true) => Some(generation),
+                    Ok(false) => None,
+                    Err(e) => {
+                        warn!(zone, error = %e, "renewing the transferred lease failed");
+                        None
+                    }
+                }
+            }
+            Ok(_) => None,
+            Err(e) => {
+                warn!(zone, error = %e, "reading the lease of a transfer target failed");
+                None
+            }
+        };
+        if let Some(generation) = placed {
+            lease.confirm(generation, sent_at);
+            shard.start_renewing(zone, &lease, &handle);
+            release_when_stopped(shard, zone, generation, &handle);
+            info!(zone, generation, "transfer target: zone open");
+            return;
+        }
+        if Instant::now() >= deadline {
+            if handle.unadopt().await {
+                warn!(
+                    zone,
+                    "transfer never completed here: pre-built zone torn down"
+                );
+            }
+            return;
+        }
+        tokio::time::sleep(OPEN_POLL).await;
+    }
+}
+
+/// When the opened zone stops (fence, shutdown), give its lease back if it
+/// is still ours at `generation`, so a peer need not wait out the TTL; after
+/// a later transfer or hand-over moved the lease on, the release is refused.
+fn release_when_stopped(shard: &Arc<Shard>, zone: &str, generation: u64, handle: &ZoneHandle) {
+    let (dir, me, zone, stopped) = (
+        shard.env.directory.clone(),
+        shard.id().to_string(),
+        zone.to_string(),
+        handle.cancel_token().clone(),
+    );
+    shard.tracker.spawn(async move {
+        stopped.cancelled().await;
+        if let Err(e) = dir.release_zone(&zone, &me, generation).await {
+            warn!(zone, error = %e, "releasing the lease failed; it expires by TTL");
+        }
+    });
 }

@@ -542,7 +542,10 @@ impl ZoneActor {
         };
         frozen.in_flight = false;
         if self.drain.is_some() {
-            return self.drain_handoff_done(key, frozen, result);
+            self.drain_handoff_done(key, frozen, result);
+            // The zone is done the moment its last player is handed off,
+            // not at the next tick.
+            return self.check_drained().await;
         }
         match result {
             Ok(begun) => {

@@ -91,8 +91,17 @@ impl ZoneActor {
                 if self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str()) {
                     self.env.roster.remove(key);
                 }
+                // A Redirect that found the out channel full was dropped: the
+                // gate never re-dials, so this is a client fault, never a
+                // clean redirect. The prepared snapshot is saved at the
+                // pending TTL by the holder of the newest epoch.
                 if let Some(d) = &mut self.drain {
-                    d.report.redirected += 1;
+                    if frozen.meta.wedged {
+                        warn!(zone = %self.id, player = %key, "Redirect dropped on a full out channel: client-fault straggler");
+                        d.report.client_fault += 1;
+                    } else {
+                        d.report.redirected += 1;
+                    }
                 }
             }
             Err(refused) => {
@@ -171,7 +180,7 @@ impl ZoneActor {
         }
     }
 
-    async fn check_drained(&mut self) {
+    pub(super) async fn check_drained(&mut self) {
         if !self.sessions.is_empty() || !self.frozen.is_empty() {
             return;
         }

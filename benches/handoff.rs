@@ -1,0 +1,743 @@
+//! # handoff: what crossing a shard boundary costs a player
+//!
+//! `cargo bench -p telos --bench handoff` (or `scripts/bench handoff`),
+//! after `cargo build --release --workspace --bins`: the processes are the
+//! release binaries next to this bench's executable.
+//!
+//! One run starts a private `redis-server`, two keyed `telos-world` shards
+//! and one `telos-gate`. `shard-a` serves the city and the docks, `shard-b`
+//! every other zone, so the city's west gate is a shard boundary (city ↔
+//! forest) and its south gate is not (city ↔ docks: two zone actors on one
+//! shard). For each case, N players each keep exactly one operation in
+//! flight, for a fixed time, and every side below runs against the same
+//! processes, one after the other:
+//!
+//! - **handoff**: a [`Bot`] at the west gate walks into the forest and back.
+//!   The pause is from writing the move line to reading the first line of
+//!   output from the destination (the new room's title), as the player
+//!   sees it: the source's freeze, `ShardForZone` and `ClaimCharacter` in
+//!   Redis, `Handoff.Prepare`, the `Redirect`, the gate's new stream with
+//!   `Attach`, the destination's registry read and `Handoff.Commit`, the
+//!   join.
+//! - **same-shard move**: the same walk at the south gate, into the docks
+//!   and back: a cross-zone move from one zone actor to another in-process.
+//! - **unary**: the raw tonic unary round trip from this process to a
+//!   shard: `Handoff.Abort` for shard id `bogus`, refused on the shard id
+//!   before any signature check or I/O (`PermissionDenied`).
+//! - **redis**: a `PING` round trip to the same Redis the shards use, for
+//!   counting what the handoff path pays.
+//! - **reconnect**: the naive alternative to a handoff: the player drops
+//!   its socket, connects to the gate again, logs in (`connect`, an Argon2
+//!   verify in the world) and types `where`; from the drop to its answer.
+//!
+//! Ratios are against the unary p50 of the same case. The target: the
+//! handoff pause p50 within 6× and p99 within 15× of that.
+//!
+//! `TELOS_BENCH_SECS` overrides the measured seconds per side of each case.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use telos_proto::v1::AbortRequest;
+use telos_proto::v1::handoff_client::HandoffClient;
+use telos_testkit::RedisServer;
+use telos_testkit::bot::Bot;
+use telos_testkit::process::{Proc, WorldOpts, start_gate, start_world};
+use telos_testkit::redis::free_port;
+use telos_testkit::world::{path_to_zone, start_room, starter_zones, walk, world_dir};
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tonic::transport::{Channel, Endpoint};
+
+/// The Prometheus scrape the end-to-end tests use.
+#[path = "../tests/support/metrics.rs"]
+mod metrics;
+use metrics::{sample, scrape};
+
+/// Seconds measured per side of each case: stable percentiles, and the
+/// whole bench stays well under a minute.
+const MEASURE_SECS: f64 = 2.0;
+/// Discarded lead-in per side (lazy channels connected, first saves done).
+const WARMUP: Duration = Duration::from_millis(500);
+/// Players per case.
+const CASES: [usize; 2] = [1, 10];
+const PASSWORD: &str = "bench-password";
+/// Logins at a time during setup: each new character is an Argon2 hash
+/// (19 MiB and a core) in the world.
+const CREATE_PARALLELISM: usize = 2;
+/// Bound on one operation: turns a hang into an error, far above any real
+/// latency.
+const OP_TIMEOUT: Duration = Duration::from_secs(10);
+/// The target (issue): handoff pause p50 and p99 within these multiples of
+/// the raw unary p50.
+const TARGET_P50: f64 = 6.0;
+const TARGET_P99: f64 = 15.0;
+/// Zones of the two shards: the city and the docks together, so one pair
+/// of adjacent zones shares a shard and another (city, forest) does not.
+const ZONES_A: [&str; 2] = ["city", "docks"];
+const CROSS_ZONE: &str = "forest";
+const LOCAL_ZONE: &str = "docks";
+/// The gate's replay buffer, lines. A player who does nothing but cross
+/// is almost never in a zone at its cadence save (it is frozen or pending
+/// most of the time), and the destination counts unsaved lines from the
+/// handoff on, so no early save fires either: no `DurableAck` comes, and
+/// with the default 1024 lines the gate stops reading the walker's socket
+/// after ~1000 crossings until a cadence save lands (up to
+/// `--save-interval-ms`). That stall is the replay buffer's backpressure,
+/// not the handoff; a side here sends ~1000 lines per walker, so the bound
+/// is raised well above that.
+const GATE_INPUT_BUFFER_LINES: usize = 65_536;
+/// What the handoff path waits on in series, besides one command's round
+/// trip through the gate: `ShardForZone`, `ClaimCharacter` and the
+/// destination's registry read (Redis); `Prepare`, the gate's `Attach`
+/// stream and `Commit` (gRPC).
+const PATH_REDIS_TRIPS: f64 = 3.0;
+const PATH_RPC_TRIPS: f64 = 3.0;
+
+/// Latency percentiles of one side of a case, and what it cost the servers.
+struct Measured {
+    samples: usize,
+    p50_us: f64,
+    p99_us: f64,
+    mean_us: f64,
+    /// CPU time of the gate, the shards and Redis over the whole side
+    /// (warm-up included), per operation.
+    server_cpu_us_per_op: f64,
+}
+
+impl Measured {
+    fn from(mut latencies_ns: Vec<u64>, server_cpu_us_per_op: f64) -> Measured {
+        latencies_ns.sort_unstable();
+        let mean_us = if latencies_ns.is_empty() {
+            f64::NAN
+        } else {
+            latencies_ns.iter().sum::<u64>() as f64 / latencies_ns.len() as f64 / 1000.0
+        };
+        let pct = |p: f64| {
+            if latencies_ns.is_empty() {
+                return f64::NAN;
+            }
+            // Nearest rank.
+            let rank = ((p / 100.0) * latencies_ns.len() as f64).ceil() as usize;
+            latencies_ns[rank.clamp(1, latencies_ns.len()) - 1] as f64 / 1000.0
+        };
+        Measured {
+            samples: latencies_ns.len(),
+            p50_us: pct(50.0),
+            p99_us: pct(99.0),
+            mean_us,
+            server_cpu_us_per_op,
+        }
+    }
+}
+
+/// When measuring starts and ends, shared by every player of one side.
+#[derive(Clone, Copy)]
+struct Window {
+    begin: Instant,
+    measure_from: Instant,
+    until: Instant,
+}
+
+impl Window {
+    fn starting_now(measure: Duration) -> Window {
+        let begin = Instant::now() + Duration::from_millis(50);
+        Window {
+            begin,
+            measure_from: begin + WARMUP,
+            until: begin + WARMUP + measure,
+        }
+    }
+}
+
+/// The processes of one run. Field order is drop order: Redis last.
+struct Cluster {
+    gate: Proc,
+    a: Proc,
+    b: Proc,
+    /// The shards' `/metrics` addresses.
+    metrics: [String; 2],
+    keys: PathBuf,
+    redis: RedisServer,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.keys);
+    }
+}
+
+impl Cluster {
+    fn start() -> anyhow::Result<Cluster> {
+        let redis = RedisServer::start()?;
+        let keys =
+            std::env::temp_dir().join(format!("telos-bench-handoff-keys-{}", std::process::id()));
+        telos_world::handoff::keys::generate(&keys)?;
+        let zones_b: Vec<String> = starter_zones()
+            .into_iter()
+            .filter(|z| !ZONES_A.contains(&z.as_str()))
+            .collect();
+        let zones_b: Vec<&str> = zones_b.iter().map(String::as_str).collect();
+        let metrics = [0, 1].map(|_| format!("127.0.0.1:{}", free_port()));
+        let keyed = |id, zones, metrics: &str| {
+            let mut o = WorldOpts::new(id, &redis.url, zones);
+            o.extra = vec![
+                "--keys".into(),
+                keys.display().to_string(),
+                "--metrics-listen".into(),
+                metrics.to_string(),
+            ];
+            o
+        };
+        let a = start_world(keyed("shard-a", &ZONES_A, &metrics[0]))?;
+        let b = start_world(keyed("shard-b", &zones_b, &metrics[1]))?;
+        // Every bench player logs in from 127.0.0.1, and the reconnect side
+        // logs in continuously: no per-IP login limit.
+        let gate = start_gate(
+            &redis.url,
+            &[
+                "--login-ip-burst",
+                "1000000",
+                "--login-ip-per-sec",
+                "1000000",
+                "--input-buffer-lines",
+                &GATE_INPUT_BUFFER_LINES.to_string(),
+            ],
+        )?;
+        Ok(Cluster {
+            gate,
+            a,
+            b,
+            metrics,
+            keys,
+            redis,
+        })
+    }
+
+    /// The server processes whose CPU time a side is charged with.
+    fn servers(&self) -> Servers {
+        Servers(vec![
+            self.gate.pid(),
+            self.a.pid(),
+            self.b.pid(),
+            self.redis.pid() as i32,
+        ])
+    }
+
+    /// Handoff pauses recorded by the sources so far, both shards together:
+    /// (sum in seconds, count) of `telos_handoff_pause_seconds` (freeze →
+    /// `Commit`).
+    async fn source_pauses(&self) -> anyhow::Result<(f64, f64)> {
+        let mut total = (0.0, 0.0);
+        for addr in &self.metrics {
+            let text = scrape(addr).await?;
+            total.0 += sample(&text, "telos_handoff_pause_seconds_sum");
+            total.1 += sample(&text, "telos_handoff_pause_seconds_count");
+        }
+        Ok(total)
+    }
+}
+
+/// Process ids whose user + system CPU time is read from `/proc`.
+#[derive(Clone)]
+struct Servers(Vec<i32>);
+
+impl Servers {
+    /// CPU seconds used so far by every process, all threads, together.
+    fn cpu_secs(&self) -> anyhow::Result<f64> {
+        // SAFETY: sysconf has no memory effects.
+        let ticks_per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let mut ticks = 0u64;
+        for pid in &self.0 {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+            // Fields after the command name, which is in parentheses and
+            // may hold spaces: state is field 3, utime 14, stime 15.
+            let rest = stat.rsplit_once(')').context("malformed stat")?.1;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            for i in [14 - 3, 15 - 3] {
+                ticks += fields.get(i).context("short stat")?.parse::<u64>()?;
+            }
+        }
+        Ok(ticks as f64 / ticks_per_sec)
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let secs = std::env::var("TELOS_BENCH_SECS")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| *s > 0.0)
+        .unwrap_or(MEASURE_SECS);
+    let measure = Duration::from_secs_f64(secs);
+    let cluster = Cluster::start()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let max = CASES.iter().copied().max().unwrap_or(1);
+    let titles = room_titles()?;
+    let start = start_room();
+    let cross = Boundary::at(&start, CROSS_ZONE, &titles);
+    let local = Boundary::at(&start, LOCAL_ZONE, &titles);
+
+    let (mut crossers, mut locals, mut naive, unary, redis) = runtime.block_on(async {
+        let crossers = walkers(&cluster.gate.addr, "Cross", max, &cross).await?;
+        let locals = walkers(&cluster.gate.addr, "Local", max, &local).await?;
+        let naive = log_in(&cluster.gate.addr, "Naive", max).await?;
+        let channel = Endpoint::from_shared(format!("http://{}", cluster.a.addr))?
+            .tcp_nodelay(true)
+            .connect()
+            .await?;
+        let redis = redis::Client::open(cluster.redis.url.as_str())?
+            .get_multiplexed_async_connection()
+            .await?;
+        anyhow::Ok((crossers, locals, naive, channel, redis))
+    })?;
+
+    println!(
+        "handoff pause vs. same-shard move, raw unary RPC and a naive reconnect; one operation in flight per player"
+    );
+    println!(
+        "shard-a {} ({}) | shard-b {} (the rest) | gate {} | redis {}",
+        cluster.a.addr,
+        ZONES_A.join(", "),
+        cluster.b.addr,
+        cluster.gate.addr,
+        cluster.redis.url
+    );
+    println!(
+        "{secs:.1} s measured per side after {:.1} s warm-up; handoff: {} <-> {} ({}), same-shard: {} <-> {} ({})",
+        WARMUP.as_secs_f64(),
+        cross.rooms[1],
+        cross.rooms[0],
+        cross.dirs.join("/"),
+        local.rooms[1],
+        local.rooms[0],
+        local.dirs.join("/"),
+    );
+    println!();
+    let header = format!(
+        "{:>7} | {:<44} | {:>7} {:>9} {:>9} | {:>9} {:>9} | {:>10}",
+        "players", "side", "samples", "p50 µs", "p99 µs", "p50/unary", "p99/unary", "server CPU"
+    );
+    let rule = "-".repeat(header.chars().count());
+    println!("{header}");
+    println!(
+        "{:>7} | {:<44} | {:>7} {:>9} {:>9} | {:>9} {:>9} | {:>10}",
+        "", "", "", "", "", "p50", "p50", "µs/op"
+    );
+    println!("{rule}");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut notes = Vec::new();
+    for players in CASES {
+        let case = runtime.block_on(run_case(
+            &cluster,
+            Clients {
+                crossers,
+                locals,
+                naive,
+                unary: unary.clone(),
+                redis: redis.clone(),
+            },
+            players,
+            measure,
+        ))?;
+        let base = case.unary.p50_us;
+        let rows = [
+            ("raw unary RPC (Handoff.Abort, refused)", &case.unary),
+            ("redis round trip (PING)", &case.redis),
+            ("same-shard cross-zone move (city<->docks)", &case.local),
+            ("handoff pause (city<->forest, cross-shard)", &case.handoff),
+            (
+                "naive: drop socket, reconnect, login, where",
+                &case.reconnect,
+            ),
+        ];
+        for (side, m) in rows {
+            println!(
+                "{:>7} | {:<44} | {:>7} {:>9.1} {:>9.1} | {:>8.1}x {:>8.1}x | {:>10.0}",
+                players,
+                side,
+                m.samples,
+                m.p50_us,
+                m.p99_us,
+                m.p50_us / base,
+                m.p99_us / base,
+                m.server_cpu_us_per_op,
+            );
+        }
+        let modelled = case.local.p50_us
+            + PATH_REDIS_TRIPS * case.redis.p50_us
+            + PATH_RPC_TRIPS * case.unary.p50_us;
+        println!(
+            "{:>7} | {:<44} | {:>7} {:>9.1} {:>9} | {:>8.1}x {:>9} | {:>10}",
+            players,
+            "  path model: move + 3 redis + 3 unary",
+            "",
+            modelled,
+            "",
+            modelled / base,
+            "",
+            ""
+        );
+        println!("{rule}");
+        let h = &case.handoff;
+        let (r50, r99) = (h.p50_us / base, h.p99_us / base);
+        let met = |ratio: f64, target: f64| if ratio <= target { "met" } else { "NOT met" };
+        let per_sec = h.samples as f64 / secs;
+        notes.push(format!(
+            "{players:>2} player(s): handoff p50 = {r50:.1}x unary p50 (target <= {TARGET_P50}x: {}), \
+             p99 = {r99:.1}x (target <= {TARGET_P99}x: {}); naive reconnect p50 = {:.0}x the handoff p50",
+            met(r50, TARGET_P50),
+            met(r99, TARGET_P99),
+            case.reconnect.p50_us / h.p50_us,
+        ));
+        notes.push(format!(
+            "    handoff mean {:.0} µs as the player sees it, of which {:.0} µs freeze -> Commit on the source \
+             (telos_handoff_pause_seconds); {per_sec:.0} handoffs/s at {:.0} µs server CPU each = {:.2} of {cores} cores",
+            h.mean_us,
+            case.source_pause_mean_us,
+            h.server_cpu_us_per_op,
+            per_sec * h.server_cpu_us_per_op / 1e6,
+        ));
+        (crossers, locals, naive) = (case.crossers, case.locals, case.naive);
+    }
+    println!();
+    for n in &notes {
+        println!("{n}");
+    }
+    println!();
+    println!(
+        "p50/unary, p99/unary: the side's p50 and p99 over the same case's raw unary p50. server CPU: user+system"
+    );
+    println!(
+        "time of the gate, both shards and Redis during the side (warm-up included) per operation. The path model"
+    );
+    println!(
+        "adds to one same-shard move the round trips a handoff waits on in series: ShardForZone, ClaimCharacter and"
+    );
+    println!(
+        "the destination's registry read (Redis); Prepare, the gate's Attach stream and Commit (gRPC)."
+    );
+    drop((crossers, locals, naive));
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    drop(cluster);
+    Ok(())
+}
+
+/// Every client of the bench, handed to a case and back.
+struct Clients {
+    crossers: Vec<Walker>,
+    locals: Vec<Walker>,
+    naive: Vec<Naive>,
+    unary: Channel,
+    redis: redis::aio::MultiplexedConnection,
+}
+
+/// One case's figures and the clients back.
+struct Case {
+    crossers: Vec<Walker>,
+    locals: Vec<Walker>,
+    naive: Vec<Naive>,
+    handoff: Measured,
+    local: Measured,
+    unary: Measured,
+    redis: Measured,
+    reconnect: Measured,
+    /// Mean freeze → `Commit` on the source over the handoff side, µs.
+    source_pause_mean_us: f64,
+}
+
+/// One case: the first `players` of each kind, one side after the other.
+async fn run_case(
+    cluster: &Cluster,
+    mut c: Clients,
+    players: usize,
+    measure: Duration,
+) -> anyhow::Result<Case> {
+    let servers = cluster.servers();
+    let unary_clients = vec![HandoffClient::new(c.unary.clone()); players];
+    let (_, unary) = measure_side(&servers, unary_clients, measure, unary_round_trip).await?;
+    let redis_clients = vec![c.redis.clone(); players];
+    let (_, redis) = measure_side(&servers, redis_clients, measure, redis_round_trip).await?;
+
+    let idle = c.locals.split_off(players);
+    let (mut locals, local) = measure_side(&servers, c.locals, measure, Walker::step).await?;
+    locals.extend(idle);
+
+    let idle = c.crossers.split_off(players);
+    let (sum0, count0) = cluster.source_pauses().await?;
+    let (mut crossers, handoff) = measure_side(&servers, c.crossers, measure, Walker::step).await?;
+    let (sum1, count1) = cluster.source_pauses().await?;
+    crossers.extend(idle);
+
+    let idle = c.naive.split_off(players);
+    let gate = cluster.gate.addr.clone();
+    let (mut naive, reconnect) = measure_side(&servers, c.naive, measure, move |n: Naive| {
+        let gate = gate.clone();
+        async move { n.reconnect(&gate).await }
+    })
+    .await?;
+    naive.extend(idle);
+    Ok(Case {
+        crossers,
+        locals,
+        naive,
+        handoff,
+        local,
+        unary,
+        redis,
+        reconnect,
+        source_pause_mean_us: (sum1 - sum0) * 1e6 / (count1 - count0).max(1.0),
+    })
+}
+
+/// Run `op` back to back on every client for one window; each call
+/// returns the client and the latency it measured. Clients come back in
+/// order with the merged figures; the servers' CPU time is charged to the
+/// side per operation.
+async fn measure_side<T, F, Fut>(
+    servers: &Servers,
+    clients: Vec<T>,
+    measure: Duration,
+    op: F,
+) -> anyhow::Result<(Vec<T>, Measured)>
+where
+    T: Send + 'static,
+    F: Fn(T) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = anyhow::Result<(T, Duration)>> + Send + 'static,
+{
+    let window = Window::starting_now(measure);
+    let cpu_before = servers.cpu_secs()?;
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|mut client| {
+            let op = op.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep_until(window.begin).await;
+                let mut latencies = Vec::new();
+                let mut ops = 0usize;
+                loop {
+                    let t0 = Instant::now();
+                    if t0 >= window.until {
+                        break;
+                    }
+                    let (next, took) = tokio::time::timeout(OP_TIMEOUT, op(client))
+                        .await
+                        .context("one operation took longer than the bound")??;
+                    client = next;
+                    ops += 1;
+                    if t0 >= window.measure_from {
+                        latencies.push(took.as_nanos() as u64);
+                    }
+                }
+                anyhow::Ok((client, latencies, ops))
+            })
+        })
+        .collect();
+    let mut clients = Vec::with_capacity(tasks.len());
+    let mut all = Vec::new();
+    let mut ops = 0;
+    for t in tasks {
+        let (client, latencies, n) = t.await??;
+        clients.push(client);
+        all.extend(latencies);
+        ops += n;
+    }
+    let cpu = servers.cpu_secs()? - cpu_before;
+    Ok((clients, Measured::from(all, cpu * 1e6 / ops.max(1) as f64)))
+}
+
+/// `Handoff.Abort` addressed to another shard id: the shard answers
+/// `PermissionDenied` from the id comparison alone.
+async fn unary_round_trip(
+    mut client: HandoffClient<Channel>,
+) -> anyhow::Result<(HandoffClient<Channel>, Duration)> {
+    let request = AbortRequest {
+        handoff_token: "bench".into(),
+        to_shard_id: "bogus".into(),
+        sig: Vec::new(),
+    };
+    let t0 = Instant::now();
+    let answer = client.abort(request).await;
+    let took = t0.elapsed();
+    match answer {
+        Err(s) if s.code() == tonic::Code::PermissionDenied => Ok((client, took)),
+        other => bail!("Abort for a bogus shard id: expected PermissionDenied, got {other:?}"),
+    }
+}
+
+async fn redis_round_trip(
+    mut conn: redis::aio::MultiplexedConnection,
+) -> anyhow::Result<(redis::aio::MultiplexedConnection, Duration)> {
+    let t0 = Instant::now();
+    let pong: String = redis::cmd("PING").query_async(&mut conn).await?;
+    let took = t0.elapsed();
+    anyhow::ensure!(pong == "PONG", "PING answered {pong:?}");
+    Ok((conn, took))
+}
+
+/// Room id → title (the first line `look` prints), over the starter world.
+fn room_titles() -> anyhow::Result<HashMap<String, String>> {
+    let mut titles = HashMap::new();
+    for entry in std::fs::read_dir(world_dir())? {
+        let path = entry?.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let zone: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path)?)
+            .with_context(|| path.display().to_string())?;
+        for room in zone["rooms"].as_array().context("rooms")? {
+            let id = room["id"].as_str().context("room id")?;
+            let name = room["name"].as_str().context("room name")?;
+            titles.insert(id.to_string(), name.to_string());
+        }
+    }
+    Ok(titles)
+}
+
+/// The last step of the walk from the start room into `zone`, walked both
+/// ways: `dirs[0]` crosses in, `dirs[1]` comes back; `rooms[0]` is the
+/// room inside `zone`, `rooms[1]` the one before it.
+#[derive(Clone)]
+struct Boundary {
+    approach: Vec<String>,
+    dirs: [String; 2],
+    rooms: [String; 2],
+    titles: [String; 2],
+}
+
+impl Boundary {
+    fn at(start: &str, zone: &str, titles: &HashMap<String, String>) -> Boundary {
+        let mut approach = path_to_zone(start, zone);
+        let into = approach.pop().expect("a route");
+        let before = walk(start, &approach);
+        let inside = walk(&before, std::slice::from_ref(&into));
+        let back = ["north", "south", "east", "west", "up", "down"]
+            .into_iter()
+            .find(|d| walk_checked(&inside, d).as_deref() == Some(before.as_str()))
+            .expect("the crossing can be walked back")
+            .to_string();
+        let title = |room: &str| titles.get(room).cloned().expect("every room has a title");
+        Boundary {
+            approach,
+            titles: [title(&inside), title(&before)],
+            dirs: [into, back],
+            rooms: [inside, before],
+        }
+    }
+}
+
+/// The room `dir` leads to from `room`, if there is an exit.
+fn walk_checked(room: &str, dir: &str) -> Option<String> {
+    telos_testkit::world::exits_in(&world_dir())
+        .get(room)
+        .and_then(|exits| exits.get(dir))
+        .cloned()
+}
+
+/// `name("Cross", 0)` = "Crossaa": valid names (letters only) for any index
+/// below 676.
+fn name(prefix: &str, i: usize) -> String {
+    let letter = |n: usize| char::from(b'a' + (n % 26) as u8);
+    format!("{prefix}{}{}", letter(i / 26), letter(i))
+}
+
+/// Create `n` characters through the gate and keep them logged in.
+async fn log_in(gate: &str, prefix: &str, n: usize) -> anyhow::Result<Vec<Naive>> {
+    let limit = Arc::new(Semaphore::new(CREATE_PARALLELISM));
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let (gate, limit, name) = (gate.to_string(), limit.clone(), name(prefix, i));
+            tokio::spawn(async move {
+                let _permit = limit.acquire_owned().await?;
+                let bot = Bot::create_at(&gate, &name, PASSWORD).await?;
+                anyhow::Ok(Naive { bot, name })
+            })
+        })
+        .collect();
+    let mut out = Vec::with_capacity(n);
+    for t in tasks {
+        out.push(t.await??);
+    }
+    Ok(out)
+}
+
+/// Create `n` walkers and walk each up to `boundary` (its near side).
+async fn walkers(
+    gate: &str,
+    prefix: &str,
+    n: usize,
+    boundary: &Boundary,
+) -> anyhow::Result<Vec<Walker>> {
+    let mut out = Vec::with_capacity(n);
+    for Naive { mut bot, .. } in log_in(gate, prefix, n).await? {
+        for dir in &boundary.approach {
+            bot.command(dir).await?;
+        }
+        out.push(Walker {
+            bot,
+            boundary: boundary.clone(),
+            legs: 0,
+        });
+    }
+    Ok(out)
+}
+
+/// A player walking across one boundary and back.
+struct Walker {
+    bot: Bot,
+    boundary: Boundary,
+    legs: usize,
+}
+
+impl Walker {
+    /// One crossing: from writing the move line to reading the new room's
+    /// title (anything else received meanwhile, another player arriving,
+    /// is skipped).
+    async fn step(mut self) -> anyhow::Result<(Walker, Duration)> {
+        let leg = self.legs % 2;
+        self.legs += 1;
+        let title = &self.boundary.titles[leg];
+        let t0 = Instant::now();
+        self.bot.send(&self.boundary.dirs[leg]).await?;
+        self.bot.read_until(|l| l == title, OP_TIMEOUT).await?;
+        let took = t0.elapsed();
+        Ok((self, took))
+    }
+}
+
+/// A player that moves on by logging in again.
+struct Naive {
+    bot: Bot,
+    name: String,
+}
+
+impl Naive {
+    /// Drop the socket, connect, log in, `where`: from the drop to the
+    /// answer.
+    async fn reconnect(self, gate: &str) -> anyhow::Result<(Naive, Duration)> {
+        let Naive { bot, name } = self;
+        let t0 = Instant::now();
+        drop(bot);
+        let mut bot = Bot::open(gate).await?;
+        bot.name = name.clone();
+        bot.send(&format!("connect {name} {PASSWORD}")).await?;
+        let answer = bot
+            .read_until(
+                |l| l.starts_with("Welcome, ") || l.starts_with("Login failed"),
+                OP_TIMEOUT,
+            )
+            .await?;
+        let last = answer.last().expect("read_until returns the match");
+        anyhow::ensure!(last.starts_with("Welcome, "), "{name}: {last}");
+        bot.send("where").await?;
+        bot.read_until(|l| l.starts_with("where: "), OP_TIMEOUT)
+            .await?;
+        let took = t0.elapsed();
+        Ok((Naive { bot, name }, took))
+    }
+}
