@@ -31,7 +31,11 @@
 //!   verify in the world) and types `where`; from the drop to its answer.
 //!
 //! Ratios are against the unary p50 of the same case. The target: the
-//! handoff pause p50 within 6× and p99 within 15× of that.
+//! handoff pause p50 within 6× and p99 within 15× of that. Each side also
+//! shows the CPU time the gate, the shards and Redis spent per operation
+//! (from `/proc`), and the handoff side the sources' own view of the pause
+//! (freeze → `Commit`, `telos_handoff_pause_seconds` from `/metrics`), to
+//! tell waiting on round trips from waiting on CPU.
 //!
 //! `TELOS_BENCH_SECS` overrides the measured seconds per side of each case.
 

@@ -15,8 +15,10 @@
 //! Afterwards, from what the bots recorded: every journal holds exactly the
 //! lines its bot sent, in order; every journal line was answered exactly
 //! once; no socket closed and no crossing was refused or recovered by a
-//! resume; sampled `where`s show the shard changing with the zone; and each
-//! source shard counted exactly its players' crossings as committed.
+//! resume; sampled `where`s show the shard changing with the zone; each
+//! source shard counted exactly its players' crossings as committed; and the
+//! gate re-attached once per crossing, replayed the lines that reached a
+//! frozen source, and never resumed.
 
 mod support;
 
@@ -101,6 +103,7 @@ struct Shard {
 struct Cluster {
     // Field order is drop order: the gate first, Redis last.
     gate: Proc,
+    gate_metrics: String,
     shards: Vec<Shard>,
     _keys: Keys,
     _redis: RedisServer,
@@ -148,9 +151,19 @@ impl Cluster {
             .collect::<anyhow::Result<Vec<_>>>()?;
         // Every player logs in from 127.0.0.1: lift the per-IP login burst.
         let burst = (4 * PLAYERS).to_string();
-        let gate = start_gate(&redis.url, &["--login-ip-burst", &burst])?;
+        let gate_metrics = format!("127.0.0.1:{}", free_port());
+        let gate = start_gate(
+            &redis.url,
+            &[
+                "--login-ip-burst",
+                &burst,
+                "--metrics-listen",
+                &gate_metrics,
+            ],
+        )?;
         Ok(Cluster {
             gate,
+            gate_metrics,
             shards,
             _keys: keys,
             _redis: redis,
@@ -190,6 +203,26 @@ fn is_sampled(round_trip: usize) -> bool {
 
 fn is_burst(round_trip: usize) -> bool {
     round_trip % BURST_EVERY == BURST_EVERY - 1 && !is_sampled(round_trip)
+}
+
+/// The gate's re-attach and replay counters.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct GateCounts {
+    handoffs: f64,
+    resumes: f64,
+    replayed: f64,
+    protocol_errors: f64,
+}
+
+async fn gate_counts(metrics_addr: &str) -> anyhow::Result<GateCounts> {
+    let text = scrape(metrics_addr).await?;
+    let reattach = |k: &str| sample(&text, &format!("telos_gate_reattach_total{{kind=\"{k}\"}}"));
+    Ok(GateCounts {
+        handoffs: reattach("handoff"),
+        resumes: reattach("resume"),
+        replayed: sample(&text, "telos_gate_replayed_lines_total"),
+        protocol_errors: sample(&text, "telos_gate_protocol_errors_total"),
+    })
 }
 
 /// `i` → a letters-only name (`Walkeraa`, `Walkerab`, ...).
@@ -234,6 +267,8 @@ async fn walk_back_and_forth(mut bot: Bot, out: String) -> anyhow::Result<Walked
             bot.send(dir).await?;
             bot.send(&format!("journal {text}")).await?;
             written.push(text);
+            // Wait until the crossing and its line are applied (sampled:
+            // with a `where`, which must name the destination).
             if is_sampled(r) {
                 let (zone, _, shard) = bot.where_().await?;
                 anyhow::ensure!(
@@ -242,8 +277,10 @@ async fn walk_back_and_forth(mut bot: Bot, out: String) -> anyhow::Result<Walked
                     bot.name
                 );
                 samples.push((zone, shard));
+            } else {
+                bot.sync().await?;
             }
-            // A line between the moves, waited for.
+            // A line between the moves, on the destination, waited for.
             let text = format!("{key} {r} {leg} between");
             let answer = bot.command(&format!("journal {text}")).await?;
             anyhow::ensure!(
@@ -298,6 +335,7 @@ async fn players_crossing_shards_through_the_gate_keep_every_line_once() -> anyh
     for s in &c.shards {
         before.push(counts(&s.metrics).await?);
     }
+    let gate_before = gate_counts(&c.gate_metrics).await?;
 
     let walking = Instant::now();
     let walks: Vec<_> = bots
@@ -369,6 +407,24 @@ async fn players_crossing_shards_through_the_gate_keep_every_line_once() -> anyh
         };
         assert_eq!(moved, want, "{}: handoffs it was the source of", s.id);
     }
+    // The gate followed every crossing as a handoff and never resumed.
+    let gate = gate_counts(&c.gate_metrics).await?;
+    assert_eq!(
+        gate.handoffs - gate_before.handoffs,
+        crossings as f64,
+        "one handoff re-attach per crossing: {gate_before:?} -> {gate:?}"
+    );
+    assert_eq!(gate.resumes, 0.0, "{gate:?}");
+    assert_eq!(gate.protocol_errors, 0.0, "{gate:?}");
+    // Every crossing had at least its pipelined line behind it when the
+    // gate re-attached (the handoff takes milliseconds, the line follows
+    // the move by microseconds).
+    let replayed = gate.replayed - gate_before.replayed;
+    eprintln!("gate: {replayed} lines replayed across handoffs");
+    assert!(
+        replayed >= crossings as f64,
+        "{replayed} lines replayed over {crossings} crossings: {gate:?}"
+    );
     assert!(c.all_running(), "a process exited");
     Ok(())
 }

@@ -97,6 +97,8 @@ fn request(s: &PlayerSnapshot, key: &SigningKey) -> PrepareRequest {
         from_shard_id: s.from_shard.clone(),
         to_shard_id: s.to_shard.clone(),
         handoff_version: telos_world::handoff::HANDOFF_VERSION,
+        // No source address: the destination looks "shard-a" up instead.
+        from_shard_addr: String::new(),
     }
 }
 

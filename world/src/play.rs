@@ -430,7 +430,11 @@ async fn attach_frame(
         epoch: activated.epoch,
         state_version: activated.state_version,
         applied_seq: activated.applied_seq,
-        saved_seq: activated.applied_seq,
+        // Unknown how much of it the row holds: count every line as
+        // unsaved, so the early save fires and the gate gets a DurableAck
+        // soon after each hop (a constant walker would otherwise never be
+        // saved and fill the gate's replay buffer).
+        saved_seq: 0,
         // Not saved since the freeze: the first cadence saves it here.
         dirty: true,
         out: out.clone(),

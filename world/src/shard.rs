@@ -304,11 +304,12 @@ impl Shard {
                 *counts.entry(zone).or_default() += 1;
             }
             let counts: Vec<(String, u64)> = counts.into_iter().collect();
-            if let Err(e) = self
-                .env
-                .directory
-                .set_zone_players(&self.cfg.shard_id, &counts, PRESENCE_TTL)
-                .await
+            if !counts.is_empty()
+                && let Err(e) = self
+                    .env
+                    .directory
+                    .set_zone_players(&self.cfg.shard_id, &counts, PRESENCE_TTL)
+                    .await
             {
                 warn!(error = %e, "publishing zone player counts failed");
             }

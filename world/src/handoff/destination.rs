@@ -54,6 +54,8 @@ pub struct PendingPlayer {
     pub snapshot: PlayerSnapshot,
     pub character: Character,
     pub expires: Instant,
+    /// The source's address as it sent it (empty: look it up).
+    pub from_addr: String,
 }
 
 /// Pending records by token.
@@ -161,6 +163,7 @@ pub fn prepare(
                 snapshot,
                 character,
                 expires: Instant::now() + h.pending_ttl,
+                from_addr: req.from_shard_addr.clone(),
             },
         );
         let (h2, t) = (h.clone(), token.clone());
@@ -245,7 +248,11 @@ pub async fn activate(
         return Err(AttachRefused::WrongConnection);
     }
     let s = &p.snapshot;
-    let committed = match (&h.keys, h.shard_addr(&s.from_shard).await) {
+    let from_addr = match p.from_addr.as_str() {
+        "" => h.shard_addr(&s.from_shard).await,
+        addr => Some(addr.to_string()),
+    };
+    let committed = match (&h.keys, from_addr) {
         (Some(keys), Some(addr)) => {
             let request = CommitRequest {
                 handoff_token: token.to_string(),

@@ -214,6 +214,7 @@ async fn begin_handoff_inner(
         from_shard_id: h.shard_id.clone(),
         to_shard_id: dest.id.clone(),
         handoff_version: h.version,
+        from_shard_addr: h.addr.clone(),
     };
     let prepared = async {
         let mut client = h.peers.handoff(&dest.addr).map_err(|e| e.to_string())?;
