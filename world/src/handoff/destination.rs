@@ -282,10 +282,10 @@ pub async fn activate(
         // answer): mint a newer epoch so it can never write again, and CAS
         // from the row's current version. The snapshot we hold is at least
         // as new as anything it saved.
-        match h.store.claim_character(&s.character).await {
-            Ok(c) => {
-                info!(player = %s.character, epoch = c.epoch, "activating under a newer epoch");
-                (c.epoch, c.row.state_version)
+        match h.store.claim_epoch(&s.character).await {
+            Ok((epoch, state_version)) => {
+                info!(player = %s.character, epoch, "activating under a newer epoch");
+                (epoch, state_version)
             }
             Err(e) => {
                 let err = AttachRefused::Store(e.to_string());

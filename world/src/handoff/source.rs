@@ -176,11 +176,11 @@ async fn begin_handoff_inner(
     let key = req.character.key();
     let claim = h
         .store
-        .claim_character(&key)
+        .claim_epoch(&key)
         .instrument(info_span!("directory_claim"))
         .await;
     let epoch = match claim {
-        Ok(c) => c.epoch,
+        Ok((epoch, _)) => epoch,
         Err(StoreError::NotFound) => {
             // A genuine miss (no row yet) is legitimately unfenceable.
             debug!(player = %key, "no durable row; handing off unfenced at epoch+1");
