@@ -92,8 +92,10 @@ impl PendingPlayers {
     }
 }
 
-/// Rehydrate the character from a verified snapshot (pure).
-pub fn rehydrate(snapshot: &PlayerSnapshot) -> Result<Character, PrepareRefused> {
+/// `applyStateComponents`: rehydrate the character from a verified
+/// snapshot (pure) — the state, the re-sanitized alias field, the reserved
+/// flags re-derived from the signed tier, `wizinvis` cleared.
+pub fn apply_state_components(snapshot: &PlayerSnapshot) -> Result<Character, PrepareRefused> {
     let mut ch = from_state_json(&snapshot.state)
         .map_err(|e| PrepareRefused::Malformed(format!("state: {e}")))?;
     if ch.key() != snapshot.character {
@@ -153,7 +155,7 @@ pub fn prepare(
     if hosted.get(zone).is_none() {
         return Err(PrepareRefused::NotOwner(zone.to_string()));
     }
-    let character = rehydrate(&snapshot)?;
+    let character = apply_state_components(&snapshot)?;
     let token = handoff_token(&snapshot.character, snapshot.epoch);
     let mut map = h.pending.map.lock().expect("pending lock");
     if !map.contains_key(&token) {

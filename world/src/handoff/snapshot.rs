@@ -66,7 +66,7 @@ impl PlayerSnapshot {
             from_shard: from_shard.to_string(),
             to_shard: to_shard.to_string(),
             target_room: target_room.to_string(),
-            state: to_state_json(character),
+            state: dump_state_json(character),
             aliases: character.aliases.clone(),
             state_version,
             applied_seq,
@@ -131,6 +131,12 @@ impl PlayerSnapshot {
         r.end()?;
         Ok(snapshot)
     }
+}
+
+/// `dumpStateJSON`: the snapshot's state is the durable save's serializer,
+/// byte for byte, so storage is bypassed without a second format.
+pub fn dump_state_json(character: &Character) -> Vec<u8> {
+    to_state_json(character)
 }
 
 /// SHA-256 of the canonical bytes: binds character, epoch, target and state.
