@@ -307,11 +307,7 @@ async fn online_elsewhere(shard: &Shard, key: &str) -> Option<String> {
     let entry = online
         .into_iter()
         .find(|p| p.name.eq_ignore_ascii_case(key) && p.shard != shard.id())?;
-    let shards = shard.env.directory.shards().await.ok()?;
-    shards
-        .into_iter()
-        .find(|s| s.id == entry.shard)
-        .map(|s| s.addr)
+    shard.env.handoff.shard_addr(&entry.shard).await
 }
 
 /// The zone of the character's saved room (instances and unknown rooms fall

@@ -1,50 +1,20 @@
 //! Drain-target selection and reservations against a real, private
 //! redis-server.
 
-use std::future::Future;
 use std::time::Duration;
 
-use telos_testkit::RedisServer;
-
 use super::drain::{PRESENCE_REFLECT_WINDOW, drain_reservation_ttl};
+use super::tests::{eventually, setup};
 use super::*;
 
 /// Long enough that nothing expires while a test is looking at it.
 const LONG: Duration = Duration::from_secs(30);
 /// Short enough to watch a hold expire within a test.
 const SHORT: Duration = Duration::from_millis(200);
-/// Upper bound on waiting for the server clock to pass an expiry.
-const EXPIRY_WAIT: Duration = Duration::from_secs(5);
-
-async fn setup() -> (RedisServer, Directory) {
-    let server = RedisServer::start().expect("redis-server");
-    let dir = Directory::connect(&server.url).await.expect("connect");
-    (server, dir)
-}
-
-/// Polls `check` until it holds, failing the test after [`EXPIRY_WAIT`].
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + EXPIRY_WAIT;
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 /// The Redis server's clock in ms, the one every hold expiry is judged by.
 async fn server_now_ms(dir: &Directory) -> u64 {
-    let (secs, micros): (u64, u64) = redis::cmd("TIME")
-        .query_async(&mut dir.conn())
-        .await
-        .unwrap();
-    secs * 1000 + micros / 1000
+    dir.server_time_ms().await.expect("TIME")
 }
 
 /// Waits until the server clock is past `expiry_ms`.

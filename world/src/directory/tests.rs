@@ -14,7 +14,7 @@ const SHORT: Duration = Duration::from_millis(300);
 /// Upper bound on waiting for a server-side expiry to be observed.
 const EXPIRY_WAIT: Duration = Duration::from_secs(5);
 
-async fn setup() -> (RedisServer, Directory) {
+pub(super) async fn setup() -> (RedisServer, Directory) {
     let server = RedisServer::start().expect("redis-server");
     let dir = Directory::connect(&server.url).await.expect("connect");
     (server, dir)
@@ -22,7 +22,7 @@ async fn setup() -> (RedisServer, Directory) {
 
 /// Polls `check` until it holds (server-side TTLs run on Redis's clock, so
 /// the test waits on what Redis reports rather than sleeping a guess).
-async fn eventually<F, Fut>(what: &str, mut check: F)
+pub(super) async fn eventually<F, Fut>(what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,

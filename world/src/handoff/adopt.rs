@@ -106,6 +106,22 @@ pub async fn adopt_zone(
 /// Build and run `zone` ahead of its lease, confirmed by our own
 /// `ClaimZone` succeeding before `deadline`, un-adopted otherwise.
 pub fn build_adopted(shard: &Arc<Shard>, zone: &str, def: Arc<ZoneDef>, deadline: Instant) {
+    let (lease, handle) = spawn_unconfirmed(shard, zone, def);
+    let (s, z) = (shard.clone(), zone.to_string());
+    shard.tracker.spawn(
+        async move { confirm_adoption(&s, &z, lease, handle, deadline).await }
+            .instrument(info_span!("adopt", zone = %template_of(zone))),
+    );
+}
+
+/// Run `zone` under a lease not yet ours: it takes no one until the lease
+/// is confirmed. Shared by drain adoptions and transfer targets, which
+/// differ only in how they confirm.
+pub(super) fn spawn_unconfirmed(
+    shard: &Arc<Shard>,
+    zone: &str,
+    def: Arc<ZoneDef>,
+) -> (LeaseState, ZoneHandle) {
     let lease = LeaseState::unconfirmed(shard.cfg.lease_ttl);
     let handle = spawn_adopted_zone(
         shard.env.clone(),
@@ -115,11 +131,7 @@ pub fn build_adopted(shard: &Arc<Shard>, zone: &str, def: Arc<ZoneDef>, deadline
         &shard.tracker,
         &shard.root,
     );
-    let (s, z) = (shard.clone(), zone.to_string());
-    shard.tracker.spawn(
-        async move { confirm_adoption(&s, &z, lease, handle, deadline).await }
-            .instrument(info_span!("adopt", zone = %template_of(zone))),
-    );
+    (lease, handle)
 }
 
 /// Guard 2 and 3: watch for the flip through our own `ClaimZone`; confirm

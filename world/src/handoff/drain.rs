@@ -127,13 +127,14 @@ async fn handover_inner(
     let mut last_error = String::new();
     // Only peers speaking our handoff version are candidates: a rolling
     // upgrade's skew refuses the move instead of mis-trusting it.
-    let incompatible: Vec<String> = dir
+    let peers = dir
         .shards()
         .await
-        .map_err(|e| HandoverError::Directory(e.to_string()))?
-        .into_iter()
+        .map_err(|e| HandoverError::Directory(e.to_string()))?;
+    let incompatible: Vec<String> = peers
+        .iter()
         .filter(|s| s.handoff_version != shard.env.handoff.version)
-        .map(|s| s.id)
+        .map(|s| s.id.clone())
         .collect();
     // The target, and whether the selector reserved `count` on it for us.
     let (target, reserved) = loop {
@@ -142,13 +143,10 @@ async fn handover_inner(
         }
         let (target, reserved) = match to {
             Some(id) if tried.is_empty() => {
-                let shards = dir
-                    .shards()
-                    .await
-                    .map_err(|e| HandoverError::Directory(e.to_string()))?;
-                let target = shards
-                    .into_iter()
+                let target = peers
+                    .iter()
                     .find(|s| s.id == id)
+                    .cloned()
                     .ok_or(HandoverError::NoPeer)?;
                 (target, false)
             }

@@ -28,12 +28,13 @@ use tokio::time::Instant;
 use tokio_stream::StreamExt;
 use tracing::{Instrument, info, info_span, warn};
 
+use super::adopt::spawn_unconfirmed;
 use crate::directory::keys;
 use crate::directory::transfer::{Completion, Transfer};
 use crate::game::{ZoneDef, template_of};
 use crate::shard::Shard;
+use crate::zone::ZoneHandle;
 use crate::zone::lease::LeaseState;
-use crate::zone::{ZoneHandle, spawn_adopted_zone};
 
 /// The safety poll: every shard re-reads every pending transfer this often.
 pub const TRANSFER_POLL: Duration = Duration::from_secs(1);
@@ -294,15 +295,7 @@ async fn target_step(shard: &Arc<Shard>, t: &Transfer, source_live: bool) -> any
 /// Build `zone` ahead of its lease (opens park on it) and open it when
 /// completion places the zone on us, un-adopting it at `deadline` otherwise.
 fn prebuild_target(shard: &Arc<Shard>, zone: &str, def: Arc<ZoneDef>, deadline: Instant) {
-    let lease = LeaseState::unconfirmed(shard.cfg.lease_ttl);
-    let handle = spawn_adopted_zone(
-        shard.env.clone(),
-        zone,
-        def,
-        lease.clone(),
-        &shard.tracker,
-        &shard.root,
-    );
+    let (lease, handle) = spawn_unconfirmed(shard, zone, def);
     let (s, z) = (shard.clone(), zone.to_string());
     shard.tracker.spawn(
         async move { open_on_completion(&s, &z, lease, handle, deadline).await }
