@@ -19,7 +19,7 @@ use telos_testkit::process::{Proc, WorldOpts, start_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::{path_to_zone, start_room, starter_zones, walk};
 use telos_world::game::from_state_json;
-use telos_world::handoff::runtime::PENDING_TTL;
+use telos_world::handoff::runtime::{PENDING_TTL, RPC_TIMEOUT};
 use telos_world::handoff::snapshot::handoff_token;
 use telos_world::store::{CharacterRow, Store};
 use tokio::time::Instant;
@@ -358,7 +358,7 @@ async fn source_killed_after_the_redirect_activates_under_a_newer_epoch() -> any
     p.wait_ack(seq).await?;
     assert_eq!(p.journal().await?, expected);
 
-    // b fenced a out before activating, and writes under the newer epoch.
+    // b fenced a out before its first write, and writes under the newer epoch.
     let r = row(&store, "Sage").await?;
     assert!(
         r.owner_epoch > snapshot_epoch,
@@ -369,6 +369,76 @@ async fn source_killed_after_the_redirect_activates_under_a_newer_epoch() -> any
     let r = row(&store, "Sage").await?;
     assert!(r.owner_epoch > snapshot_epoch);
     assert_eq!(row_journal(&r)?, expected);
+    Ok(())
+}
+
+/// Lets a stopped process run again however the test ends.
+struct Continue<'a>(&'a Proc);
+
+impl Drop for Continue<'_> {
+    fn drop(&mut self) {
+        self.0.signal(libc::SIGCONT);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_source_holds_the_destinations_writes_not_its_play() -> anyhow::Result<()> {
+    let c = Cluster::start(&[], &[])?;
+    let store = c.store().await?;
+    let mut expected = Vec::new();
+    let (mut p, last) = to_the_boundary(&c, "Hale").await?;
+    let seq = journal_lines(&mut p, "before", 2, &mut expected).await?;
+    p.wait_ack(seq).await?;
+    let move_seq = p.send(&last).await?;
+    let redirect = p.until_redirect().await?;
+    let snapshot_epoch = row(&store, "Hale").await?.owner_epoch;
+
+    // a hangs before the destination's Commit reaches it: the Commit goes
+    // unanswered for its whole RPC bound.
+    c.a.signal(libc::SIGSTOP);
+    let _continue = Continue(&c.a);
+    let attached_at = Instant::now();
+    let ack = p.follow_redirect(&redirect).await?;
+    assert_eq!(ack, move_seq, "b resumes right after the move line");
+
+    // b plays at once: these lines are applied while a is still stopped...
+    let seq = journal_lines(&mut p, "held", 3, &mut expected).await?;
+    p.wait_ack(seq).await?;
+    let (zone, _, shard) = p.where_().await?;
+    assert_eq!((zone.as_str(), shard.as_str()), ("forest", "shard-b"));
+    // ...but b writes nothing while the Commit is unresolved: the row is
+    // still the source's, at the snapshot's epoch.
+    let r = row(&store, "Hale").await?;
+    assert!(
+        !plain_log(&c.b).contains("activating under a newer epoch"),
+        "b waited for the Commit's outcome before playing ({:?} since the attach)",
+        attached_at.elapsed()
+    );
+    assert_eq!(r.owner_epoch, snapshot_epoch);
+    assert!(
+        !row_journal(&r)?.iter().any(|l| l.starts_with("held")),
+        "a held session wrote its row: {:?}",
+        row_journal(&r)?
+    );
+
+    // The Commit's bound passes: b mints a newer epoch, and only then saves.
+    wait_log(&c.b, "activating under a newer epoch").await?;
+    p.wait_durable(seq).await?;
+    assert!(
+        attached_at.elapsed() >= RPC_TIMEOUT,
+        "durable after {:?}: saved before the Commit resolved",
+        attached_at.elapsed()
+    );
+    let r = row(&store, "Hale").await?;
+    assert!(r.owner_epoch > snapshot_epoch);
+    assert_eq!(row_journal(&r)?, expected);
+
+    // a runs again; its late view of the handoff changes nothing.
+    drop(_continue);
+    let seq = journal_lines(&mut p, "after", 2, &mut expected).await?;
+    p.wait_durable(seq).await?;
+    assert_eq!(p.journal().await?, expected);
+    assert_eq!(p.resumes, 0);
     Ok(())
 }
 
@@ -391,7 +461,11 @@ async fn unreadable_store_at_claim_refuses_the_handoff_and_the_player_stays() ->
     let seq = journal_lines(&mut p, "stayed", 2, &mut expected).await?;
     let text = p.wait_ack(move_seq).await?;
     assert!(text.contains(STAY), "{text:?}");
-    wait_log(&c.a, "ClaimCharacter failed: refusing the handoff").await?;
+    wait_log(
+        &c.a,
+        "ShardForZone + ClaimCharacter failed: refusing the handoff",
+    )
+    .await?;
     p.wait_ack(seq).await?;
     let (zone, room, shard) = p.where_().await?;
     assert_eq!(
@@ -448,7 +522,11 @@ async fn unreachable_redis_at_the_move_refuses_the_handoff_and_the_player_stays(
     drop(paused);
     let pause = paused_at.elapsed();
     assert!(text.contains(STAY), "{text:?}");
-    wait_log(&c.a, "ShardForZone failed").await?;
+    wait_log(
+        &c.a,
+        "ShardForZone + ClaimCharacter failed: refusing the handoff",
+    )
+    .await?;
     p.wait_ack(seq).await?;
     let (zone, room, shard) = p.where_().await?;
     assert_eq!(

@@ -310,6 +310,7 @@ async fn join(
         out,
         wedged: false,
         persist_id: row.persist_id.clone(),
+        commit: None,
     };
     let attached = Attached {
         ack_input_seq: 0,

@@ -22,6 +22,7 @@ use crate::game::{
     Character, display_name, from_state_json, sanitize_loaded, to_state_json, valid_name, zone_of,
 };
 use crate::handoff::destination::{Activated, activate};
+use crate::handoff::fence::{Outcome, SETTLE_BOUND};
 use crate::shard::{Shard, ZoneRoute};
 use crate::store::StoreError;
 use crate::zone::{InputReply, Joining, SessionMeta, ZoneHandle};
@@ -376,6 +377,7 @@ async fn attach_local(
         out: out.clone(),
         wedged: false,
         persist_id: row.persist_id.clone(),
+        commit: None,
     };
     let attached = Attached {
         ack_input_seq: applied_seq,
@@ -406,7 +408,7 @@ async fn attach_frame(
     out: &mpsc::Sender<ServerFrame>,
 ) -> Option<(String, String, ZoneHandle)> {
     let h = &shard.env.handoff;
-    let activated = match activate(h, &attach.token, &attach.conn_id).await {
+    let activated = match activate(h, &attach.token, &attach.conn_id) {
         Ok(a) => a,
         Err(e) => {
             info!(error = %e, "attach refused; the gate resumes from durable state");
@@ -436,6 +438,7 @@ async fn attach_frame(
         out: out.clone(),
         wedged: false,
         persist_id: activated.persist_id.clone(),
+        commit: Some(activated.commit.clone()),
     };
     let attached = Attached {
         ack_input_seq: activated.applied_seq,
@@ -477,17 +480,22 @@ const ADOPTION_POLL: Duration = Duration::from_millis(20);
 async fn save_activated(shard: &Shard, a: &Activated, conn_id: &str) {
     let json = to_state_json(&a.character);
     let key = a.character.key();
+    // Write only under the epoch the Commit's outcome settles on.
+    let (epoch, state_version) = match a.commit.clone().wait(SETTLE_BOUND).await {
+        Some(Outcome::Committed) => (a.epoch, a.state_version),
+        Some(Outcome::Reclaimed {
+            epoch,
+            state_version,
+        }) => (epoch, state_version),
+        None => {
+            warn!(player = %key, "Commit unresolved: not saving (the gate replays from the durable row)");
+            return;
+        }
+    };
     let saved = shard
         .env
         .store
-        .save(
-            &key,
-            a.epoch,
-            a.state_version,
-            &json,
-            conn_id,
-            a.applied_seq,
-        )
+        .save(&key, epoch, state_version, &json, conn_id, a.applied_seq)
         .await;
     if let Err(e) = saved {
         warn!(error = %e, "saving a handed-off player failed");

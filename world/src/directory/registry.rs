@@ -18,7 +18,7 @@ static SHARDS_LIVE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("shards_live.lua")));
 
 /// Builds a [`ShardInfo`] from a registry hash's flat `field, value, ...` list.
-pub(super) fn shard_from_fields(key: &str, flat: &[String]) -> Result<ShardInfo, DirectoryError> {
+pub(crate) fn shard_from_fields(key: &str, flat: &[String]) -> Result<ShardInfo, DirectoryError> {
     let map: HashMap<&str, &str> = flat
         .chunks_exact(2)
         .map(|kv| (kv[0].as_str(), kv[1].as_str()))

@@ -6,20 +6,24 @@
 //! signed tier ([`apply_tier_flags`] via `sanitize_loaded`), `wizinvis`
 //! cleared. A retried `Prepare` converges on the same token and record.
 //!
-//! [`activate`] runs when the gate attaches with the token: phase 2 is the
-//! signed `Commit` to the source. If the source refuses it (it already saved
-//! the snapshot at its TTL) or cannot be reached (it crashed), this shard
-//! mints a newer epoch before activating, so the two never both write.
+//! [`activate`] runs when the gate attaches with the token: the player goes
+//! into play at once and phase 2, the signed `Commit` to the source, runs
+//! alongside. If the source refuses it (it already saved the snapshot at its
+//! TTL) or cannot be reached (it crashed), this shard mints a newer epoch;
+//! the session writes nothing until one or the other is known
+//! ([`super::fence`]), so the two never both write.
 //! A pending record that nobody attaches to within the TTL is saved by this
 //! shard (it holds the newest epoch) — never lost.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use telos_proto::v1::{CommitRequest, PrepareRequest};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
+use super::fence::{CommitFence, CommitResolver, Outcome, commit_fence};
 use super::phase2::{Phase2, sign_phase2, verify_phase2};
 use super::runtime::{Handoff, RPC_TIMEOUT};
 use super::snapshot::{PlayerSnapshot, handoff_token, verify_snapshot};
@@ -224,6 +228,9 @@ pub struct Activated {
     pub state_version: u64,
     pub applied_seq: u64,
     pub persist_id: String,
+    /// Resolves when the `Commit` does; the session holds its writes until
+    /// then.
+    pub commit: CommitFence,
 }
 
 /// Why the gate's attach could not be honoured (it falls back to `Resume`).
@@ -233,74 +240,96 @@ pub enum AttachRefused {
     Unknown,
     #[error("the token belongs to another connection")]
     WrongConnection,
-    #[error("the store is unreachable: {0}")]
-    Store(String),
 }
 
-/// Phase 2: take the pending record, `Commit` on the source, and mint a
-/// newer epoch if the source refused or is gone.
-pub async fn activate(
-    h: &Arc<Handoff>,
-    token: &str,
-    conn_id: &str,
-) -> Result<Activated, AttachRefused> {
+/// Take the pending record for the gate's attach and start phase 2: the
+/// player goes into play at once under the snapshot's epoch, and the signed
+/// `Commit` to the source runs alongside. Its outcome resolves the returned
+/// [`CommitFence`]: committed, or — the source refused (it already saved the
+/// snapshot) or is gone — a newer epoch minted here, so the two never both
+/// write. The session writes nothing before that (see [`super::fence`]).
+pub fn activate(h: &Arc<Handoff>, token: &str, conn_id: &str) -> Result<Activated, AttachRefused> {
     let p = h.pending.take(token).ok_or(AttachRefused::Unknown)?;
     if p.snapshot.conn_id != conn_id {
         h.pending.put_back(h, token.to_string(), p);
         return Err(AttachRefused::WrongConnection);
     }
+    let (resolver, commit) = commit_fence();
     let s = &p.snapshot;
-    let from_addr = match p.from_addr.as_str() {
-        "" => h.shard_addr(&s.from_shard).await,
+    let activated = Activated {
+        epoch: s.epoch,
+        state_version: s.state_version,
+        applied_seq: s.applied_seq,
+        persist_id: s.persist_id.clone(),
+        character: p.character,
+        commit,
+    };
+    let (h, token) = (h.clone(), token.to_string());
+    let (character, from_shard, from_addr) =
+        (s.character.clone(), s.from_shard.clone(), p.from_addr);
+    tokio::spawn(async move {
+        let committed = send_commit(&h, &token, &from_shard, &from_addr).await;
+        settle_commit(&h, &character, committed, resolver).await;
+    });
+    Ok(activated)
+}
+
+/// Phase 2: the signed `Commit` to the source. `false`: refused or
+/// unanswered (logged).
+async fn send_commit(h: &Handoff, token: &str, from_shard: &str, from_addr: &str) -> bool {
+    let Some(keys) = &h.keys else { return false };
+    let addr = match from_addr {
+        "" => h.shard_addr(from_shard).await,
         addr => Some(addr.to_string()),
     };
-    let committed = match (&h.keys, from_addr) {
-        (Some(keys), Some(addr)) => {
-            let request = CommitRequest {
-                handoff_token: token.to_string(),
-                to_shard_id: h.shard_id.clone(),
-                sig: sign_phase2(&keys.handoff, Phase2::Commit, token, &h.shard_id),
-            };
-            match h.peers.handoff(&addr) {
-                Ok(mut client) => {
-                    match tokio::time::timeout(RPC_TIMEOUT, client.commit(traced(request))).await {
-                        Ok(Ok(_)) => true,
-                        Ok(Err(status)) => {
-                            warn!(player = %s.character, %status, "Commit refused by the source");
-                            false
-                        }
-                        Err(_) => false,
-                    }
-                }
-                Err(_) => false,
-            }
-        }
-        _ => false,
+    let Some(addr) = addr else { return false };
+    let request = CommitRequest {
+        handoff_token: token.to_string(),
+        to_shard_id: h.shard_id.clone(),
+        sig: sign_phase2(&keys.handoff, Phase2::Commit, token, &h.shard_id),
     };
-    let (epoch, state_version) = if committed {
-        (s.epoch, s.state_version)
-    } else {
-        // The source may have saved the snapshot (refused) or died (no
-        // answer): mint a newer epoch so it can never write again, and CAS
-        // from the row's current version. The snapshot we hold is at least
-        // as new as anything it saved.
-        match h.store.claim_epoch(&s.character).await {
+    let Ok(mut client) = h.peers.handoff(&addr) else {
+        return false;
+    };
+    match tokio::time::timeout(RPC_TIMEOUT, client.commit(traced(request))).await {
+        Ok(Ok(_)) => true,
+        Ok(Err(status)) => {
+            warn!(from_shard, %status, "Commit refused by the source");
+            false
+        }
+        Err(_) => {
+            warn!(from_shard, "Commit unanswered by the source");
+            false
+        }
+    }
+}
+
+/// Resolve the fence: committed, or a newer epoch minted from the row's
+/// current version (the snapshot the session started from is at least as
+/// new as anything the source saved). A sick store is retried until it
+/// answers or the session is gone; the session stays held meanwhile.
+async fn settle_commit(h: &Handoff, character: &str, committed: bool, resolver: CommitResolver) {
+    if committed {
+        return resolver.resolve(Outcome::Committed);
+    }
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        match h.store.claim_epoch(character).await {
             Ok((epoch, state_version)) => {
-                info!(player = %s.character, epoch, "activating under a newer epoch");
-                (epoch, state_version)
+                info!(player = %character, epoch, "activating under a newer epoch");
+                return resolver.resolve(Outcome::Reclaimed {
+                    epoch,
+                    state_version,
+                });
             }
             Err(e) => {
-                let err = AttachRefused::Store(e.to_string());
-                h.pending.put_back(h, token.to_string(), p);
-                return Err(err);
+                warn!(player = %character, error = %e, "minting a newer epoch failed; the session stays held");
+                if resolver.abandoned() {
+                    return;
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(2));
             }
         }
-    };
-    Ok(Activated {
-        epoch,
-        state_version,
-        applied_seq: p.snapshot.applied_seq,
-        persist_id: p.snapshot.persist_id.clone(),
-        character: p.character,
-    })
+    }
 }

@@ -6,11 +6,14 @@
 //! - [`phase2`]: signed `Commit` / `Abort` digests.
 //! - [`source`]: `begin_handoff` and the frozen snapshots awaiting `Commit`.
 //! - [`destination`]: `Prepare` (verify, rehydrate PENDING) and activation.
+//! - [`fence`]: a handed-off session plays before its `Commit` resolves but
+//!   never writes until it has.
 //! - [`peers`]: pooled channels to other shards.
 
 pub mod adopt;
 pub mod destination;
 pub mod drain;
+pub mod fence;
 pub mod keys;
 pub mod peers;
 pub mod phase2;

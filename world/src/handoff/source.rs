@@ -5,7 +5,10 @@
 //! 1. resolve the destination (`ShardForZone`) **before** minting, so a
 //!    refused move never raises the row's epoch under a live session;
 //! 2. `ClaimCharacter` mints the next `owner_epoch` for the destination
-//!    (an unreadable store refuses the handoff: never proceed unfenced);
+//!    (an unreadable store refuses the handoff: never proceed unfenced).
+//!    Steps 1 and 2 are one Redis script, in that order
+//!    ([`Store::claim_for_handoff`](crate::store::Store::claim_for_handoff)):
+//!    one round trip on the player's pause instead of two;
 //! 3. build and sign the `PlayerSnapshot`, then `Handoff.Prepare`.
 //!
 //! After a successful `Prepare` the source sends `Redirect` and drops the
@@ -28,11 +31,12 @@ use telos_proto::v1::{AbortRequest, PrepareRequest};
 use tokio::time::Instant;
 use tracing::{Instrument, debug, info, info_span, warn};
 
+use super::fence::{CommitFence, Outcome, SETTLE_BOUND};
 use super::phase2::{Phase2, sign_phase2, verify_phase2};
 use super::runtime::{Handoff, RPC_TIMEOUT};
 use super::snapshot::{PlayerSnapshot, sign_snapshot};
 use crate::game::{Character, is_instance_id, template_of, zone_of};
-use crate::store::{SaveOutcome, StoreError};
+use crate::store::{HandoffClaim, SaveOutcome};
 use crate::telemetry::traced;
 
 /// Remember refused (expired) tokens this long, to answer a late `Commit`
@@ -48,6 +52,9 @@ pub struct HandoffRequest {
     pub applied_seq: u64,
     pub persist_id: String,
     pub conn_id: String,
+    /// The player arrived by a handoff whose `Commit` is still in flight:
+    /// `epoch` and `state_version` are final only once it resolves.
+    pub commit: Option<CommitFence>,
 }
 
 /// Prepared: redirect the gate here.
@@ -135,7 +142,7 @@ pub async fn begin_handoff(h: &Arc<Handoff>, req: HandoffRequest) -> Result<Begu
 
 async fn begin_handoff_inner(
     h: &Arc<Handoff>,
-    req: HandoffRequest,
+    mut req: HandoffRequest,
     zone: &str,
     span: &tracing::Span,
     frozen_at: Instant,
@@ -151,46 +158,56 @@ async fn begin_handoff_inner(
     if is_instance_id(zone) {
         return Err(refused("resolve", STAY, None));
     }
-    // 1. Resolve the destination before minting anything.
-    let dest = match h.directory.shard_for_zone(zone).await {
-        Ok(Some(dest)) if dest.id != h.shard_id => dest,
-        Ok(_) => {
+    // The previous hop's Commit decides the epoch and version this one
+    // builds on; it resolves in a round trip (or the RPC bound).
+    if let Some(mut fence) = req.commit.take() {
+        match fence.wait(SETTLE_BOUND).await {
+            Some(Outcome::Committed) => {}
+            Some(Outcome::Reclaimed {
+                epoch,
+                state_version,
+            }) => {
+                req.epoch = req.epoch.max(epoch);
+                req.state_version = state_version;
+            }
+            None => return Err(refused("commit", STAY, None)),
+        }
+    }
+    // 1 + 2. Resolve the destination, then mint its epoch: one script, in
+    // that order, so a refused move never raises the row's epoch. Fail
+    // closed when the store is sick.
+    let key = req.character.key();
+    let claim = h
+        .store
+        .claim_for_handoff(&key, zone, &h.shard_id, h.version)
+        .instrument(info_span!("directory_claim"))
+        .await;
+    let (dest, epoch) = match claim {
+        Ok(HandoffClaim::Minted { dest, epoch, .. }) => (dest, epoch),
+        Ok(HandoffClaim::NoRow(dest)) => {
+            // A genuine miss (no row yet) is legitimately unfenceable.
+            debug!(player = %key, "no durable row; handing off unfenced at epoch+1");
+            (dest, req.epoch + 1)
+        }
+        Ok(HandoffClaim::NoOwner | HandoffClaim::ThisShard) => {
             return Err(refused(
                 "resolve",
                 "The way is closed for now; try again later.",
                 None,
             ));
         }
-        Err(e) => {
-            warn!(error = %e, "ShardForZone failed");
-            return Err(refused("resolve", STAY, None));
-        }
-    };
-    span.record("to_shard", dest.id.as_str());
-    if dest.handoff_version != h.version {
-        // Version skew (a rolling upgrade in progress): refuse, never
-        // mis-trust. The player stays.
-        return Err(refused("version", STAY, None));
-    }
-    // 2. Mint the destination's epoch. Fail closed when the store is sick.
-    let key = req.character.key();
-    let claim = h
-        .store
-        .claim_epoch(&key)
-        .instrument(info_span!("directory_claim"))
-        .await;
-    let epoch = match claim {
-        Ok((epoch, _)) => epoch,
-        Err(StoreError::NotFound) => {
-            // A genuine miss (no row yet) is legitimately unfenceable.
-            debug!(player = %key, "no durable row; handing off unfenced at epoch+1");
-            req.epoch + 1
+        Ok(HandoffClaim::OtherVersion(dest)) => {
+            // Version skew (a rolling upgrade in progress): refuse, never
+            // mis-trust. The player stays.
+            span.record("to_shard", dest.id.as_str());
+            return Err(refused("version", STAY, None));
         }
         Err(e) => {
-            warn!(player = %key, error = %e, "ClaimCharacter failed: refusing the handoff");
+            warn!(player = %key, error = %e, "ShardForZone + ClaimCharacter failed: refusing the handoff");
             return Err(refused("directory_claim", STAY, None));
         }
     };
+    span.record("to_shard", dest.id.as_str());
     span.record("epoch", epoch);
     // 3. Snapshot, sign, Prepare.
     let snapshot = PlayerSnapshot::build(

@@ -50,6 +50,7 @@
 
 mod credential;
 mod error;
+mod handoff_claim;
 mod password;
 mod rows;
 
@@ -60,6 +61,7 @@ use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 
 pub use error::StoreError;
+pub use handoff_claim::HandoffClaim;
 
 /// Prefix of every Telos key (shared with the directory).
 const PREFIX: &str = "telos:";

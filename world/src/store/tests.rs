@@ -389,3 +389,124 @@ async fn unreadable_store_is_an_error_not_a_miss() {
         "{err}"
     );
 }
+
+mod handoff_claim {
+    use super::*;
+    use crate::directory::{Claim, Directory, ShardInfo, ShardState};
+
+    const LONG: Duration = Duration::from_secs(60);
+
+    fn shard(id: &str, handoff_version: u32) -> ShardInfo {
+        ShardInfo {
+            id: id.into(),
+            addr: format!("127.0.0.1:7{}", id.len()),
+            state: ShardState::Live,
+            players: 0,
+            capacity: 100,
+            handoff_version,
+        }
+    }
+
+    async fn epoch(store: &Store, name: &str) -> u64 {
+        store.load(name).await.unwrap().expect("row").owner_epoch
+    }
+
+    #[tokio::test]
+    async fn resolves_before_it_mints_and_mints_only_for_a_live_peer() {
+        let (r, store) = setup().await;
+        let dir = Directory::connect(&r.url).await.unwrap();
+        store
+            .create_character("Ana", "correct horse", b"{}")
+            .await
+            .unwrap();
+        let claim = |zone: &'static str, from: &'static str, version: u32| {
+            let store = &store;
+            async move {
+                store
+                    .claim_for_handoff("ana", zone, from, version)
+                    .await
+                    .unwrap()
+            }
+        };
+
+        // Nobody owns the forest; then an owner that is not live.
+        assert_eq!(claim("forest", "a", 2).await, HandoffClaim::NoOwner);
+        let Claim::Acquired { .. } = dir.claim_zone("forest", "b", LONG).await.unwrap() else {
+            panic!("lease");
+        };
+        assert_eq!(claim("forest", "a", 2).await, HandoffClaim::NoOwner);
+        assert_eq!(epoch(&store, "ana").await, 0, "nothing minted");
+
+        // b is live: minted for b, one epoch per claim.
+        dir.heartbeat(&shard("b", 2), LONG).await.unwrap();
+        assert_eq!(
+            claim("forest", "a", 2).await,
+            HandoffClaim::Minted {
+                dest: shard("b", 2),
+                epoch: 1,
+                state_version: 1
+            }
+        );
+        assert_eq!(epoch(&store, "ana").await, 1);
+
+        // Refusals mint nothing: the zone is the claimant's own, or its
+        // owner speaks another handoff version.
+        assert_eq!(claim("forest", "b", 2).await, HandoffClaim::ThisShard);
+        assert_eq!(
+            claim("forest", "a", 3).await,
+            HandoffClaim::OtherVersion(shard("b", 2))
+        );
+        assert_eq!(epoch(&store, "ana").await, 1);
+
+        // No row yet: a genuine miss, reported with the destination.
+        assert_eq!(
+            store
+                .claim_for_handoff("nobody", "forest", "a", 2)
+                .await
+                .unwrap(),
+            HandoffClaim::NoRow(shard("b", 2))
+        );
+
+        // A pending transfer routes to its target at once.
+        dir.heartbeat(&shard("ccc", 2), LONG).await.unwrap();
+        dir.register_zones(&["forest".to_string()]).await.unwrap();
+        dir.propose_transfer("forest", "ccc")
+            .await
+            .unwrap()
+            .expect("proposal accepted");
+        let HandoffClaim::Minted { dest, epoch: e, .. } = claim("forest", "a", 2).await else {
+            panic!("minted for the transfer target");
+        };
+        assert_eq!((dest.id.as_str(), e), ("ccc", 2));
+    }
+
+    #[tokio::test]
+    async fn refuses_instance_zones_and_fails_on_a_corrupt_row() {
+        let (r, store) = setup().await;
+        let dir = Directory::connect(&r.url).await.unwrap();
+        store
+            .create_character("Bo", "correct horse", b"{}")
+            .await
+            .unwrap();
+        let err = store
+            .claim_for_handoff("bo", "crypt#3", "a", 2)
+            .await
+            .unwrap_err();
+        assert!(err.is_refused(), "{err}");
+
+        dir.claim_zone("forest", "b", LONG).await.unwrap();
+        dir.heartbeat(&shard("b", 2), LONG).await.unwrap();
+        let _: i64 = redis::cmd("HSET")
+            .arg("telos:char:bo")
+            .arg("owner_epoch")
+            .arg("not-a-number")
+            .query_async(&mut store.conn())
+            .await
+            .unwrap();
+        let err = store
+            .claim_for_handoff("bo", "forest", "a", 2)
+            .await
+            .unwrap_err();
+        assert!(!err.is_refused(), "a store that cannot mint fails: {err}");
+    }
+}

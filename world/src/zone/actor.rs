@@ -168,7 +168,7 @@ impl ZoneActor {
                         break;
                     }
                 }
-                _ = save.tick() => self.save_all().await,
+                _ = save.tick() => self.save_all(false).await,
             }
         }
         self.env.hosted.remove_if(&self.handle);
@@ -248,14 +248,14 @@ impl ZoneActor {
                     .is_some_and(|m| m.conn_id == conn_id)
                 {
                     debug!(zone = %self.id, player = %key, "link dead: saving and removing");
-                    self.save(&key).await;
+                    self.save_final(&key).await;
                     self.remove(&key);
                 }
             }
             Msg::Shutdown { reason, reply } => {
                 self.stopping = true;
                 self.unfreeze_all().await;
-                self.save_all().await;
+                self.save_all(true).await;
                 for key in self.sessions.keys().cloned().collect::<Vec<_>>() {
                     self.close(&key, &reason, false);
                 }
@@ -398,7 +398,7 @@ impl ZoneActor {
             }
             Action::Quit => {
                 self.ack(key, seq);
-                self.save(key).await;
+                self.save_final(key).await;
                 self.close(key, "Goodbye.", true);
                 return InputReply::Gone;
             }
@@ -515,6 +515,11 @@ impl ZoneActor {
             return;
         };
         f.in_flight = true;
+        // Arrived by a handoff whose Commit is still in flight: the epoch
+        // and version this one builds on are known only once it resolves.
+        let commit = (!f.meta.writable())
+            .then(|| f.meta.commit.clone())
+            .flatten();
         let request = HandoffRequest {
             character: f.character.clone(),
             target_room: f.target_room.clone(),
@@ -523,6 +528,7 @@ impl ZoneActor {
             applied_seq: f.meta.applied_seq,
             persist_id: f.meta.persist_id.clone(),
             conn_id: f.meta.conn_id.clone(),
+            commit,
         };
         let (handoff, tx, key) = (
             self.env.handoff.clone(),
@@ -589,6 +595,8 @@ impl ZoneActor {
             queued,
             ..
         } = frozen;
+        // Settle a resolved commit fence before comparing epochs.
+        meta.writable();
         if let Some(epoch) = minted {
             // This attempt minted the newest epoch; the staying session
             // writes under it, so its next save is not refused as stale.
@@ -690,11 +698,26 @@ impl ZoneActor {
 
     /// Save one player with the CAS on `state_version` and `owner_epoch`;
     /// on success the gate gets `DurableAck` for every line applied so far.
+    /// A cadence or early save: skipped while a handoff's `Commit` is in
+    /// flight (the player stays dirty; the next one catches up).
     async fn save(&mut self, key: &str) {
+        self.save_as(key, false).await;
+    }
+
+    /// A save that must not be skipped (quit, link loss, a wedged gate,
+    /// shutdown): waits, bounded, for an in-flight `Commit` first.
+    async fn save_final(&mut self, key: &str) {
+        self.save_as(key, true).await;
+    }
+
+    async fn save_as(&mut self, key: &str, settle: bool) {
         let (Some(character), Some(meta)) = (self.state.character(key), self.sessions.get_mut(key))
         else {
             return;
         };
+        if settle && meta.needs_save() && !meta.settle().await {
+            warn!(zone = %self.id, player = %key, "Commit still unresolved: not saving (the gate replays from the durable row)");
+        }
         if let Saved::NotOwner {
             carried,
             winner,
@@ -719,7 +742,8 @@ impl ZoneActor {
         }
     }
 
-    async fn save_all(&mut self) {
+    /// Save everyone who needs it; `settle`: as final saves.
+    async fn save_all(&mut self, settle: bool) {
         let keys: Vec<String> = self
             .sessions
             .iter()
@@ -727,7 +751,7 @@ impl ZoneActor {
             .map(|(k, _)| k.clone())
             .collect();
         for key in keys {
-            self.save(&key).await;
+            self.save_as(&key, settle).await;
         }
     }
 
@@ -764,7 +788,7 @@ impl ZoneActor {
         for key in wedged {
             warn!(zone = %self.id, player = %key, "out channel full: reclaiming a wedged session");
             metrics::counter!("telos_wedged_reclaims_total").increment(1);
-            self.save(&key).await;
+            self.save_final(&key).await;
             self.remove(&key);
         }
     }
@@ -781,7 +805,7 @@ impl ZoneActor {
                 m.output("The world fades around you...\n".into());
             }
         }
-        self.save_all().await;
+        self.save_all(true).await;
         for key in keys {
             self.close(&key, "zone lease lost", false);
         }

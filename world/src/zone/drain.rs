@@ -150,6 +150,7 @@ impl ZoneActor {
         let frozen: Vec<(String, FrozenPlayer)> = self.frozen.drain().collect();
         for (key, mut f) in frozen {
             f.meta.dirty = true;
+            f.meta.settle().await;
             save_player(&self.env.store, &self.id, &f.character, &mut f.meta).await;
             f.meta.send(Frame::Closed(Closed {
                 reason: "The world shifts around you; reconnecting...".into(),
@@ -170,6 +171,7 @@ impl ZoneActor {
                 (self.state.character(&key), self.sessions.get_mut(&key))
             {
                 meta.dirty = true;
+                meta.settle().await;
                 save_player(&self.env.store, &self.id, ch, meta).await;
             }
             self.remove(&key);

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use telos_proto::v1::{DurableAck, server_frame::Frame};
-use tracing::warn;
+use tracing::{debug, warn};
 
 use super::session::SessionMeta;
 use crate::game::{Character, to_state_json};
@@ -26,6 +26,8 @@ pub enum Saved {
     },
     /// Redis failed or timed out; still dirty.
     Failed,
+    /// Held by an unresolved commit fence: not sent, still dirty.
+    Held,
 }
 
 /// Save `character` under `meta`'s epoch and version.
@@ -39,6 +41,10 @@ pub async fn save_player(
         return Saved::Done;
     }
     let key = character.key();
+    if !meta.writable() {
+        debug!(zone, player = %key, "save held: the handoff's Commit is still in flight");
+        return Saved::Held;
+    }
     let json = to_state_json(character);
     let (epoch, seq) = (meta.epoch, meta.applied_seq);
     let mut result = tokio::time::timeout(

@@ -4,6 +4,7 @@ use telos_proto::v1::{ServerFrame, server_frame::Frame};
 use tokio::sync::mpsc;
 
 use crate::game::Character;
+use crate::handoff::fence::{CommitFence, Outcome, SETTLE_BOUND};
 
 /// Bound of a player's out channel (frames towards the gate). A gate that
 /// stops reading fills it; the player is then "wedged" and reclaimed rather
@@ -31,6 +32,10 @@ pub struct SessionMeta {
     pub wedged: bool,
     /// The durable row this character saves to (rides the handoff snapshot).
     pub persist_id: String,
+    /// Handed off here and its `Commit` is still in flight: the session
+    /// plays but must not write until it resolves (see
+    /// [`fence`](crate::handoff::fence)).
+    pub commit: Option<CommitFence>,
 }
 
 impl SessionMeta {
@@ -57,6 +62,41 @@ impl SessionMeta {
 
     pub fn needs_save(&self) -> bool {
         self.dirty || self.unsaved_lines() > 0
+    }
+
+    /// May this session write the durable row now? Settles a resolved
+    /// commit fence into the epoch and version first; `false` while the
+    /// `Commit` is still in flight.
+    pub fn writable(&mut self) -> bool {
+        let Some(fence) = &self.commit else {
+            return true;
+        };
+        match fence.outcome() {
+            None => false,
+            Some(outcome) => {
+                if let Outcome::Reclaimed {
+                    epoch,
+                    state_version,
+                } = outcome
+                {
+                    // Never lower: a refused handoff from here may have
+                    // minted an even newer epoch meanwhile.
+                    self.epoch = self.epoch.max(epoch);
+                    self.state_version = state_version;
+                }
+                self.commit = None;
+                true
+            }
+        }
+    }
+
+    /// For a save that must not be skipped: wait (bounded) for an in-flight
+    /// `Commit`, then settle it. `false`: still unresolved.
+    pub async fn settle(&mut self) -> bool {
+        if let Some(fence) = &mut self.commit {
+            fence.wait(SETTLE_BOUND).await;
+        }
+        self.writable()
     }
 }
 
@@ -94,4 +134,84 @@ pub enum InputReply {
     /// The player is not (or no longer) in this zone under this connection
     /// (quit, taken over, or handed off to another shard).
     Gone,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handoff::fence::commit_fence;
+
+    fn meta(epoch: u64, state_version: u64) -> SessionMeta {
+        let (out, _) = mpsc::channel(1);
+        SessionMeta {
+            conn_id: "c".into(),
+            epoch,
+            state_version,
+            applied_seq: 5,
+            saved_seq: 0,
+            dirty: true,
+            out,
+            wedged: false,
+            persist_id: "p".into(),
+            commit: None,
+        }
+    }
+
+    #[test]
+    fn a_session_without_a_fence_is_writable() {
+        assert!(meta(3, 1).writable());
+    }
+
+    #[test]
+    fn held_until_committed_then_writes_under_the_snapshot_epoch() {
+        let (resolver, fence) = commit_fence();
+        let mut m = meta(7, 2);
+        m.commit = Some(fence);
+        assert!(!m.writable());
+        assert!(!m.writable(), "still held on a second look");
+        resolver.resolve(Outcome::Committed);
+        assert!(m.writable());
+        assert_eq!((m.epoch, m.state_version), (7, 2));
+        assert!(m.commit.is_none());
+    }
+
+    #[test]
+    fn reclaimed_moves_to_the_newer_epoch_and_the_rows_version() {
+        let (resolver, fence) = commit_fence();
+        let mut m = meta(7, 2);
+        m.commit = Some(fence);
+        resolver.resolve(Outcome::Reclaimed {
+            epoch: 9,
+            state_version: 3,
+        });
+        assert!(m.writable());
+        assert_eq!((m.epoch, m.state_version), (9, 3));
+    }
+
+    #[test]
+    fn reclaimed_never_lowers_an_epoch_minted_meanwhile() {
+        let (resolver, fence) = commit_fence();
+        let mut m = meta(7, 2);
+        m.commit = Some(fence);
+        m.epoch = 11; // a refused handoff from here minted 11
+        resolver.resolve(Outcome::Reclaimed {
+            epoch: 9,
+            state_version: 3,
+        });
+        assert!(m.writable());
+        assert_eq!((m.epoch, m.state_version), (11, 3));
+    }
+
+    #[tokio::test]
+    async fn settle_waits_for_the_outcome() {
+        let (resolver, fence) = commit_fence();
+        let mut m = meta(7, 2);
+        m.commit = Some(fence);
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            resolver.resolve(Outcome::Committed);
+        });
+        assert!(m.settle().await);
+        assert!(m.commit.is_none());
+    }
 }

@@ -1,0 +1,123 @@
+//! The commit fence: a handed-off player plays before its `Commit` resolves,
+//! but never writes until it has.
+//!
+//! The destination puts the player into play as soon as the gate attaches
+//! and sends the signed `Commit` to the source alongside, so the player's
+//! pause does not wait on that round trip. What the `Commit` decides is
+//! only *which epoch the destination writes under*:
+//! - accepted ([`Outcome::Committed`]): the snapshot's epoch, minted by the
+//!   source's `ClaimCharacter`, and the snapshot's `state_version`;
+//! - refused (the source already saved the frozen snapshot at its pending
+//!   TTL) or unanswered (the source crashed or hangs): a newer epoch, minted
+//!   by the destination's own `ClaimCharacter`, from the row's current
+//!   version ([`Outcome::Reclaimed`]).
+//!
+//! Until then the session is *held*: it applies input and the gate keeps
+//! every line un-`DurableAck`ed, but no save is sent, so the source's
+//! possible save of the frozen snapshot under the same epoch can never race
+//! a destination write. Never two writers: the source removed the player
+//! before the `Redirect` and only ever writes the frozen snapshot; the
+//! destination writes only after the fence resolves. Nothing lost: whatever
+//! the held session applied is either saved once the fence resolves or still
+//! in the gate's replay buffer, above the durable row's `applied_seq`.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::runtime::RPC_TIMEOUT;
+
+/// How long a save that must not be skipped (quit, link loss, shutdown,
+/// drain, another handoff) waits for an in-flight `Commit`: its RPC bound
+/// plus the destination's own claim when the source does not answer.
+pub const SETTLE_BOUND: Duration = Duration::from_millis(RPC_TIMEOUT.as_millis() as u64 + 1_000);
+
+/// How an in-flight `Commit` resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The source accepted it: write under the snapshot's epoch and version.
+    Committed,
+    /// Refused or unanswered: a newer epoch was minted; write under it, from
+    /// the row's version as that claim read it.
+    Reclaimed { epoch: u64, state_version: u64 },
+}
+
+/// The session's side: travels with the player in its `SessionMeta`.
+#[derive(Debug, Clone)]
+pub struct CommitFence(watch::Receiver<Option<Outcome>>);
+
+/// The `Commit` task's side: resolves the fence exactly once.
+#[derive(Debug)]
+pub struct CommitResolver(watch::Sender<Option<Outcome>>);
+
+/// A new, unresolved fence.
+pub fn commit_fence() -> (CommitResolver, CommitFence) {
+    let (tx, rx) = watch::channel(None);
+    (CommitResolver(tx), CommitFence(rx))
+}
+
+impl CommitFence {
+    /// The outcome, if the `Commit` has resolved.
+    pub fn outcome(&self) -> Option<Outcome> {
+        *self.0.borrow()
+    }
+
+    /// Wait for the outcome, at most `bound`. `None`: still unresolved (or
+    /// its task is gone, which resolves nothing).
+    pub async fn wait(&mut self, bound: Duration) -> Option<Outcome> {
+        let waited = tokio::time::timeout(bound, self.0.wait_for(Option::is_some)).await;
+        match waited {
+            Ok(Ok(outcome)) => *outcome,
+            _ => None,
+        }
+    }
+}
+
+impl CommitResolver {
+    pub fn resolve(self, outcome: Outcome) {
+        // No receiver left: the session ended meanwhile; nothing to tell.
+        let _ = self.0.send(Some(outcome));
+    }
+
+    /// Every session copy is gone (the player left while unresolved).
+    pub fn abandoned(&self) -> bool {
+        self.0.is_closed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn unresolved_until_resolved_then_every_copy_sees_it() {
+        let (resolver, mut fence) = commit_fence();
+        let mut copy = fence.clone();
+        assert_eq!(fence.outcome(), None);
+        assert_eq!(fence.wait(Duration::from_millis(10)).await, None);
+        let reclaimed = Outcome::Reclaimed {
+            epoch: 9,
+            state_version: 4,
+        };
+        resolver.resolve(reclaimed);
+        assert_eq!(fence.outcome(), Some(reclaimed));
+        assert_eq!(copy.wait(Duration::from_secs(1)).await, Some(reclaimed));
+    }
+
+    #[tokio::test]
+    async fn abandoned_once_every_session_copy_is_dropped() {
+        let (resolver, fence) = commit_fence();
+        let copy = fence.clone();
+        drop(fence);
+        assert!(!resolver.abandoned());
+        drop(copy);
+        assert!(resolver.abandoned());
+    }
+
+    #[tokio::test]
+    async fn a_dropped_resolver_never_resolves() {
+        let (resolver, mut fence) = commit_fence();
+        drop(resolver);
+        assert_eq!(fence.wait(Duration::from_millis(50)).await, None);
+    }
+}

@@ -1,0 +1,103 @@
+//! `ShardForZone` then `ClaimCharacter` for a handoff, in one round trip
+//! (`claim_handoff.lua`): the destination is resolved first and the next
+//! `owner_epoch` is minted only for a live peer speaking this shard's
+//! handoff version.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+use super::{Store, StoreError, row_key};
+use crate::directory::ShardInfo;
+use crate::directory::keys;
+use crate::directory::registry::shard_from_fields;
+
+static CLAIM_HANDOFF: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("claim_handoff.lua")));
+
+/// What [`Store::claim_for_handoff`] found. Only [`HandoffClaim::Minted`]
+/// wrote anything.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HandoffClaim {
+    /// No live shard serves the zone (free, or its owner's entry expired).
+    NoOwner,
+    /// The zone is served by this shard itself.
+    ThisShard,
+    /// The owner speaks another handoff protocol version (rolling upgrade).
+    OtherVersion(ShardInfo),
+    /// The character has no durable row yet: a genuine miss.
+    NoRow(ShardInfo),
+    /// The destination's epoch, minted; `state_version` as the mint read it.
+    Minted {
+        dest: ShardInfo,
+        epoch: u64,
+        state_version: u64,
+    },
+}
+
+impl Store {
+    /// Resolve the shard serving `zone` (a pending transfer's target first)
+    /// and, if it is a live peer speaking `version`, mint `name`'s next
+    /// `owner_epoch` for it — atomically, in that order.
+    pub async fn claim_for_handoff(
+        &self,
+        name: &str,
+        zone: &str,
+        this_shard: &str,
+        version: u32,
+    ) -> Result<HandoffClaim, StoreError> {
+        if zone.is_empty() || zone.contains('#') {
+            return Err(StoreError::Invalid(format!(
+                "not a handoff destination zone: {zone:?}"
+            )));
+        }
+        let row = row_key(name)?;
+        let reply: Vec<String> = CLAIM_HANDOFF
+            .key(keys::zone_lease(zone))
+            .key(keys::transfer(zone))
+            .key(&row)
+            .arg(keys::shard(""))
+            .arg(this_shard)
+            .arg(version.to_string())
+            .invoke_async(&mut self.conn())
+            .await?;
+        let corrupt = |key: &str, reason: String| StoreError::Corrupt {
+            key: key.to_string(),
+            reason,
+        };
+        let [status, epoch, state_version, entry @ ..] = reply.as_slice() else {
+            return Err(corrupt(&row, format!("short reply {reply:?}")));
+        };
+        if status == "none" {
+            return Ok(HandoffClaim::NoOwner);
+        }
+        if status == "self" {
+            return Ok(HandoffClaim::ThisShard);
+        }
+        let owner_key = keys::shard(entry_field(entry, "id").unwrap_or_default());
+        let dest =
+            shard_from_fields(&owner_key, entry).map_err(|e| corrupt(&owner_key, e.to_string()))?;
+        let number = |value: &str, field: &str| {
+            value
+                .parse::<u64>()
+                .map_err(|_| corrupt(&row, format!("field {field} missing or not a number")))
+        };
+        match status.as_str() {
+            "version" => Ok(HandoffClaim::OtherVersion(dest)),
+            "norow" => Ok(HandoffClaim::NoRow(dest)),
+            "minted" => Ok(HandoffClaim::Minted {
+                dest,
+                epoch: number(epoch, "owner_epoch")?,
+                state_version: number(state_version, "state_version")?,
+            }),
+            other => Err(corrupt(&row, format!("unknown claim status {other:?}"))),
+        }
+    }
+}
+
+/// A field of a flat `HGETALL` reply.
+fn entry_field<'a>(flat: &'a [String], name: &str) -> Option<&'a str> {
+    flat.chunks_exact(2)
+        .find(|kv| kv[0] == name)
+        .map(|kv| kv[1].as_str())
+}
