@@ -37,7 +37,9 @@
 //! (freeze → `Commit`, `telos_handoff_pause_seconds` from `/metrics`), to
 //! tell waiting on round trips from waiting on CPU.
 //!
-//! `TELOS_BENCH_SECS` overrides the measured seconds per side of each case.
+//! `TELOS_BENCH_SECS` overrides the measured seconds per side of each case;
+//! `TELOS_BENCH_PERF=<prefix>` profiles the servers during the handoff
+//! sides (see [`Profiler`]).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -270,6 +272,42 @@ impl Servers {
     }
 }
 
+/// `TELOS_BENCH_PERF=<prefix>`: record the servers with `perf` (DWARF call
+/// graphs) during each case's handoff side, into `<prefix>-<players>.data`
+/// (`perf report -i <file> --no-children --sort comm,sym`).
+struct Profiler(Option<std::process::Child>);
+
+impl Profiler {
+    fn start(servers: &Servers, players: usize) -> anyhow::Result<Profiler> {
+        let Ok(prefix) = std::env::var("TELOS_BENCH_PERF") else {
+            return Ok(Profiler(None));
+        };
+        let pids: Vec<String> = servers.0.iter().map(|p| p.to_string()).collect();
+        let child = std::process::Command::new("perf")
+            .args(["record", "-q", "-F", "1999", "--call-graph", "dwarf,16384"])
+            .arg("-o")
+            .arg(format!("{prefix}-{players}.data"))
+            .arg("-p")
+            .arg(pids.join(","))
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .context("starting perf (TELOS_BENCH_PERF is set)")?;
+        // perf attaches asynchronously; the warm-up covers the rest.
+        std::thread::sleep(Duration::from_millis(200));
+        Ok(Profiler(Some(child)))
+    }
+
+    fn stop(self) -> anyhow::Result<()> {
+        let Some(mut child) = self.0 else {
+            return Ok(());
+        };
+        // SAFETY: signalling our own child by pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        child.wait()?;
+        Ok(())
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     let secs = std::env::var("TELOS_BENCH_SECS")
         .ok()
@@ -474,7 +512,9 @@ async fn run_case(
 
     let idle = c.crossers.split_off(players);
     let (sum0, count0) = cluster.source_pauses().await?;
+    let profiler = Profiler::start(&servers, players)?;
     let (mut crossers, handoff) = measure_side(&servers, c.crossers, measure, Walker::step).await?;
+    profiler.stop()?;
     let (sum1, count1) = cluster.source_pauses().await?;
     crossers.extend(idle);
 
