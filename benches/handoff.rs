@@ -15,10 +15,11 @@
 //! - **handoff**: a [`Bot`] at the west gate walks into the forest and back.
 //!   The pause is from writing the move line to reading the first line of
 //!   output from the destination (the new room's title), as the player
-//!   sees it: the source's freeze, `ShardForZone` and `ClaimCharacter` in
-//!   Redis, `Handoff.Prepare`, the `Redirect`, the gate's new stream with
-//!   `Attach`, the destination's registry read and `Handoff.Commit`, the
-//!   join.
+//!   sees it: the source's freeze, `ShardForZone` + `ClaimCharacter` (one
+//!   Redis script), `Handoff.Prepare`, the `Redirect`, the gate's new
+//!   stream with `Attach`, the join. (`Handoff.Commit` runs alongside the
+//!   join: the destination plays at once and holds its writes until the
+//!   Commit resolves.)
 //! - **same-shard move**: the same walk at the south gate, into the docks
 //!   and back: a cross-zone move from one zone actor to another in-process.
 //! - **unary**: the raw tonic unary round trip from this process to a
@@ -98,11 +99,14 @@ const LOCAL_ZONE: &str = "docks";
 /// is raised well above that.
 const GATE_INPUT_BUFFER_LINES: usize = 65_536;
 /// What the handoff path waits on in series, besides one command's round
-/// trip through the gate: `ShardForZone`, `ClaimCharacter` and the
-/// destination's registry read (Redis); `Prepare`, the gate's `Attach`
-/// stream and `Commit` (gRPC).
-const PATH_REDIS_TRIPS: f64 = 3.0;
-const PATH_RPC_TRIPS: f64 = 3.0;
+/// trip through the gate: `ShardForZone` + `ClaimCharacter` (one Redis
+/// script); `Prepare` and the gate's `Attach` stream (gRPC).
+const PATH_REDIS_TRIPS: f64 = 1.0;
+const PATH_RPC_TRIPS: f64 = 2.0;
+/// One-way process hops the handoff pause crosses in series.
+const HOPS_IN_SERIES: f64 = 10.0;
+/// Repetitions of the in-process on-path work.
+const WORK_REPS: usize = 2_000;
 
 /// Latency percentiles of one side of a case, and what it cost the servers.
 struct Measured {
@@ -319,6 +323,7 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    let work_us = on_path_work_us(&cluster.keys)?;
     let max = CASES.iter().copied().max().unwrap_or(1);
     let titles = room_titles()?;
     let start = start_room();
@@ -414,17 +419,27 @@ fn main() -> anyhow::Result<()> {
         let modelled = case.local.p50_us
             + PATH_REDIS_TRIPS * case.redis.p50_us
             + PATH_RPC_TRIPS * case.unary.p50_us;
-        println!(
-            "{:>7} | {:<44} | {:>7} {:>9.1} {:>9} | {:>8.1}x {:>9} | {:>10}",
-            players,
-            "  path model: move + 3 redis + 3 unary",
-            "",
-            modelled,
-            "",
-            modelled / base,
-            "",
-            ""
-        );
+        // The seed's order fixes ten one-way process hops in series (bot ->
+        // gate -> source -> Redis -> source -> destination -> source -> gate
+        // -> destination -> gate -> bot); a unary round trip is two.
+        let floor = HOPS_IN_SERIES / 2.0 * base + work_us;
+        for (label, value) in [
+            ("  path model: move + 1 redis + 2 unary", modelled),
+            ("  on-path work: snapshot, sign, verify, load", work_us),
+            ("  floor: 10 hops at unary/2 + on-path work", floor),
+        ] {
+            println!(
+                "{:>7} | {:<44} | {:>7} {:>9.1} {:>9} | {:>8.1}x {:>9} | {:>10}",
+                players,
+                label,
+                "",
+                value,
+                "",
+                value / base,
+                "",
+                ""
+            );
+        }
         println!("{rule}");
         let h = &case.handoff;
         let (r50, r99) = (h.p50_us / base, h.p99_us / base);
@@ -459,10 +474,16 @@ fn main() -> anyhow::Result<()> {
         "time of the gate, both shards and Redis during the side (warm-up included) per operation. The path model"
     );
     println!(
-        "adds to one same-shard move the round trips a handoff waits on in series: ShardForZone, ClaimCharacter and"
+        "adds to one same-shard move the round trips a handoff waits on in series: ShardForZone + ClaimCharacter"
     );
     println!(
-        "the destination's registry read (Redis); Prepare, the gate's Attach stream and Commit (gRPC)."
+        "(one Redis script); Prepare and the gate's Attach stream (gRPC). Commit runs alongside the join."
+    );
+    println!(
+        "The floor: the ten one-way process hops the seed's order puts in series, each at half the unary round"
+    );
+    println!(
+        "trip, plus the CPU work on the path measured in this process (no contention, no wake-ups)."
     );
     drop((crossers, locals, naive));
     runtime.shutdown_timeout(Duration::from_secs(2));
@@ -593,6 +614,34 @@ where
     }
     let cpu = servers.cpu_secs()? - cpu_before;
     Ok((clients, Measured::from(all, cpu * 1e6 / ops.max(1) as f64)))
+}
+
+/// The CPU work the handoff does in series whatever the transport, in this
+/// process, p50 µs: the source builds, encodes and signs the snapshot; the
+/// destination verifies, decodes and rehydrates it (`apply_state_components`).
+fn on_path_work_us(keys_dir: &std::path::Path) -> anyhow::Result<f64> {
+    use telos_world::game::Character;
+    use telos_world::handoff::destination::apply_state_components;
+    use telos_world::handoff::snapshot::{PlayerSnapshot, sign_snapshot, verify_snapshot};
+    let keys = telos_world::handoff::keys::load(keys_dir)?;
+    let public = keys.snapshot_public();
+    let target = start_room();
+    let character = Character::new("Walker", &target);
+    let mut took = Vec::with_capacity(WORK_REPS);
+    for epoch in 0..WORK_REPS as u64 {
+        let t0 = std::time::Instant::now();
+        let snapshot = PlayerSnapshot::build(
+            &character, epoch, "shard-a", "shard-b", &target, 1, epoch, "p", "c",
+        );
+        let encoded = snapshot.encode();
+        let sig = sign_snapshot(&keys.snapshot, &encoded);
+        anyhow::ensure!(verify_snapshot(&public, &encoded, &sig), "signature");
+        let decoded = PlayerSnapshot::decode(&encoded)?;
+        apply_state_components(&decoded).map_err(|e| anyhow::anyhow!("{e}"))?;
+        took.push(t0.elapsed().as_nanos() as u64);
+    }
+    took.sort_unstable();
+    Ok(took[took.len() / 2] as f64 / 1e3)
 }
 
 /// `Handoff.Abort` addressed to another shard id: the shard answers

@@ -281,8 +281,15 @@ impl Session {
         if let Some(kind) = kind {
             metrics::counter!(m::REATTACH_TOTAL, "kind" => kind.label()).increment(1);
             metrics::counter!(m::REPLAYED_LINES_TOTAL).increment(replayed as u64);
-            tracing::info!(conn_id = %conn.conn_id, name = %self.who.name, shard = %est.attached.shard_id,
-                addr = %est.link.addr, ack = est.attached.ack_input_seq, replayed, kind = kind.label(), "re-attached");
+            // A handoff is routine (a walk across a shard boundary, counted
+            // in the metrics); a resume or a plain redirect is news.
+            if matches!(kind, Kind::Handoff) {
+                tracing::debug!(conn_id = %conn.conn_id, name = %self.who.name, shard = %est.attached.shard_id,
+                    addr = %est.link.addr, ack = est.attached.ack_input_seq, replayed, kind = kind.label(), "re-attached");
+            } else {
+                tracing::info!(conn_id = %conn.conn_id, name = %self.who.name, shard = %est.attached.shard_id,
+                    addr = %est.link.addr, ack = est.attached.ack_input_seq, replayed, kind = kind.label(), "re-attached");
+            }
         }
         self.last_addr = est.link.addr.clone();
         self.outage = None;

@@ -20,6 +20,7 @@
 //! WARN or above with a `step` field (and no `player` field). Other log
 //! lines, which may name a player, stay in the logs.
 
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -111,7 +112,10 @@ pub fn init(service: &str) -> TelemetryGuard {
         }
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colour only for a terminal: log files and collectors get plain text.
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     let json = std::env::var("TELOS_LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
     let fmt = if json {
         fmt.json().with_filter(filter).boxed()

@@ -17,9 +17,13 @@
 //! - destination dies before `Commit`: at [`PENDING_TTL`](super::runtime::PENDING_TTL)
 //!   the source saves the frozen snapshot under the epoch it minted (the
 //!   newest) and refuses any later `Commit` for that token, so the
-//!   destination then mints a newer epoch before it activates;
+//!   destination then mints a newer epoch before its first write;
 //! - source dies after the redirect: the destination's `Commit` fails, it
-//!   mints a newer epoch and activates from the snapshot it holds.
+//!   mints a newer epoch and writes the session (which has played on from
+//!   the snapshot since the attach) under it.
+//!
+//! The destination holds its writes until the `Commit` resolves
+//! ([`super::fence`]).
 //!
 //! Either way exactly one side writes, and the player's state survives.
 
@@ -254,7 +258,8 @@ async fn begin_handoff_inner(
     // Keep the frozen snapshot until Commit; save it if none comes.
     h.outbound
         .freeze(h, response.handoff_token.clone(), snapshot, frozen_at);
-    info!(player = %key, to_shard = %dest.id, epoch, "handoff prepared");
+    // Routine: counted in `telos_handoffs_total` and traced; not a log line.
+    debug!(player = %key, to_shard = %dest.id, epoch, "handoff prepared");
     Ok(Begun {
         token: response.handoff_token,
         addr: response.target_shard_addr,

@@ -716,7 +716,7 @@ impl ZoneActor {
             return;
         };
         if settle && meta.needs_save() && !meta.settle().await {
-            warn!(zone = %self.id, player = %key, "Commit still unresolved: not saving (the gate replays from the durable row)");
+            warn!(zone = %self.id, player = %key, "Commit unresolved: not saving (the gate replays from the durable row)");
         }
         if let Saved::NotOwner {
             carried,
