@@ -23,6 +23,7 @@ use crate::game::{
     Action, Character, Ctx, Delivery, Direction, Outcome, WIZINVIS, ZoneDef, ZoneState,
     apply_tier_flags, format_who, instance_room, is_instance_id, zone_of,
 };
+use crate::handoff::fence::SETTLE_BOUND;
 use crate::handoff::source::{Begun, HandoffRequest, Refused, begin_handoff};
 use crate::play::MAX_LINE;
 
@@ -701,21 +702,26 @@ impl ZoneActor {
     /// A cadence or early save: skipped while a handoff's `Commit` is in
     /// flight (the player stays dirty; the next one catches up).
     async fn save(&mut self, key: &str) {
-        self.save_as(key, false).await;
+        self.save_as(key, None).await;
     }
 
     /// A save that must not be skipped (quit, link loss, a wedged gate,
     /// shutdown): waits, bounded, for an in-flight `Commit` first.
     async fn save_final(&mut self, key: &str) {
-        self.save_as(key, true).await;
+        self.save_as(key, Some(Instant::now() + SETTLE_BOUND)).await;
     }
 
-    async fn save_as(&mut self, key: &str, settle: bool) {
+    /// `settle_by`: a final save, waiting for an in-flight `Commit` until
+    /// then; `None`: a cadence save, skipped while one is in flight.
+    async fn save_as(&mut self, key: &str, settle_by: Option<Instant>) {
         let (Some(character), Some(meta)) = (self.state.character(key), self.sessions.get_mut(key))
         else {
             return;
         };
-        if settle && meta.needs_save() && !meta.settle().await {
+        if let Some(deadline) = settle_by
+            && meta.needs_save()
+            && !meta.settle_by(deadline).await
+        {
             warn!(zone = %self.id, player = %key, "Commit unresolved: not saving (the gate replays from the durable row)");
         }
         if let Saved::NotOwner {
@@ -742,7 +748,8 @@ impl ZoneActor {
         }
     }
 
-    /// Save everyone who needs it; `settle`: as final saves.
+    /// Save everyone who needs it; `settle`: as final saves, all within one
+    /// settle bound.
     async fn save_all(&mut self, settle: bool) {
         let keys: Vec<String> = self
             .sessions
@@ -750,8 +757,9 @@ impl ZoneActor {
             .filter(|(_, m)| m.needs_save())
             .map(|(k, _)| k.clone())
             .collect();
+        let settle_by = settle.then(|| Instant::now() + SETTLE_BOUND);
         for key in keys {
-            self.save_as(&key, settle).await;
+            self.save_as(&key, settle_by).await;
         }
     }
 

@@ -21,6 +21,7 @@ use super::actor::{FrozenPlayer, ZoneActor};
 use super::persist::save_player;
 use super::session::{InputReply, Transfer};
 use crate::game::zone_of;
+use crate::handoff::fence::SETTLE_BOUND;
 use crate::handoff::source::{Begun, Refused};
 
 /// Per-player outcomes of one zone's drain.
@@ -147,10 +148,12 @@ impl ZoneActor {
     /// The deadline passed: flush everyone still here durably and close
     /// their sessions so their gates resume them from the durable row.
     async fn reclaim_stragglers(&mut self) {
+        // One bound for every held session, not one each.
+        let settle_by = Instant::now() + SETTLE_BOUND;
         let frozen: Vec<(String, FrozenPlayer)> = self.frozen.drain().collect();
         for (key, mut f) in frozen {
             f.meta.dirty = true;
-            f.meta.settle().await;
+            f.meta.settle_by(settle_by).await;
             save_player(&self.env.store, &self.id, &f.character, &mut f.meta).await;
             f.meta.send(Frame::Closed(Closed {
                 reason: "The world shifts around you; reconnecting...".into(),
@@ -171,7 +174,7 @@ impl ZoneActor {
                 (self.state.character(&key), self.sessions.get_mut(&key))
             {
                 meta.dirty = true;
-                meta.settle().await;
+                meta.settle_by(settle_by).await;
                 save_player(&self.env.store, &self.id, ch, meta).await;
             }
             self.remove(&key);

@@ -2,6 +2,7 @@
 
 use telos_proto::v1::{ServerFrame, server_frame::Frame};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use crate::game::Character;
 use crate::handoff::fence::{CommitFence, Outcome, SETTLE_BOUND};
@@ -93,8 +94,16 @@ impl SessionMeta {
     /// For a save that must not be skipped: wait (bounded) for an in-flight
     /// `Commit`, then settle it. `false`: still unresolved.
     pub async fn settle(&mut self) -> bool {
+        self.settle_by(Instant::now() + SETTLE_BOUND).await
+    }
+
+    /// [`settle`](Self::settle) with a deadline shared by several sessions
+    /// (a zone stopping saves everyone within one bound, not one each).
+    pub async fn settle_by(&mut self, deadline: Instant) -> bool {
         if let Some(fence) = &mut self.commit {
-            fence.wait(SETTLE_BOUND).await;
+            fence
+                .wait(deadline.saturating_duration_since(Instant::now()))
+                .await;
         }
         self.writable()
     }
