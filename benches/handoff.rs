@@ -105,6 +105,10 @@ const PATH_REDIS_TRIPS: f64 = 1.0;
 const PATH_RPC_TRIPS: f64 = 2.0;
 /// One-way process hops the handoff pause crosses in series.
 const HOPS_IN_SERIES: f64 = 10.0;
+/// The idle gap before each call of the "idle" unary side: long enough for
+/// the shard's runtime to park, as every process on the handoff path does
+/// between its turns.
+const IDLE_GAP: Duration = Duration::from_millis(1);
 /// Repetitions of the in-process on-path work.
 const WORK_REPS: usize = 2_000;
 
@@ -395,6 +399,10 @@ fn main() -> anyhow::Result<()> {
         let base = case.unary.p50_us;
         let rows = [
             ("raw unary RPC (Handoff.Abort, refused)", &case.unary),
+            (
+                "  the same, the shard idle 1 ms before each",
+                &case.unary_idle,
+            ),
             ("redis round trip (PING)", &case.redis),
             ("same-shard cross-zone move (city<->docks)", &case.local),
             ("handoff pause (city<->forest, cross-shard)", &case.handoff),
@@ -423,10 +431,12 @@ fn main() -> anyhow::Result<()> {
         // gate -> source -> Redis -> source -> destination -> source -> gate
         // -> destination -> gate -> bot); a unary round trip is two.
         let floor = HOPS_IN_SERIES / 2.0 * base + work_us;
+        let idle_floor = HOPS_IN_SERIES / 2.0 * case.unary_idle.p50_us + work_us;
         for (label, value) in [
             ("  path model: move + 1 redis + 2 unary", modelled),
             ("  on-path work: snapshot, sign, verify, load", work_us),
             ("  floor: 10 hops at unary/2 + on-path work", floor),
+            ("  the same, hops at idle unary/2", idle_floor),
         ] {
             println!(
                 "{:>7} | {:<44} | {:>7} {:>9.1} {:>9} | {:>8.1}x {:>9} | {:>10}",
@@ -483,8 +493,12 @@ fn main() -> anyhow::Result<()> {
         "The floor: the ten one-way process hops the seed's order puts in series, each at half the unary round"
     );
     println!(
-        "trip, plus the CPU work on the path measured in this process (no contention, no wake-ups)."
+        "trip, plus the CPU work on the path measured in this process (no contention, no wake-ups). The idle"
     );
+    println!(
+        "unary row is what one round trip costs when the shard has parked first, as each process on the handoff"
+    );
+    println!("path has between its turns; the last floor row prices every hop at that cost.");
     drop((crossers, locals, naive));
     runtime.shutdown_timeout(Duration::from_secs(2));
     drop(cluster);
@@ -508,6 +522,8 @@ struct Case {
     handoff: Measured,
     local: Measured,
     unary: Measured,
+    /// The same round trip with the shard idle before each call.
+    unary_idle: Measured,
     redis: Measured,
     reconnect: Measured,
     /// Mean freeze → `Commit` on the source over the handoff side, µs.
@@ -523,7 +539,13 @@ async fn run_case(
 ) -> anyhow::Result<Case> {
     let servers = cluster.servers();
     let unary_clients = vec![HandoffClient::new(c.unary.clone()); players];
-    let (_, unary) = measure_side(&servers, unary_clients, measure, unary_round_trip).await?;
+    let (unary_clients, unary) =
+        measure_side(&servers, unary_clients, measure, unary_round_trip).await?;
+    let (_, unary_idle) = measure_side(&servers, unary_clients, measure, |c| async move {
+        tokio::time::sleep(IDLE_GAP).await;
+        unary_round_trip(c).await
+    })
+    .await?;
     let redis_clients = vec![c.redis.clone(); players];
     let (_, redis) = measure_side(&servers, redis_clients, measure, redis_round_trip).await?;
 
@@ -554,6 +576,7 @@ async fn run_case(
         handoff,
         local,
         unary,
+        unary_idle,
         redis,
         reconnect,
         source_pause_mean_us: (sum1 - sum0) * 1e6 / (count1 - count0).max(1.0),
