@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -18,11 +18,23 @@ use crate::registry::ShardRegistry;
 /// does not spin while the condition lasts.
 pub const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 
-/// Bound on writing the "gate full" notice: the connection is refused
-/// either way and must not hold a task.
+/// Bound on the "gate full" notice and its lingering close: the connection
+/// is refused either way and must not hold a task for long.
 pub const FULL_NOTICE_TIMEOUT: Duration = Duration::from_millis(500);
 
 const GATE_FULL: &[u8] = b"The gate is full; please try again later.\r\n";
+
+/// Tell a refused client the gate is full and close in order: FIN after
+/// the notice, then read (and discard) until the client closes, so input it
+/// already sent never turns the close into a reset that loses the notice.
+/// The caller bounds it.
+async fn refuse_full(stream: &mut TcpStream) -> std::io::Result<()> {
+    stream.write_all(GATE_FULL).await?;
+    stream.shutdown().await?;
+    let mut sink = [0u8; 1024];
+    while stream.read(&mut sink).await? > 0 {}
+    Ok(())
+}
 
 /// Serve players on `listener` until `shutdown` is cancelled, then give
 /// every connection `cfg.shutdown_grace` to say goodbye and return.
@@ -52,9 +64,10 @@ pub async fn serve(
         metrics::counter!(m::CONNECTIONS_TOTAL).increment(1);
         if tracker.len() >= max_connections {
             m::disconnect("full");
-            tracker.spawn(async move {
-                let _ =
-                    tokio::time::timeout(FULL_NOTICE_TIMEOUT, stream.write_all(GATE_FULL)).await;
+            // Not on the tracker: a refusal is not a connection, and must
+            // not keep the count (and so the next refusal) up.
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(FULL_NOTICE_TIMEOUT, refuse_full(&mut stream)).await;
             });
             continue;
         }

@@ -6,6 +6,7 @@ mod support;
 use std::time::Duration;
 
 use support::*;
+use telos_gate::GateConfig;
 use telos_proto::v1::client_frame::Frame as C;
 use tokio::io::AsyncWriteExt;
 
@@ -463,4 +464,40 @@ async fn hostile_clients_do_not_hurt_the_gate() {
         }
     };
     assert_eq!(got, "still here");
+}
+
+#[tokio::test]
+async fn a_full_gate_says_so_even_to_a_client_that_already_typed() {
+    use tokio::io::AsyncReadExt;
+    let shard = FakeShard::start().await;
+    let cfg = GateConfig {
+        max_connections: 1,
+        ..test_config()
+    };
+    let (gate, _stop) = start_gate(cfg, &[&shard.addr]).await;
+    let mut first = Player::connect(gate).await;
+    first.expect("<password>").await;
+
+    // Several refused clients, each typing at once: input the gate never
+    // reads must not turn its close into a reset that loses the notice.
+    for _ in 0..5 {
+        let mut c = tokio::net::TcpStream::connect(gate).await.unwrap();
+        c.write_all(&b"connect bob correct-horse\r\n".repeat(200))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut got = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), c.read_to_end(&mut got)).await;
+        let text = String::from_utf8_lossy(&got);
+        assert!(
+            text.contains("The gate is full"),
+            "read {read:?}, got {text:?}"
+        );
+        // An orderly close (FIN), not a reset: a client that discards
+        // buffered data on a reset still gets to show the notice.
+        assert!(
+            matches!(read, Ok(Ok(_))),
+            "the close was not orderly: {read:?}"
+        );
+    }
 }
