@@ -14,11 +14,13 @@ use anyhow::{Context, bail};
 use support::driver::Driver;
 use support::metrics::{sample, scrape};
 use support::paths::opposite;
+use telos_proto::v1::Redirect;
 use telos_testkit::RedisServer;
 use telos_testkit::process::{Proc, WorldOpts, start_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::{path_to_zone, start_room, starter_zones, walk};
 use telos_world::game::from_state_json;
+use telos_world::handoff::fence::SETTLE_BOUND;
 use telos_world::handoff::runtime::{PENDING_TTL, RPC_TIMEOUT};
 use telos_world::handoff::snapshot::handoff_token;
 use telos_world::store::{CharacterRow, Store};
@@ -372,6 +374,22 @@ async fn source_killed_after_the_redirect_activates_under_a_newer_epoch() -> any
     Ok(())
 }
 
+/// Log in, journal two lines, walk to the boundary and cross: returns the
+/// driver, the lines journaled, the move's seq and the source's `Redirect`,
+/// not followed yet.
+async fn up_to_the_redirect(
+    c: &Cluster,
+    name: &str,
+) -> anyhow::Result<(Driver, Vec<String>, u64, Redirect)> {
+    let mut expected = Vec::new();
+    let (mut p, last) = to_the_boundary(c, name).await?;
+    let seq = journal_lines(&mut p, "before", 2, &mut expected).await?;
+    p.wait_ack(seq).await?;
+    let move_seq = p.send(&last).await?;
+    let redirect = p.until_redirect().await?;
+    Ok((p, expected, move_seq, redirect))
+}
+
 /// Lets a stopped process run again however the test ends.
 struct Continue<'a>(&'a Proc);
 
@@ -385,12 +403,7 @@ impl Drop for Continue<'_> {
 async fn a_hung_source_holds_the_destinations_writes_not_its_play() -> anyhow::Result<()> {
     let c = Cluster::start(&[], &[])?;
     let store = c.store().await?;
-    let mut expected = Vec::new();
-    let (mut p, last) = to_the_boundary(&c, "Hale").await?;
-    let seq = journal_lines(&mut p, "before", 2, &mut expected).await?;
-    p.wait_ack(seq).await?;
-    let move_seq = p.send(&last).await?;
-    let redirect = p.until_redirect().await?;
+    let (mut p, mut expected, move_seq, redirect) = up_to_the_redirect(&c, "Hale").await?;
     let snapshot_epoch = row(&store, "Hale").await?.owner_epoch;
 
     // a hangs before the destination's Commit reaches it: the Commit goes
@@ -439,6 +452,49 @@ async fn a_hung_source_holds_the_destinations_writes_not_its_play() -> anyhow::R
     p.wait_durable(seq).await?;
     assert_eq!(p.journal().await?, expected);
     assert_eq!(p.resumes, 0);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quit_that_cannot_be_saved_while_held_is_replayed_not_dropped() -> anyhow::Result<()> {
+    let c = Cluster::start(&[], &[])?;
+    let store = c.store().await?;
+    let (mut p, mut expected, _, redirect) = up_to_the_redirect(&c, "Quin").await?;
+
+    // The source hangs, so the Commit goes unanswered; the store then stops
+    // answering too, so the destination cannot mint its own epoch: the
+    // session stays held past the settle bound.
+    c.a.signal(libc::SIGSTOP);
+    let _continue = Continue(&c.a);
+    p.follow_redirect(&redirect).await?;
+    p.set_shards(vec![c.b.addr.clone()]);
+    let seq = journal_lines(&mut p, "held", 2, &mut expected).await?;
+    p.wait_ack(seq).await?;
+    c.redis.pause()?;
+    let paused = Paused(&c.redis);
+
+    // quit: not durable, so the session is closed *not* final (the gate
+    // would drop its lines on a final close) and the driver resumes.
+    let quit = p.send("quit").await?;
+    let resumes = p.resumes;
+    tokio::time::sleep(SETTLE_BOUND + Duration::from_secs(1)).await;
+    drop(paused);
+    // The resume replays everything above the durable row, the quit last:
+    // applied once, saved, and only then the final close.
+    p.wait_durable(quit).await?;
+    let ended = p.wait_durable(quit + 1).await.unwrap_err();
+    assert!(format!("{ended:#}").contains("Goodbye"), "{ended:#}");
+    assert!(p.resumes > resumes, "the held quit closed final");
+    assert!(
+        plain_log(&c.b).contains("Commit unresolved: not saving"),
+        "the quit's save was not held"
+    );
+    let r = row(&store, "Quin").await?;
+    assert_eq!(
+        row_journal(&r)?,
+        expected,
+        "every line durable exactly once"
+    );
     Ok(())
 }
 

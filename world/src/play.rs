@@ -487,6 +487,10 @@ async fn save_activated(shard: &Shard, a: &Activated, conn_id: &str) {
             epoch,
             state_version,
         }) => (epoch, state_version),
+        Some(Outcome::Superseded { .. }) => {
+            info!(player = %key, "claimed elsewhere while arriving: not saving");
+            return;
+        }
         None => {
             warn!(player = %key, "Commit unresolved: not saving (the gate replays from the durable row)");
             return;

@@ -31,6 +31,7 @@ use crate::game::{
     Character, Tier, WIZINVIS, alias::sanitize_aliases, from_state_json, is_instance_id,
     sanitize_loaded, zone_of,
 };
+use crate::store::{ClaimFrom, StoreError};
 use crate::telemetry::traced;
 use crate::zone::Hosted;
 
@@ -265,11 +266,11 @@ pub fn activate(h: &Arc<Handoff>, token: &str, conn_id: &str) -> Result<Activate
         commit,
     };
     let (h, token) = (h.clone(), token.to_string());
-    let (character, from_shard, from_addr) =
-        (s.character.clone(), s.from_shard.clone(), p.from_addr);
+    let (character, epoch) = (s.character.clone(), s.epoch);
+    let (from_shard, from_addr) = (s.from_shard.clone(), p.from_addr);
     tokio::spawn(async move {
         let committed = send_commit(&h, &token, &from_shard, &from_addr).await;
-        settle_commit(&h, &character, committed, resolver).await;
+        settle_commit(&h, &character, epoch, committed, resolver).await;
     });
     Ok(activated)
 }
@@ -308,25 +309,40 @@ async fn send_commit(h: &Handoff, token: &str, from_shard: &str, from_addr: &str
 /// current version (the snapshot the session started from is at least as
 /// new as anything the source saved). A sick store is retried until it
 /// answers or the session is gone; the session stays held meanwhile.
-async fn settle_commit(h: &Handoff, character: &str, committed: bool, resolver: CommitResolver) {
+async fn settle_commit(
+    h: &Handoff,
+    character: &str,
+    epoch: u64,
+    committed: bool,
+    resolver: CommitResolver,
+) {
     if committed {
         return resolver.resolve(Outcome::Committed);
     }
     let mut backoff = Duration::from_millis(50);
-    loop {
-        match h.store.claim_epoch(character).await {
-            Ok((epoch, state_version)) => {
+    // The session may be gone already (quit, or replaced by a resume that
+    // claimed its own epoch): then there is nobody to mint for.
+    while !resolver.abandoned() {
+        match h.store.claim_epoch_from(character, epoch).await {
+            Ok(ClaimFrom::Minted {
+                epoch,
+                state_version,
+            }) => {
                 info!(player = %character, epoch, "activating under a newer epoch");
                 return resolver.resolve(Outcome::Reclaimed {
                     epoch,
                     state_version,
                 });
             }
+            Ok(ClaimFrom::Moved { current }) => {
+                warn!(player = %character, current, "claimed elsewhere while the Commit was open: this session is stale");
+                return resolver.resolve(Outcome::Superseded { winner: current });
+            }
+            // No row: nothing durable to race (a genuine miss at the
+            // source); the snapshot's epoch stands.
+            Err(StoreError::NotFound) => return resolver.resolve(Outcome::Committed),
             Err(e) => {
                 warn!(player = %character, error = %e, "minting a newer epoch failed; the session stays held");
-                if resolver.abandoned() {
-                    return;
-                }
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(2));
             }

@@ -10,7 +10,8 @@
 //! - refused (the source already saved the frozen snapshot at its pending
 //!   TTL) or unanswered (the source crashed or hangs): a newer epoch, minted
 //!   by the destination's own `ClaimCharacter`, from the row's current
-//!   version ([`Outcome::Reclaimed`]).
+//!   version ([`Outcome::Reclaimed`]) — minted only if nobody else claimed
+//!   the character meanwhile ([`Outcome::Superseded`]).
 //!
 //! Until then the session is *held*: it applies input and the gate keeps
 //! every line un-`DurableAck`ed, but no save is sent, so the source's
@@ -19,7 +20,9 @@
 //! before the `Redirect` and only ever writes the frozen snapshot; the
 //! destination writes only after the fence resolves. Nothing lost: whatever
 //! the held session applied is either saved once the fence resolves or still
-//! in the gate's replay buffer, above the durable row's `applied_seq`.
+//! in the gate's replay buffer, above the durable row's `applied_seq` — a
+//! `quit` that cannot be saved closes the session *not* final, so the gate
+//! resumes and replays it rather than dropping its buffer.
 
 use std::time::Duration;
 
@@ -29,7 +32,9 @@ use super::runtime::RPC_TIMEOUT;
 
 /// How long a save that must not be skipped (quit, link loss, shutdown,
 /// drain, another handoff) waits for an in-flight `Commit`: its RPC bound
-/// plus the destination's own claim when the source does not answer.
+/// plus a second for the destination's own claim when the source does not
+/// answer. A store still failing after that leaves the fence unresolved
+/// (the save is skipped as it would have failed).
 pub const SETTLE_BOUND: Duration = Duration::from_millis(RPC_TIMEOUT.as_millis() as u64 + 1_000);
 
 /// How an in-flight `Commit` resolved.
@@ -40,6 +45,11 @@ pub enum Outcome {
     /// Refused or unanswered: a newer epoch was minted; write under it, from
     /// the row's version as that claim read it.
     Reclaimed { epoch: u64, state_version: u64 },
+    /// Refused or unanswered, and someone else (a login, a resume, a
+    /// takeover) has claimed the character since: this session is stale.
+    /// It keeps the handoff's epoch, so its next save is refused and it is
+    /// closed as claimed elsewhere.
+    Superseded { winner: u64 },
 }
 
 /// The session's side: travels with the player in its `SessionMeta`.

@@ -167,6 +167,9 @@ async fn begin_handoff_inner(
     if let Some(mut fence) = req.commit.take() {
         match fence.wait(SETTLE_BOUND).await {
             Some(Outcome::Committed) => {}
+            // Claimed elsewhere meanwhile: this session is stale and must
+            // not move anything; its next save closes it.
+            Some(Outcome::Superseded { .. }) => return Err(refused("commit", STAY, None)),
             Some(Outcome::Reclaimed {
                 epoch,
                 state_version,
@@ -187,7 +190,7 @@ async fn begin_handoff_inner(
         .instrument(info_span!("directory_claim"))
         .await;
     let (dest, epoch) = match claim {
-        Ok(HandoffClaim::Minted { dest, epoch, .. }) => (dest, epoch),
+        Ok(HandoffClaim::Minted { dest, epoch }) => (dest, epoch),
         Ok(HandoffClaim::NoRow(dest)) => {
             // A genuine miss (no row yet) is legitimately unfenceable.
             debug!(player = %key, "no durable row; handing off unfenced at epoch+1");

@@ -9,13 +9,14 @@
 -- ARGV[3] this shard's handoff version
 -- The registry key is derived from the owner inside the script; Telos runs
 -- against a single Redis (not Cluster), where that is allowed.
--- Returns {status, epoch, state_version, field, value, ...} (the owner's
--- registry entry), status being:
+-- Returns {status, epoch, field, value, ...} (the owner's registry entry),
+-- status being:
 --   'none'    no live owner: the zone is free or its owner's entry expired
 --   'self'    the zone is served by this shard
+--   'malformed' the owner's registry entry lacks a field the caller needs
 --   'version' the owner speaks another handoff version
 --   'norow'   the character has no durable row yet
---   'minted'  epoch and state_version of the row after the mint
+--   'minted'  the row's owner_epoch after the mint
 -- Only 'minted' wrote anything. While a transfer is pending, the zone
 -- resolves to its target (routing moves at once), as in ShardForZone.
 local owner = redis.call('HGET', KEYS[2], 'to')
@@ -23,20 +24,26 @@ if not owner then
   owner = redis.call('HGET', KEYS[1], 'owner')
 end
 if not owner then
-  return {'none', '', ''}
+  return {'none', ''}
 end
 local entry = redis.call('HGETALL', ARGV[1] .. owner)
 if #entry == 0 then
-  return {'none', '', ''}
+  return {'none', ''}
 end
-local version = '0'
+local field = {}
 for i = 1, #entry, 2 do
-  if entry[i] == 'handoff_version' then
-    version = entry[i + 1]
-  end
+  field[entry[i]] = entry[i + 1]
 end
-local status, epoch, state_version = 'minted', '', ''
-if owner == ARGV[2] then
+local version = field['handoff_version'] or '0'
+-- Never mint for an entry the caller cannot use: a malformed one is
+-- reported without raising the epoch under the staying session.
+local usable = field['id'] and field['addr'] and tonumber(field['players'])
+  and tonumber(field['capacity'])
+  and (field['state'] == 'live' or field['state'] == 'draining')
+local status, epoch = 'minted', ''
+if not usable then
+  status = 'malformed'
+elseif owner == ARGV[2] then
   status = 'self'
 elseif version ~= ARGV[3] then
   status = 'version'
@@ -44,9 +51,8 @@ elseif redis.call('EXISTS', KEYS[3]) == 0 then
   status = 'norow'
 else
   epoch = tostring(redis.call('HINCRBY', KEYS[3], 'owner_epoch', 1))
-  state_version = redis.call('HGET', KEYS[3], 'state_version') or ''
 end
-local out = {status, epoch, state_version}
+local out = {status, epoch}
 for i = 1, #entry do
   out[#out + 1] = entry[i]
 end

@@ -14,6 +14,7 @@ use crate::directory::registry::shard_from_fields;
 
 static CLAIM_HANDOFF: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("claim_handoff.lua")));
+static CLAIM_FROM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim_from.lua")));
 
 /// What [`Store::claim_for_handoff`] found. Only [`HandoffClaim::Minted`]
 /// wrote anything.
@@ -27,15 +28,53 @@ pub enum HandoffClaim {
     OtherVersion(ShardInfo),
     /// The character has no durable row yet: a genuine miss.
     NoRow(ShardInfo),
-    /// The destination's epoch, minted; `state_version` as the mint read it.
-    Minted {
-        dest: ShardInfo,
-        epoch: u64,
-        state_version: u64,
-    },
+    /// The destination's epoch, minted.
+    Minted { dest: ShardInfo, epoch: u64 },
+}
+
+/// What [`Store::claim_epoch_from`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ClaimFrom {
+    /// Still at the handoff's epoch: the next one, minted, and the row's
+    /// `state_version`.
+    Minted { epoch: u64, state_version: u64 },
+    /// Someone else claimed the character meanwhile: nothing minted.
+    Moved { current: u64 },
 }
 
 impl Store {
+    /// The destination's `ClaimCharacter` after a refused or unanswered
+    /// `Commit`: mint the next `owner_epoch` only if the row is still at
+    /// `expected` (the epoch the handoff minted), never over a newer claim.
+    pub async fn claim_epoch_from(
+        &self,
+        name: &str,
+        expected: u64,
+    ) -> Result<ClaimFrom, StoreError> {
+        let row = row_key(name)?;
+        let reply: Option<(i64, String, String)> = CLAIM_FROM
+            .key(&row)
+            .arg(expected)
+            .invoke_async(&mut self.conn())
+            .await?;
+        let (minted, epoch, version) = reply.ok_or(StoreError::NotFound)?;
+        let number = |value: &str, field: &str| {
+            value.parse::<u64>().map_err(|_| StoreError::Corrupt {
+                key: row.clone(),
+                reason: format!("field {field} is not a number: {value:?}"),
+            })
+        };
+        let epoch = number(&epoch, "owner_epoch")?;
+        Ok(if minted == 1 {
+            ClaimFrom::Minted {
+                epoch,
+                state_version: number(&version, "state_version")?,
+            }
+        } else {
+            ClaimFrom::Moved { current: epoch }
+        })
+    }
+
     /// Resolve the shard serving `zone` (a pending transfer's target first)
     /// and, if it is a live peer speaking `version`, mint `name`'s next
     /// `owner_epoch` for it — atomically, in that order.
@@ -65,7 +104,7 @@ impl Store {
             key: key.to_string(),
             reason,
         };
-        let [status, epoch, state_version, entry @ ..] = reply.as_slice() else {
+        let [status, epoch, entry @ ..] = reply.as_slice() else {
             return Err(corrupt(&row, format!("short reply {reply:?}")));
         };
         if status == "none" {
@@ -75,20 +114,24 @@ impl Store {
             return Ok(HandoffClaim::ThisShard);
         }
         let owner_key = keys::shard(entry_field(entry, "id").unwrap_or_default());
+        if status == "malformed" {
+            return Err(corrupt(&owner_key, "registry entry unusable".into()));
+        }
+        // The script minted only for an entry it checked; a parse failure
+        // here is a bug, not a refusal.
         let dest =
             shard_from_fields(&owner_key, entry).map_err(|e| corrupt(&owner_key, e.to_string()))?;
-        let number = |value: &str, field: &str| {
-            value
-                .parse::<u64>()
-                .map_err(|_| corrupt(&row, format!("field {field} missing or not a number")))
-        };
         match status.as_str() {
             "version" => Ok(HandoffClaim::OtherVersion(dest)),
             "norow" => Ok(HandoffClaim::NoRow(dest)),
             "minted" => Ok(HandoffClaim::Minted {
                 dest,
-                epoch: number(epoch, "owner_epoch")?,
-                state_version: number(state_version, "state_version")?,
+                epoch: epoch.parse().map_err(|_| {
+                    corrupt(
+                        &row,
+                        format!("minted owner_epoch {epoch:?} is not a number"),
+                    )
+                })?,
             }),
             other => Err(corrupt(&row, format!("unknown claim status {other:?}"))),
         }

@@ -61,7 +61,7 @@ use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 
 pub use error::StoreError;
-pub use handoff_claim::HandoffClaim;
+pub use handoff_claim::{ClaimFrom, HandoffClaim};
 
 /// Prefix of every Telos key (shared with the directory).
 const PREFIX: &str = "telos:";

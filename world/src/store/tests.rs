@@ -411,6 +411,31 @@ mod handoff_claim {
         store.load(name).await.unwrap().expect("row").owner_epoch
     }
 
+    /// A live owner `b` for the forest, `field` of hash `key` garbled, and
+    /// the claim's error.
+    async fn corrupted_claim(
+        r: &RedisServer,
+        store: &Store,
+        name: &str,
+        key: &str,
+        field: &str,
+    ) -> StoreError {
+        let dir = Directory::connect(&r.url).await.unwrap();
+        dir.claim_zone("forest", "b", LONG).await.unwrap();
+        dir.heartbeat(&shard("b", 2), LONG).await.unwrap();
+        let _: i64 = redis::cmd("HSET")
+            .arg(key)
+            .arg(field)
+            .arg("not-a-number")
+            .query_async(&mut store.conn())
+            .await
+            .unwrap();
+        store
+            .claim_for_handoff(name, "forest", "a", 2)
+            .await
+            .unwrap_err()
+    }
+
     #[tokio::test]
     async fn resolves_before_it_mints_and_mints_only_for_a_live_peer() {
         let (r, store) = setup().await;
@@ -444,7 +469,6 @@ mod handoff_claim {
             HandoffClaim::Minted {
                 dest: shard("b", 2),
                 epoch: 1,
-                state_version: 1
             }
         );
         assert_eq!(epoch(&store, "ana").await, 1);
@@ -483,7 +507,6 @@ mod handoff_claim {
     #[tokio::test]
     async fn refuses_instance_zones_and_fails_on_a_corrupt_row() {
         let (r, store) = setup().await;
-        let dir = Directory::connect(&r.url).await.unwrap();
         store
             .create_character("Bo", "correct horse", b"{}")
             .await
@@ -494,19 +517,54 @@ mod handoff_claim {
             .unwrap_err();
         assert!(err.is_refused(), "{err}");
 
-        dir.claim_zone("forest", "b", LONG).await.unwrap();
-        dir.heartbeat(&shard("b", 2), LONG).await.unwrap();
-        let _: i64 = redis::cmd("HSET")
-            .arg("telos:char:bo")
-            .arg("owner_epoch")
-            .arg("not-a-number")
-            .query_async(&mut store.conn())
+        let err = corrupted_claim(&r, &store, "bo", "telos:char:bo", "owner_epoch").await;
+        assert!(!err.is_refused(), "a store that cannot mint fails: {err}");
+    }
+
+    #[tokio::test]
+    async fn never_mints_for_a_registry_entry_it_cannot_use() {
+        let (r, store) = setup().await;
+        store
+            .create_character("Cy", "correct horse", b"{}")
             .await
             .unwrap();
-        let err = store
-            .claim_for_handoff("bo", "forest", "a", 2)
+        let err = corrupted_claim(&r, &store, "cy", "telos:shard:b", "capacity").await;
+        assert!(!err.is_refused(), "{err}");
+        assert_eq!(epoch(&store, "cy").await, 0, "nothing minted");
+    }
+}
+
+mod claim_from {
+    use super::*;
+
+    async fn epoch(store: &Store, name: &str) -> u64 {
+        store.load(name).await.unwrap().expect("row").owner_epoch
+    }
+
+    #[tokio::test]
+    async fn mints_only_from_the_handoffs_epoch() {
+        let (_r, store) = setup().await;
+        store
+            .create_character("Dee", "correct horse", b"{}")
             .await
-            .unwrap_err();
-        assert!(!err.is_refused(), "a store that cannot mint fails: {err}");
+            .unwrap();
+        let (e, _) = store.claim_epoch("dee").await.unwrap(); // the handoff's mint
+        assert_eq!(
+            store.claim_epoch_from("dee", e).await.unwrap(),
+            ClaimFrom::Minted {
+                epoch: e + 1,
+                state_version: 1
+            }
+        );
+        // The row moved on (here: that very mint): never mint over it.
+        assert_eq!(
+            store.claim_epoch_from("dee", e).await.unwrap(),
+            ClaimFrom::Moved { current: e + 1 }
+        );
+        assert_eq!(epoch(&store, "dee").await, e + 1);
+        assert!(matches!(
+            store.claim_epoch_from("nobody", 1).await,
+            Err(StoreError::NotFound)
+        ));
     }
 }

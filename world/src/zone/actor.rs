@@ -399,8 +399,15 @@ impl ZoneActor {
             }
             Action::Quit => {
                 self.ack(key, seq);
-                self.save_final(key).await;
-                self.close(key, "Goodbye.", true);
+                if self.save_final(key).await {
+                    self.close(key, "Goodbye.", true);
+                } else {
+                    // Not durable (a handoff's Commit still open): a final
+                    // close would make the gate drop the lines only it
+                    // holds. Close not-final: it resumes and replays them,
+                    // the quit included.
+                    self.close(key, "The world shifts around you; reconnecting...", false);
+                }
                 return InputReply::Gone;
             }
             Action::LeaveZone { to_room, dir } => self.leave_zone(key, &to_room, dir),
@@ -707,30 +714,36 @@ impl ZoneActor {
 
     /// A save that must not be skipped (quit, link loss, a wedged gate,
     /// shutdown): waits, bounded, for an in-flight `Commit` first.
-    async fn save_final(&mut self, key: &str) {
-        self.save_as(key, Some(Instant::now() + SETTLE_BOUND)).await;
+    /// `false`: held by a `Commit` still open after the bound (not saved).
+    async fn save_final(&mut self, key: &str) -> bool {
+        self.save_as(key, Some(Instant::now() + SETTLE_BOUND)).await
     }
 
     /// `settle_by`: a final save, waiting for an in-flight `Commit` until
     /// then; `None`: a cadence save, skipped while one is in flight.
-    async fn save_as(&mut self, key: &str, settle_by: Option<Instant>) {
+    /// `false` only when an open `Commit` held the save back.
+    async fn save_as(&mut self, key: &str, settle_by: Option<Instant>) -> bool {
         let (Some(character), Some(meta)) = (self.state.character(key), self.sessions.get_mut(key))
         else {
-            return;
+            return true;
         };
         if let Some(deadline) = settle_by
             && meta.needs_save()
             && !meta.settle_by(deadline).await
         {
-            warn!(zone = %self.id, player = %key, "Commit unresolved: not saving (the gate replays from the durable row)");
+            warn!(zone = %self.id, player = %key, "Commit unresolved: not saving (the gate keeps the lines)");
         }
-        if let Saved::NotOwner {
-            carried,
-            winner,
-            version,
-        } = save_player(&self.env.store, &self.id, character, meta).await
-        {
-            self.ownership_lost(key, carried, winner, version);
+        match save_player(&self.env.store, &self.id, character, meta).await {
+            Saved::NotOwner {
+                carried,
+                winner,
+                version,
+            } => {
+                self.ownership_lost(key, carried, winner, version);
+                true
+            }
+            Saved::Held => false,
+            Saved::Done | Saved::Failed => true,
         }
     }
 

@@ -85,6 +85,9 @@ impl SessionMeta {
                     self.epoch = self.epoch.max(epoch);
                     self.state_version = state_version;
                 }
+                // Committed: the snapshot's epoch stands. Superseded: it
+                // stands too, so the next save is refused by the newer
+                // owner's epoch and the session is closed as stale.
                 self.commit = None;
                 true
             }
@@ -209,6 +212,16 @@ mod tests {
         });
         assert!(m.writable());
         assert_eq!((m.epoch, m.state_version), (11, 3));
+    }
+
+    #[test]
+    fn superseded_keeps_the_handoffs_epoch_so_the_next_save_is_refused() {
+        let (resolver, fence) = commit_fence();
+        let mut m = meta(7, 2);
+        m.commit = Some(fence);
+        resolver.resolve(Outcome::Superseded { winner: 8 });
+        assert!(m.writable());
+        assert_eq!((m.epoch, m.state_version), (7, 2));
     }
 
     #[tokio::test]
