@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -21,6 +22,9 @@ pub const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 /// Bound on the "gate full" notice and its lingering close: the connection
 /// is refused either way and must not hold a task for long.
 pub const FULL_NOTICE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Refusals lingering at once; more are closed without the notice.
+pub const MAX_REFUSALS_IN_FLIGHT: usize = 256;
 
 const GATE_FULL: &[u8] = b"The gate is full; please try again later.\r\n";
 
@@ -48,6 +52,7 @@ pub async fn serve(
     let max_connections = cfg.max_connections;
     let shared = Arc::new(Shared::new(cfg, registry));
     let tracker = TaskTracker::new();
+    let refusals = Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT));
     loop {
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -65,10 +70,15 @@ pub async fn serve(
         if tracker.len() >= max_connections {
             m::disconnect("full");
             // Not on the tracker: a refusal is not a connection, and must
-            // not keep the count (and so the next refusal) up.
-            tokio::spawn(async move {
-                let _ = tokio::time::timeout(FULL_NOTICE_TIMEOUT, refuse_full(&mut stream)).await;
-            });
+            // not keep the count (and so the next refusal) up. Bounded: a
+            // flood of refused connections beyond the cap is closed at once.
+            if let Ok(permit) = refusals.clone().try_acquire_owned() {
+                tokio::spawn(async move {
+                    let _ =
+                        tokio::time::timeout(FULL_NOTICE_TIMEOUT, refuse_full(&mut stream)).await;
+                    drop(permit);
+                });
+            }
             continue;
         }
         let shared = shared.clone();
