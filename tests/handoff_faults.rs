@@ -457,8 +457,15 @@ async fn a_hung_source_holds_the_destinations_writes_not_its_play() -> anyhow::R
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quit_that_cannot_be_saved_while_held_is_replayed_not_dropped() -> anyhow::Result<()> {
-    let c = Cluster::start(&[], &[])?;
+    // A long lease, so the store's pause can never cost a zone its lease.
+    let ttl = ["--lease-ttl-ms", "20000"];
+    let c = Cluster::start(&ttl, &ttl)?;
     let store = c.store().await?;
+    // A bystander already in the forest, on b.
+    let (mut other, cross) = to_the_boundary(&c, "Otto").await?;
+    other.command(&cross).await?;
+    let (zone, _, shard) = other.where_().await?;
+    assert_eq!((zone.as_str(), shard.as_str()), ("forest", "shard-b"));
     let (mut p, mut expected, _, redirect) = up_to_the_redirect(&c, "Quin").await?;
 
     // The source hangs, so the Commit goes unanswered; the store then stops
@@ -477,10 +484,23 @@ async fn a_quit_that_cannot_be_saved_while_held_is_replayed_not_dropped() -> any
     // would drop its lines on a final close) and the driver resumes.
     let quit = p.send("quit").await?;
     let resumes = p.resumes;
+    p.wait_ack(quit).await?;
+    // The zone does not stall on the held quit: the bystander is answered
+    // at once, not after the settle bound.
+    let asked = Instant::now();
+    let (zone, _, _) = other.where_().await?;
+    assert_eq!(zone, "forest");
+    assert!(
+        asked.elapsed() < SETTLE_BOUND / 2,
+        "the zone stalled {:?} on a held quit",
+        asked.elapsed()
+    );
     tokio::time::sleep(SETTLE_BOUND + Duration::from_secs(1)).await;
     drop(paused);
-    // The resume replays everything above the durable row, the quit last:
-    // applied once, saved, and only then the final close.
+    drop(_continue);
+    // The resume replays everything above the durable row (which still has
+    // the player in the city, on a), the quit last: applied once, saved,
+    // and only then the final close.
     p.wait_durable(quit).await?;
     let ended = p.wait_durable(quit + 1).await.unwrap_err();
     assert!(format!("{ended:#}").contains("Goodbye"), "{ended:#}");

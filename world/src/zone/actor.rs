@@ -101,6 +101,14 @@ fn spawn_zone_with(
     handle
 }
 
+/// Why a player leaves the zone for good.
+#[derive(Clone, Copy)]
+pub(super) enum Leaving {
+    Quit,
+    LinkDead,
+    Wedged,
+}
+
 pub(super) struct ZoneActor {
     pub(super) env: ZoneEnv,
     pub(super) id: String,
@@ -249,8 +257,7 @@ impl ZoneActor {
                     .is_some_and(|m| m.conn_id == conn_id)
                 {
                     debug!(zone = %self.id, player = %key, "link dead: saving and removing");
-                    self.save_final(&key).await;
-                    self.remove(&key);
+                    self.leave_for_good(&key, Leaving::LinkDead).await;
                 }
             }
             Msg::Shutdown { reason, reply } => {
@@ -399,15 +406,7 @@ impl ZoneActor {
             }
             Action::Quit => {
                 self.ack(key, seq);
-                if self.save_final(key).await {
-                    self.close(key, "Goodbye.", true);
-                } else {
-                    // Not durable (a handoff's Commit still open): a final
-                    // close would make the gate drop the lines only it
-                    // holds. Close not-final: it resumes and replays them,
-                    // the quit included.
-                    self.close(key, "The world shifts around you; reconnecting...", false);
-                }
+                self.leave_for_good(key, Leaving::Quit).await;
                 return InputReply::Gone;
             }
             Action::LeaveZone { to_room, dir } => self.leave_zone(key, &to_room, dir),
@@ -712,11 +711,53 @@ impl ZoneActor {
         self.save_as(key, None).await;
     }
 
-    /// A save that must not be skipped (quit, link loss, a wedged gate,
-    /// shutdown): waits, bounded, for an in-flight `Commit` first.
-    /// `false`: held by a `Commit` still open after the bound (not saved).
-    async fn save_final(&mut self, key: &str) -> bool {
-        self.save_as(key, Some(Instant::now() + SETTLE_BOUND)).await
+    /// A player leaves for good: save, remove and (for a quit) close. A
+    /// session a handoff's `Commit` still holds must not stall the zone on
+    /// it: it is removed at once, and a task waits (bounded) for the
+    /// `Commit`, saves, and only then closes a quit — final only if the save
+    /// landed, so that otherwise the gate resumes and replays the lines only
+    /// it holds, the quit included.
+    async fn leave_for_good(&mut self, key: &str, why: Leaving) {
+        let held = self
+            .sessions
+            .get_mut(key)
+            .is_some_and(|m| m.needs_save() && !m.writable());
+        if !held {
+            self.save_as(key, None).await;
+            match why {
+                Leaving::Quit => self.close(key, "Goodbye.", true),
+                Leaving::LinkDead | Leaving::Wedged => {
+                    self.remove(key);
+                }
+            }
+            return;
+        }
+        let Some((character, mut meta)) = self.remove(key) else {
+            return;
+        };
+        let (store, zone) = (self.env.store.clone(), self.id.clone());
+        let key = key.to_string();
+        self.env.tracker.spawn(async move {
+            let saved = if meta.settle().await {
+                save_player(&store, &zone, &character, &mut meta).await
+            } else {
+                warn!(zone, player = %key, "Commit unresolved: not saving (the gate keeps the lines)");
+                Saved::Held
+            };
+            if matches!(why, Leaving::Quit) {
+                let (reason, is_final) = match saved {
+                    Saved::Done => ("Goodbye.", true),
+                    Saved::NotOwner { .. } => ("Claimed by a newer session.", true),
+                    Saved::Held | Saved::Failed => {
+                        ("The world shifts around you; reconnecting...", false)
+                    }
+                };
+                meta.send(Frame::Closed(Closed {
+                    reason: reason.to_string(),
+                    r#final: is_final,
+                }));
+            }
+        });
     }
 
     /// `settle_by`: a final save, waiting for an in-flight `Commit` until
@@ -809,8 +850,7 @@ impl ZoneActor {
         for key in wedged {
             warn!(zone = %self.id, player = %key, "out channel full: reclaiming a wedged session");
             metrics::counter!("telos_wedged_reclaims_total").increment(1);
-            self.save_final(&key).await;
-            self.remove(&key);
+            self.leave_for_good(&key, Leaving::Wedged).await;
         }
     }
 
