@@ -11,7 +11,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -25,7 +24,8 @@ use telos_testkit::process::{Proc, WorldOpts, start_world};
 use telos_testkit::world::{
     copy_world, path_to_zone, start_room, starter_zones, walk, world_dir, zone_of,
 };
-use telos_world::game::{Character, Direction, HUH, ZoneState, load_world, to_state_json};
+use telos_world::game::{Character, HUH, load_world, to_state_json};
+use telos_world::handoff::source::KEYLESS;
 use telos_world::store::Store;
 use tokio::time::Instant;
 
@@ -255,17 +255,6 @@ async fn walking_into_a_zone_this_shard_does_not_host_is_refused_politely() -> a
         assert_eq!(zone_of(&walk(&start, &walk_in[..n])), home, "{path:?}");
     }
 
-    // The refusal as the game model words it (not copied here).
-    let def = load_world(&world_dir())?;
-    let zone_def = def.zone(&home).expect("home zone").clone();
-    let model = ZoneState::new(zone_def, Arc::new(def), &home);
-    let dir = Direction::parse(last).expect("a direction");
-    let expected: String = model
-        .refuse_exit("refused", dir)
-        .into_iter()
-        .map(|d| d.text)
-        .collect();
-
     let mut s = login(&world.addr, "Stayer", true, "stay-1").await?;
     let mut seq = 0u64;
     for step in walk_in {
@@ -289,10 +278,8 @@ async fn walking_into_a_zone_this_shard_does_not_host_is_refused_politely() -> a
         !first.is_empty() && !first.starts_with("You can't go that way") && first != HUH.trim(),
         "a real exit gets a polite refusal, not 'no exit': {answer:?}"
     );
-    assert!(first.ends_with('.'), "one polite sentence: {first:?}");
-    if first.starts_with("The way") {
-        assert_eq!(format!("{first}\n"), expected, "the model's refusal");
-    }
+    // This shard has no keys: it never hands off, and says so.
+    assert_eq!(first, KEYLESS, "{answer:?}");
     assert_eq!(
         before,
         where_fields(&format!("where: {rest}")),

@@ -51,8 +51,8 @@ pub enum Action {
     None,
     /// The player walked into a room of another zone. The model has NOT
     /// moved them: they are still in this ZoneState. The actor moves them to
-    /// another local zone, hands them off, or refuses with
-    /// [`ZoneState::refuse_exit`].
+    /// another local zone or hands them off (`begin_handoff`, which words a
+    /// refusal).
     LeaveZone { to_room: String, dir: Direction },
     /// The player typed quit ("Goodbye." is already in the deliveries); the
     /// actor saves, calls [`ZoneState::leave`] and closes.
@@ -250,14 +250,6 @@ impl ZoneState {
 
     pub fn player_count(&self) -> usize {
         self.players.len()
-    }
-
-    /// The line for an exit the actor won't let the player through now.
-    pub fn refuse_exit(&self, key: &str, dir: Direction) -> Vec<Delivery> {
-        vec![Delivery::new(
-            key,
-            format!("The way {dir} is closed for now; try again later.\n"),
-        )]
     }
 
     /// Tells everyone in `actor`'s room except `except` who can see `actor`.

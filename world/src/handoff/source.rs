@@ -61,6 +61,13 @@ pub struct HandoffRequest {
     pub commit: Option<CommitFence>,
 }
 
+/// What a player who stays hears: the handoff failed on the way.
+pub const STAY: &str = "The way ahead shimmers and holds you back; you stay where you are.";
+/// ... on a keyless shard, which never hands off.
+pub const KEYLESS: &str = "That way leads beyond this realm, and this realm cannot send you there.";
+/// ... when no live shard serves the zone ahead.
+pub const WAY_CLOSED: &str = "The way is closed for now; try again later.";
+
 /// Prepared: redirect the gate here.
 #[derive(Debug)]
 pub struct Begun {
@@ -151,13 +158,8 @@ async fn begin_handoff_inner(
     span: &tracing::Span,
     frozen_at: Instant,
 ) -> Result<Begun, Refused> {
-    const STAY: &str = "The way ahead shimmers and holds you back; you stay where you are.";
     let Some(keys) = h.keys.clone() else {
-        return Err(refused(
-            "keys",
-            "That way leads beyond this realm, and this realm cannot send you there.",
-            None,
-        ));
+        return Err(refused("keys", KEYLESS, None));
     };
     if is_instance_id(zone) {
         return Err(refused("resolve", STAY, None));
@@ -197,11 +199,7 @@ async fn begin_handoff_inner(
             (dest, req.epoch + 1)
         }
         Ok(HandoffClaim::NoOwner | HandoffClaim::ThisShard) => {
-            return Err(refused(
-                "resolve",
-                "The way is closed for now; try again later.",
-                None,
-            ));
+            return Err(refused("resolve", WAY_CLOSED, None));
         }
         Ok(HandoffClaim::OtherVersion(dest)) => {
             // Version skew (a rolling upgrade in progress): refuse, never
