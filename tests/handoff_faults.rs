@@ -227,16 +227,9 @@ fn forest_entry() -> String {
 async fn destination_killed_between_prepare_and_attach_loses_nothing() -> anyhow::Result<()> {
     let mut c = Cluster::start(&[], &[])?;
     let store = c.store().await?;
-    let mut expected = Vec::new();
-    let (mut p, last) = to_the_boundary(&c, "Remy").await?;
-    let seq = journal_lines(&mut p, "before", 3, &mut expected).await?;
-    p.wait_ack(seq).await?;
-
     // Cross with journal lines pipelined behind the move: they are frozen
     // on a and dropped when it redirects; only the driver still has them.
-    p.send(&last).await?;
-    journal_lines(&mut p, "after", 3, &mut expected).await?;
-    let redirect = p.until_redirect().await?;
+    let (mut p, mut expected, _, redirect) = up_to_the_redirect(&c, "Remy", 3).await?;
     assert_eq!(redirect.addr, c.b.addr);
     let first_epoch = row(&store, "Remy").await?.owner_epoch;
     assert_eq!(redirect.token, handoff_token("remy", first_epoch));
@@ -283,13 +276,7 @@ async fn destination_down_past_the_pending_ttl_resumes_from_the_saved_snapshot()
 -> anyhow::Result<()> {
     let mut c = Cluster::start(&[], &[])?;
     let store = c.store().await?;
-    let mut expected = Vec::new();
-    let (mut p, last) = to_the_boundary(&c, "Rook").await?;
-    let seq = journal_lines(&mut p, "before", 3, &mut expected).await?;
-    p.wait_ack(seq).await?;
-    let move_seq = p.send(&last).await?;
-    journal_lines(&mut p, "after", 3, &mut expected).await?;
-    let redirect = p.until_redirect().await?;
+    let (mut p, mut expected, move_seq, redirect) = up_to_the_redirect(&c, "Rook", 3).await?;
     let epoch = row(&store, "Rook").await?.owner_epoch;
     c.b.kill();
 
@@ -333,14 +320,7 @@ async fn destination_down_past_the_pending_ttl_resumes_from_the_saved_snapshot()
 async fn source_killed_after_the_redirect_activates_under_a_newer_epoch() -> anyhow::Result<()> {
     let mut c = Cluster::start(&[], &[])?;
     let store = c.store().await?;
-    let mut expected = Vec::new();
-    let (mut p, last) = to_the_boundary(&c, "Sage").await?;
-    let seq = journal_lines(&mut p, "before", 3, &mut expected).await?;
-    p.wait_ack(seq).await?;
-
-    let move_seq = p.send(&last).await?;
-    journal_lines(&mut p, "after", 3, &mut expected).await?;
-    let redirect = p.until_redirect().await?;
+    let (mut p, mut expected, move_seq, redirect) = up_to_the_redirect(&c, "Sage", 3).await?;
     // The handoff minted the snapshot's epoch: the token is derived from it.
     let snapshot_epoch = row(&store, "Sage").await?.owner_epoch;
     assert_eq!(redirect.token, handoff_token("sage", snapshot_epoch));
@@ -374,18 +354,22 @@ async fn source_killed_after_the_redirect_activates_under_a_newer_epoch() -> any
     Ok(())
 }
 
-/// Log in, journal two lines, walk to the boundary and cross: returns the
-/// driver, the lines journaled, the move's seq and the source's `Redirect`,
-/// not followed yet.
+/// Log in, journal three lines, walk to the boundary and cross with `after`
+/// journal lines pipelined behind the move (frozen on the source, dropped
+/// when it redirects: only the driver still has them). Returns the driver,
+/// the lines journaled, the move's seq and the source's `Redirect`, not
+/// followed yet.
 async fn up_to_the_redirect(
     c: &Cluster,
     name: &str,
+    after: usize,
 ) -> anyhow::Result<(Driver, Vec<String>, u64, Redirect)> {
     let mut expected = Vec::new();
     let (mut p, last) = to_the_boundary(c, name).await?;
-    let seq = journal_lines(&mut p, "before", 2, &mut expected).await?;
+    let seq = journal_lines(&mut p, "before", 3, &mut expected).await?;
     p.wait_ack(seq).await?;
     let move_seq = p.send(&last).await?;
+    journal_lines(&mut p, "after", after, &mut expected).await?;
     let redirect = p.until_redirect().await?;
     Ok((p, expected, move_seq, redirect))
 }
@@ -403,7 +387,7 @@ impl Drop for Continue<'_> {
 async fn a_hung_source_holds_the_destinations_writes_not_its_play() -> anyhow::Result<()> {
     let c = Cluster::start(&[], &[])?;
     let store = c.store().await?;
-    let (mut p, mut expected, move_seq, redirect) = up_to_the_redirect(&c, "Hale").await?;
+    let (mut p, mut expected, move_seq, redirect) = up_to_the_redirect(&c, "Hale", 0).await?;
     let snapshot_epoch = row(&store, "Hale").await?.owner_epoch;
 
     // a hangs before the destination's Commit reaches it: the Commit goes
@@ -466,7 +450,7 @@ async fn a_quit_that_cannot_be_saved_while_held_is_replayed_not_dropped() -> any
     other.command(&cross).await?;
     let (zone, _, shard) = other.where_().await?;
     assert_eq!((zone.as_str(), shard.as_str()), ("forest", "shard-b"));
-    let (mut p, mut expected, _, redirect) = up_to_the_redirect(&c, "Quin").await?;
+    let (mut p, mut expected, _, redirect) = up_to_the_redirect(&c, "Quin", 0).await?;
 
     // The source hangs, so the Commit goes unanswered; the store then stops
     // answering too, so the destination cannot mint its own epoch: the
@@ -698,12 +682,7 @@ async fn handoff_metrics_count_every_crossing_on_its_source() -> anyhow::Result<
 async fn a_prepared_handoff_nobody_attaches_to_is_saved_at_the_pending_ttl() -> anyhow::Result<()> {
     let c = Cluster::start(&[], &[])?;
     let store = c.store().await?;
-    let mut expected = Vec::new();
-    let (mut p, last) = to_the_boundary(&c, "Wren").await?;
-    let seq = journal_lines(&mut p, "before", 3, &mut expected).await?;
-    p.wait_ack(seq).await?;
-    let move_seq = p.send(&last).await?;
-    let redirect = p.until_redirect().await?;
+    let (p, expected, move_seq, redirect) = up_to_the_redirect(&c, "Wren", 0).await?;
     let prepared_at = Instant::now();
     let epoch = row(&store, "Wren").await?.owner_epoch;
     assert_eq!(redirect.token, handoff_token("wren", epoch));
