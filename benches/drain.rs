@@ -57,7 +57,7 @@ use telos_proto::v1::server_frame::Frame;
 use telos_proto::v1::{Attach, Attached, ClientFrame, Input, Resume, ServerFrame, client_frame};
 use telos_testkit::RedisServer;
 use telos_testkit::cli::SIGTERM;
-use telos_testkit::process::{Proc, bin, repo_root};
+use telos_testkit::process::{Proc, bin, repo_root, strip_ansi};
 use telos_testkit::world::{copy_world, start_room};
 use telos_world::config::{Cli, WorldConfig};
 use telos_world::directory::{Directory, ShardState};
@@ -1263,25 +1263,6 @@ fn seconds_of_day(line: &str) -> Option<f64> {
     let m: f64 = parts.next()?.parse().ok()?;
     let s: f64 = parts.next()?.parse().ok()?;
     Some(h * 3600.0 + m * 60.0 + s)
-}
-
-/// A log line without its terminal colour escapes.
-fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            // CSI: ESC [ parameters final-byte.
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// The last `n` lines of a log, for an error message.

@@ -91,39 +91,9 @@ fn shard(
     start_world(o)
 }
 
-/// The shard log with colour codes removed.
-fn plain_log(p: &Proc) -> String {
-    let mut out = String::new();
-    let mut chars = p.log_text().chars().collect::<Vec<_>>().into_iter();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Wait until the shard has logged a line containing `needle`.
-async fn wait_log(p: &Proc, needle: &str) -> anyhow::Result<()> {
-    let until = Instant::now() + WAIT;
-    while !plain_log(p).contains(needle) {
-        if Instant::now() > until {
-            bail!("no log line with {needle:?}:\n{}", plain_log(p));
-        }
-        tokio::time::sleep(POLL).await;
-    }
-    Ok(())
-}
-
 /// The drain summary's `(redirected, reclaimed, client_fault)`.
 fn drain_summary(p: &Proc) -> anyhow::Result<(u64, u64, u64)> {
-    let log = plain_log(p);
+    let log = p.plain_log();
     let line = log
         .lines()
         .rev()
@@ -386,13 +356,13 @@ async fn concurrent_drains_split_over_peers_by_reservation() -> anyhow::Result<(
         let started = Instant::now();
         let (sa, sb) = (exited(&mut a)?, exited(&mut b)?);
         let drained_in = started.elapsed();
-        assert!(sa.success(), "shard-a exits 0: {sa:?}\n{}", plain_log(&a));
-        assert!(sb.success(), "shard-b exits 0: {sb:?}\n{}", plain_log(&b));
+        assert!(sa.success(), "shard-a exits 0: {sa:?}\n{}", a.plain_log());
+        assert!(sb.success(), "shard-b exits 0: {sb:?}\n{}", b.plain_log());
         let n = (2 * PER_ZONE) as u64;
         assert_eq!(drain_summary(&a)?, (n, 0, 0), "shard-a summary");
         assert_eq!(drain_summary(&b)?, (n, 0, 0), "shard-b summary");
         for p in [&a, &b] {
-            let log = plain_log(p);
+            let log = p.plain_log();
             assert!(
                 !log.contains("over the soft ceiling"),
                 "capacity sufficed; nothing was admitted over it:\n{log}"
@@ -412,7 +382,12 @@ async fn concurrent_drains_split_over_peers_by_reservation() -> anyhow::Result<(
         eprintln!("zones landed: {per_peer:?} (both drains done in {drained_in:?})");
         let handovers: Vec<String> = [&a, &b]
             .iter()
-            .flat_map(|p| plain_log(p).lines().map(str::to_string).collect::<Vec<_>>())
+            .flat_map(|p| {
+                p.plain_log()
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
             .filter(|l| l.contains("handoverZoneTo") || l.contains("draining zones"))
             .collect();
         assert_eq!(
@@ -489,7 +464,7 @@ async fn wedged_client_is_a_client_fault_flushed_and_resumable() -> anyhow::Resu
         let mut a = shard("shard-a", &redis.url, &["city"], &keys.0, &a_extra)?;
         let rest = ["docks", "forest", "hills", "keep", "marsh"];
         let b = shard("shard-b", &redis.url, &rest, &keys.0, &[])?;
-        wait_log(&a, "zone started zone=city").await?;
+        a.wait_log("zone started zone=city", WAIT).await?;
         let zone_started = Instant::now();
         let store = Store::connect(&redis.url).await?;
 
@@ -538,13 +513,14 @@ async fn wedged_client_is_a_client_fault_flushed_and_resumable() -> anyhow::Resu
         );
 
         // Talker and Other are redirected; Wedge stays until the deadline.
-        wait_log(&a, "draining: fanning players off in place").await?;
+        a.wait_log("draining: fanning players off in place", WAIT)
+            .await?;
         let (_, _, s) = talker.where_().await?;
         assert_eq!(s, "shard-b");
         let (z, _, s) = other.where_().await?;
         assert_eq!((z.as_str(), s.as_str()), ("city", "shard-b"));
-        wait_log(&a, "drain summary").await?;
-        let log = plain_log(&a);
+        a.wait_log("drain summary", WAIT).await?;
+        let log = a.plain_log();
         assert!(
             !log.contains("out channel full: reclaiming a wedged session"),
             "Wedge was reclaimed by an ordinary tick before the drain began:\n{log}"
@@ -559,7 +535,7 @@ async fn wedged_client_is_a_client_fault_flushed_and_resumable() -> anyhow::Resu
         assert!(
             st.success(),
             "drained shard exits 0: {st:?}\n{}",
-            plain_log(&a)
+            a.plain_log()
         );
 
         drop(wedged);
@@ -624,7 +600,7 @@ async fn adopt_zone_naming_a_non_owner_is_refused_without_state() -> anyhow::Res
         let mut p = Driver::login(&b.addr, "Asker", PASSWORD, true).await?;
         let (z, _, s) = p.where_().await?;
         assert_eq!((z.as_str(), s.as_str()), ("city", "shard-a"));
-        let log = plain_log(&b);
+        let log = b.plain_log();
         assert!(!log.contains("zone adopted"), "b built the city:\n{log}");
         assert!(
             !log.contains("zone started zone=city"),
@@ -671,15 +647,16 @@ async fn adoption_never_flipped_is_torn_down_and_the_owner_keeps_serving() -> an
             })
             .await
             .context("AdoptZone naming the live owner")?;
-        wait_log(&b, "zone adopted; awaiting the flip").await?;
-        wait_log(&b, "adoption never confirmed: un-adopted").await?;
+        b.wait_log("zone adopted; awaiting the flip", WAIT).await?;
+        b.wait_log("adoption never confirmed: un-adopted", WAIT)
+            .await?;
         let torn_down_in = adopted_at.elapsed();
         eprintln!("un-adopted {torn_down_in:?} after AdoptZone (deadline 3 s)");
         assert!(
             torn_down_in >= Duration::from_secs(3) && torn_down_in < Duration::from_secs(8),
             "un-adopted at its deadline: {torn_down_in:?}"
         );
-        let log = plain_log(&b);
+        let log = b.plain_log();
         assert!(log.contains("unconfirmed adoption torn down"), "{log}");
         assert!(!log.contains("adoption confirmed"), "{log}");
         // The owner never stopped owning it.
@@ -753,7 +730,7 @@ async fn source_killed_after_adopt_zone_does_not_lose_the_zone() -> anyhow::Resu
         let (o, g) = wait_owner(&dir, "city", &["shard-b"], WAIT).await?;
         let claimed_in = killed.elapsed();
         assert!(g > generation, "a newer generation: {g} > {generation}");
-        let log = plain_log(&b);
+        let log = b.plain_log();
         eprintln!(
             "city claimed by {o} {claimed_in:?} after the source died (lease TTL {SHORT_LEASE_MS} ms); \
              confirmed by claim: {}",
@@ -899,7 +876,7 @@ async fn lease_loss_fences_without_draining() -> anyhow::Result<()> {
             .query_async(&mut conn)
             .await?;
         let stolen = Instant::now();
-        wait_log(&a, "zone fenced: lease lost").await?;
+        a.wait_log("zone fenced: lease lost", WAIT).await?;
         eprintln!(
             "fenced {:?} after the lease was overwritten",
             stolen.elapsed()
@@ -925,7 +902,7 @@ async fn lease_loss_fences_without_draining() -> anyhow::Result<()> {
         let (_, g) = owner(&dir, "city").await?.context("city served")?;
         assert!(g > generation, "re-claimed at a newer generation");
 
-        let log = plain_log(&a);
+        let log = a.plain_log();
         assert!(log.contains("fenced"), "{log}");
         assert!(!log.contains("draining"), "a fence is not a drain:\n{log}");
         assert!(!log.contains("drain summary"), "{log}");
@@ -1020,8 +997,8 @@ async fn a_refused_adopt_zone_gives_its_reservation_back() -> anyhow::Result<()>
         wait_registered(&redis.url, &["shard-c", "shard-d"]).await?;
         a.signal(SIGTERM);
         let st = exited(&mut a)?;
-        assert!(st.success(), "{st:?}\n{}", plain_log(&a));
-        let log = plain_log(&a);
+        assert!(st.success(), "{st:?}\n{}", a.plain_log());
+        let log = a.plain_log();
         assert!(
             log.contains("AdoptZone refused; trying another peer"),
             "c was tried first and refused:\n{log}"
@@ -1067,18 +1044,19 @@ async fn adopted_zone_lease_is_released_on_a_clean_stop() -> anyhow::Result<()> 
         // The city moves to b by a drain of a, and b confirms it.
         wait_registered(&redis.url, &["shard-b"]).await?;
         a.signal(SIGTERM);
-        assert!(exited(&mut a)?.success(), "{}", plain_log(&a));
-        wait_log(&b, "adoption confirmed: the flip landed").await?;
+        assert!(exited(&mut a)?.success(), "{}", a.plain_log());
+        b.wait_log("adoption confirmed: the flip landed", WAIT)
+            .await?;
         wait_owner(&dir, "city", &["shard-b"], WAIT).await?;
 
         let st = b.stop_with(SIGINT, EXIT_WAIT)?;
-        assert!(st.success(), "{st:?}\n{}", plain_log(&b));
+        assert!(st.success(), "{st:?}\n{}", b.plain_log());
         for zone in ["forest", "city"] {
             assert_eq!(
                 owner(&dir, zone).await?,
                 None,
                 "{zone}'s lease was given back at the clean stop:\n{}",
-                plain_log(&b)
+                b.plain_log()
             );
         }
         Ok(())
@@ -1175,7 +1153,7 @@ async fn drain_hands_on_a_zone_adopted_just_before_the_sigterm() -> anyhow::Resu
             .await
             .context("AdoptZone naming the live owner")?;
         b.signal(SIGTERM);
-        wait_log(&b, "draining zones=").await?;
+        b.wait_log("draining zones=", WAIT).await?;
         // The source's flip lands now (done here, exactly as its drain does).
         let flipped = dir
             .flip_zone(
@@ -1189,8 +1167,8 @@ async fn drain_hands_on_a_zone_adopted_just_before_the_sigterm() -> anyhow::Resu
         ensure!(flipped.is_some(), "the flip landed");
 
         let st = exited(&mut b)?;
-        assert!(st.success(), "{st:?}\n{}", plain_log(&b));
-        let log = plain_log(&b);
+        assert!(st.success(), "{st:?}\n{}", b.plain_log());
+        let log = b.plain_log();
         assert!(!log.contains("zone city is not hosted here"), "{log}");
         assert!(
             log.contains("lease flipped; fanning players off zone=\"city\" to_shard=shard-c"),

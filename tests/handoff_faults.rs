@@ -156,38 +156,6 @@ fn row_journal(row: &CharacterRow) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
-/// The shard log with colour codes removed.
-fn plain_log(p: &Proc) -> String {
-    let mut out = String::new();
-    let mut chars = p.log_text().chars().collect::<Vec<_>>().into_iter();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Wait until the shard has logged a line containing `needle`: the log is
-/// how a test tells which path a fault took (it is written before the
-/// player can observe the outcome, so this rarely waits).
-async fn wait_log(p: &Proc, needle: &str) -> anyhow::Result<()> {
-    let until = Instant::now() + READY_WAIT;
-    while !plain_log(p).contains(needle) {
-        if Instant::now() > until {
-            bail!("no log line with {needle:?}:\n{}", plain_log(p));
-        }
-        tokio::time::sleep(POLL).await;
-    }
-    Ok(())
-}
-
 /// Log in at `a`, give the driver both shards to resume at, and walk up to
 /// the forest boundary. Returns the driver and the crossing direction.
 async fn to_the_boundary(c: &Cluster, name: &str) -> anyhow::Result<(Driver, String)> {
@@ -237,7 +205,7 @@ async fn destination_killed_between_prepare_and_attach_loses_nothing() -> anyhow
     // b dies holding the pending player; it comes back empty-handed.
     c.restart_b()?;
     // Ready when its forest actor runs again (the lease is re-claimed).
-    wait_log(&c.b, "zone started zone=forest").await?;
+    c.b.wait_log("zone started zone=forest", READY_WAIT).await?;
 
     // The attach is refused (no pending record): the driver resumes, a
     // puts the player back from the durable row, the replayed move hands
@@ -251,7 +219,7 @@ async fn destination_killed_between_prepare_and_attach_loses_nothing() -> anyhow
         p.transcript
     );
     assert!(p.resumes >= 1, "the lost arrival was resumed");
-    wait_log(&c.b, "attach refused").await?;
+    c.b.wait_log("attach refused", READY_WAIT).await?;
     let seq = journal_lines(&mut p, "recovered", 2, &mut expected).await?;
     p.wait_ack(seq).await?;
     assert_eq!(p.journal().await?, expected);
@@ -259,9 +227,9 @@ async fn destination_killed_between_prepare_and_attach_loses_nothing() -> anyhow
 
     // At its pending TTL, a's frozen snapshot of the first attempt is
     // fenced out by the newer epochs: it never overwrites the row.
-    wait_log(
-        &c.a,
+    c.a.wait_log(
         "frozen snapshot not saved: a newer owner already wrote",
+        READY_WAIT,
     )
     .await?;
     let r = row(&store, "Remy").await?;
@@ -294,13 +262,14 @@ async fn destination_down_past_the_pending_ttl_resumes_from_the_saved_snapshot()
         }
         tokio::time::sleep(POLL).await;
     }
-    wait_log(&c.a, "no Commit within the pending TTL").await?;
+    c.a.wait_log("no Commit within the pending TTL", READY_WAIT)
+        .await?;
 
     // b comes back; the late attach finds nothing pending, the driver
     // resumes from the saved snapshot (in the forest, acked to the move)
     // and replays the lines that were frozen behind the move.
     c.restart_b()?;
-    wait_log(&c.b, "zone started zone=forest").await?;
+    c.b.wait_log("zone started zone=forest", READY_WAIT).await?;
     p.follow_redirect(&redirect).await?;
     assert!(p.resumes >= 1);
     let (zone, room, shard) = p.where_().await?;
@@ -330,7 +299,8 @@ async fn source_killed_after_the_redirect_activates_under_a_newer_epoch() -> any
     let ack = p.follow_redirect(&redirect).await?;
     assert_eq!(ack, move_seq, "b resumes right after the move line");
     assert_eq!(p.resumes, 0, "a plain attach, no resume");
-    wait_log(&c.b, "activating under a newer epoch").await?;
+    c.b.wait_log("activating under a newer epoch", READY_WAIT)
+        .await?;
     let (zone, room, shard) = p.where_().await?;
     assert_eq!(
         (zone.as_str(), room.as_str(), shard.as_str()),
@@ -407,7 +377,7 @@ async fn a_hung_source_holds_the_destinations_writes_not_its_play() -> anyhow::R
     // still the source's, at the snapshot's epoch.
     let r = row(&store, "Hale").await?;
     assert!(
-        !plain_log(&c.b).contains("activating under a newer epoch"),
+        !c.b.plain_log().contains("activating under a newer epoch"),
         "b waited for the Commit's outcome before playing ({:?} since the attach)",
         attached_at.elapsed()
     );
@@ -419,7 +389,8 @@ async fn a_hung_source_holds_the_destinations_writes_not_its_play() -> anyhow::R
     );
 
     // The Commit's bound passes: b mints a newer epoch, and only then saves.
-    wait_log(&c.b, "activating under a newer epoch").await?;
+    c.b.wait_log("activating under a newer epoch", READY_WAIT)
+        .await?;
     p.wait_durable(seq).await?;
     assert!(
         attached_at.elapsed() >= RPC_TIMEOUT,
@@ -490,7 +461,7 @@ async fn a_quit_that_cannot_be_saved_while_held_is_replayed_not_dropped() -> any
     assert!(format!("{ended:#}").contains("Goodbye"), "{ended:#}");
     assert!(p.resumes > resumes, "the held quit closed final");
     assert!(
-        plain_log(&c.b).contains("Commit unresolved: not saving"),
+        c.b.plain_log().contains("Commit unresolved: not saving"),
         "the quit's save was not held"
     );
     let r = row(&store, "Quin").await?;
@@ -521,9 +492,9 @@ async fn unreadable_store_at_claim_refuses_the_handoff_and_the_player_stays() ->
     let seq = journal_lines(&mut p, "stayed", 2, &mut expected).await?;
     let text = p.wait_ack(move_seq).await?;
     assert!(text.contains(STAY), "{text:?}");
-    wait_log(
-        &c.a,
+    c.a.wait_log(
         "ShardForZone + ClaimCharacter failed: refusing the handoff",
+        READY_WAIT,
     )
     .await?;
     p.wait_ack(seq).await?;
@@ -582,9 +553,9 @@ async fn unreachable_redis_at_the_move_refuses_the_handoff_and_the_player_stays(
     drop(paused);
     let pause = paused_at.elapsed();
     assert!(text.contains(STAY), "{text:?}");
-    wait_log(
-        &c.a,
+    c.a.wait_log(
         "ShardForZone + ClaimCharacter failed: refusing the handoff",
+        READY_WAIT,
     )
     .await?;
     p.wait_ack(seq).await?;
@@ -710,8 +681,9 @@ async fn a_prepared_handoff_nobody_attaches_to_is_saved_at_the_pending_ttl() -> 
         prepared_at.elapsed()
     );
     assert_eq!(saved.owner_epoch, epoch, "saved under the snapshot's epoch");
-    wait_log(&c.a, "no Commit within the pending TTL").await?;
-    wait_log(&c.b, "pending handoff expired").await?;
+    c.a.wait_log("no Commit within the pending TTL", READY_WAIT)
+        .await?;
+    c.b.wait_log("pending handoff expired", READY_WAIT).await?;
     assert_eq!(row_journal(&saved)?, expected);
 
     // A fresh login finds the player where the move took them.

@@ -128,6 +128,25 @@ impl Proc {
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// The log with terminal colour codes removed, should any be there.
+    pub fn plain_log(&self) -> String {
+        strip_ansi(&self.log_text())
+    }
+
+    /// Wait until the process has logged a line containing `needle`: how a
+    /// test tells which path a fault took. Fails after `within`, showing the
+    /// log.
+    pub async fn wait_log(&self, needle: &str, within: Duration) -> anyhow::Result<()> {
+        let until = std::time::Instant::now() + within;
+        while !self.plain_log().contains(needle) {
+            if std::time::Instant::now() > until {
+                bail!("no log line with {needle:?}:\n{}", self.plain_log());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(())
+    }
 }
 
 impl Drop for Proc {
@@ -198,4 +217,23 @@ pub fn start_gate(redis_url: &str, extra: &[&str]) -> anyhow::Result<Proc> {
         .arg(redis_url)
         .args(extra);
     Proc::spawn("gate", cmd)
+}
+
+/// Text without its terminal colour escapes (CSI: ESC [ parameters
+/// final-byte).
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
