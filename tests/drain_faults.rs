@@ -21,7 +21,7 @@ use telos_proto::v1::AdoptZoneRequest;
 use telos_proto::v1::handoff_client::HandoffClient;
 use telos_testkit::RedisServer;
 use telos_testkit::cli::{SIGINT, SIGTERM, telosctl, wait_exit};
-use telos_testkit::process::{Proc, WorldOpts, start_world};
+use telos_testkit::process::{Proc, start_keyed_world};
 use telos_world::directory::Directory;
 use telos_world::game::from_state_json;
 use telos_world::store::Store;
@@ -85,10 +85,7 @@ fn shard(
     keys: &Path,
     extra: &[&str],
 ) -> anyhow::Result<Proc> {
-    let mut o = WorldOpts::new(id, redis_url, zones);
-    o.extra = vec!["--keys".into(), keys.display().to_string()];
-    o.extra.extend(extra.iter().map(|s| s.to_string()));
-    start_world(o)
+    start_keyed_world(id, redis_url, zones, keys, None, extra)
 }
 
 /// The drain summary's `(redirected, reclaimed, client_fault)`.

@@ -7,7 +7,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -16,7 +16,7 @@ use support::metrics::{sample, scrape};
 use support::paths::opposite;
 use telos_proto::v1::Redirect;
 use telos_testkit::RedisServer;
-use telos_testkit::process::{Proc, WorldOpts, start_world};
+use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::{path_to_zone, start_room, starter_zones, walk};
 use telos_world::game::from_state_json;
@@ -59,25 +59,6 @@ fn b_zones() -> Vec<String> {
         .collect()
 }
 
-/// Start one keyed shard; `listen` pins the address (a restart).
-fn shard(
-    id: &str,
-    redis_url: &str,
-    zones: &[String],
-    keys: &Path,
-    listen: Option<&str>,
-    extra: &[String],
-) -> anyhow::Result<Proc> {
-    let zones: Vec<&str> = zones.iter().map(String::as_str).collect();
-    let mut o = WorldOpts::new(id, redis_url, &zones);
-    if let Some(addr) = listen {
-        o.listen = addr.to_string();
-    }
-    o.extra = vec!["--keys".into(), keys.display().to_string()];
-    o.extra.extend(extra.iter().cloned());
-    start_world(o)
-}
-
 impl Cluster {
     fn start(extra_a: &[&str], extra_b: &[&str]) -> anyhow::Result<Cluster> {
         let redis = RedisServer::start()?;
@@ -90,8 +71,8 @@ impl Cluster {
         let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let (extra_a, extra_b) = (owned(extra_a), owned(extra_b));
         let city = vec!["city".to_string()];
-        let a = shard("shard-a", &redis.url, &city, &keys, None, &extra_a)?;
-        let b = shard("shard-b", &redis.url, &b_zones(), &keys, None, &extra_b)?;
+        let a = start_keyed_world("shard-a", &redis.url, &city, &keys, None, &extra_a)?;
+        let b = start_keyed_world("shard-b", &redis.url, &b_zones(), &keys, None, &extra_b)?;
         Ok(Cluster {
             redis,
             keys,
@@ -105,16 +86,14 @@ impl Cluster {
     fn restart_b(&mut self) -> anyhow::Result<()> {
         let addr = self.b.addr.clone();
         self.b.kill();
-        self.b = tokio::task::block_in_place(|| {
-            shard(
-                "shard-b",
-                &self.redis.url,
-                &b_zones(),
-                &self.keys,
-                Some(&addr),
-                &self.extra_b,
-            )
-        })?;
+        self.b = start_keyed_world(
+            "shard-b",
+            &self.redis.url,
+            &b_zones(),
+            &self.keys,
+            Some(&addr),
+            &self.extra_b,
+        )?;
         assert_eq!(self.b.addr, addr);
         Ok(())
     }
@@ -491,7 +470,26 @@ async fn unreadable_store_at_claim_refuses_the_handoff_and_the_player_stays() ->
     let move_seq = p.send(&last).await?;
     let seq = journal_lines(&mut p, "stayed", 2, &mut expected).await?;
     let text = p.wait_ack(move_seq).await?;
-    assert!(text.contains(STAY), "{text:?}");
+    stayed(&c, &mut p, &text, seq, &before, "").await?;
+
+    // Repaired: the same step crosses.
+    c.set_row_field("Tove", "owner_epoch", &epoch.to_string())
+        .await?;
+    crosses_and_saves(&mut p, &last, &mut expected, &store, "Tove").await
+}
+
+/// The move was refused at the claim: the player heard why, stays in the
+/// city where they were, on a, and was never redirected. `context` is
+/// added to the location's assertion message.
+async fn stayed(
+    c: &Cluster,
+    p: &mut Driver,
+    move_text: &str,
+    seq: u64,
+    before: &str,
+    context: &str,
+) -> anyhow::Result<()> {
+    assert!(move_text.contains(STAY), "{move_text:?}");
     c.a.wait_log(
         "ShardForZone + ClaimCharacter failed: refusing the handoff",
         READY_WAIT,
@@ -501,22 +499,31 @@ async fn unreadable_store_at_claim_refuses_the_handoff_and_the_player_stays() ->
     let (zone, room, shard) = p.where_().await?;
     assert_eq!(
         (zone.as_str(), room.as_str(), shard.as_str()),
-        ("city", before.as_str(), "shard-a")
+        ("city", before, "shard-a"),
+        "{context}"
     );
     assert_eq!(p.redirects, 0);
+    Ok(())
+}
 
-    // Repaired: the same step crosses.
-    c.set_row_field("Tove", "owner_epoch", &epoch.to_string())
-        .await?;
-    p.command(&last).await?;
+/// The same step again crosses to b; lines journaled there are applied
+/// and saved exactly once, without a resume.
+async fn crosses_and_saves(
+    p: &mut Driver,
+    last: &str,
+    expected: &mut Vec<String>,
+    store: &Store,
+    name: &str,
+) -> anyhow::Result<()> {
+    p.command(last).await?;
     let (zone, _, shard) = p.where_().await?;
     assert_eq!((zone.as_str(), shard.as_str()), ("forest", "shard-b"));
-    let seq = journal_lines(&mut p, "crossed", 2, &mut expected).await?;
+    let seq = journal_lines(p, "crossed", 2, expected).await?;
     p.wait_ack(seq).await?;
-    assert_eq!(p.journal().await?, expected);
+    assert_eq!(&p.journal().await?, expected);
     assert_eq!(p.resumes, 0);
     p.wait_durable(seq).await?;
-    assert_eq!(row_journal(&row(&store, "Tove").await?)?, expected);
+    assert_eq!(&row_journal(&row(store, name).await?)?, expected);
     Ok(())
 }
 
@@ -552,32 +559,11 @@ async fn unreachable_redis_at_the_move_refuses_the_handoff_and_the_player_stays(
     let text = p.wait_ack(move_seq).await?;
     drop(paused);
     let pause = paused_at.elapsed();
-    assert!(text.contains(STAY), "{text:?}");
-    c.a.wait_log(
-        "ShardForZone + ClaimCharacter failed: refusing the handoff",
-        READY_WAIT,
-    )
-    .await?;
-    p.wait_ack(seq).await?;
-    let (zone, room, shard) = p.where_().await?;
-    assert_eq!(
-        (zone.as_str(), room.as_str(), shard.as_str()),
-        ("city", before.as_str(), "shard-a"),
-        "paused for {pause:?}"
-    );
-    assert_eq!(p.redirects, 0);
+    let context = format!("paused for {pause:?}");
+    stayed(&c, &mut p, &text, seq, &before, &context).await?;
 
     // Redis is back: the same step crosses.
-    p.command(&last).await?;
-    let (zone, _, shard) = p.where_().await?;
-    assert_eq!((zone.as_str(), shard.as_str()), ("forest", "shard-b"));
-    let seq = journal_lines(&mut p, "crossed", 2, &mut expected).await?;
-    p.wait_ack(seq).await?;
-    assert_eq!(p.journal().await?, expected);
-    assert_eq!(p.resumes, 0);
-    p.wait_durable(seq).await?;
-    assert_eq!(row_journal(&row(&store, "Umi").await?)?, expected);
-    Ok(())
+    crosses_and_saves(&mut p, &last, &mut expected, &store, "Umi").await
 }
 
 /// The handoff counters and pause histogram of one shard.

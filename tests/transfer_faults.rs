@@ -14,7 +14,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -24,7 +24,7 @@ use telos_proto::v1::server_frame::Frame;
 use telos_testkit::RedisServer;
 use telos_testkit::cli::telosctl;
 use telos_testkit::play::PlayStream;
-use telos_testkit::process::{Proc, WorldOpts, start_world};
+use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::starter_zones;
 use telos_world::directory::transfer::{Completion, Proposal};
@@ -79,25 +79,6 @@ impl Drop for Cluster {
     }
 }
 
-/// Start one keyed shard; `listen` pins the address (a restart).
-fn shard(
-    id: &str,
-    redis_url: &str,
-    zones: &[String],
-    keys: &Path,
-    listen: Option<&str>,
-    extra: &[String],
-) -> anyhow::Result<Proc> {
-    let zones: Vec<&str> = zones.iter().map(String::as_str).collect();
-    let mut o = WorldOpts::new(id, redis_url, &zones);
-    if let Some(addr) = listen {
-        o.listen = addr.to_string();
-    }
-    o.extra = vec!["--keys".into(), keys.display().to_string()];
-    o.extra.extend(extra.iter().cloned());
-    tokio::task::block_in_place(|| start_world(o))
-}
-
 fn owned(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
@@ -129,23 +110,16 @@ impl Cluster {
         ));
         telos_world::handoff::keys::generate(&keys)?;
         let extra_a = owned(extra_a);
-        let a = shard("shard-a", &redis.url, &city(), &keys, None, &extra_a)?;
-        let b = shard(
-            "shard-b",
-            &redis.url,
-            &b_zones(),
-            &keys,
-            None,
-            &owned(extra_b),
-        )?;
+        let a = start_keyed_world("shard-a", &redis.url, &city(), &keys, None, &extra_a)?;
+        let b = start_keyed_world("shard-b", &redis.url, &b_zones(), &keys, None, extra_b)?;
         let c = match extra_c {
-            Some(extra) => Some(shard(
+            Some(extra) => Some(start_keyed_world(
                 "shard-c",
                 &redis.url,
-                &[],
+                &[] as &[&str],
                 &keys,
                 None,
-                &owned(extra),
+                extra,
             )?),
             None => None,
         };
@@ -179,7 +153,7 @@ impl Cluster {
     fn restart_a(&mut self) -> anyhow::Result<()> {
         let addr = self.a.addr.clone();
         self.a.kill();
-        self.a = shard(
+        self.a = start_keyed_world(
             "shard-a",
             &self.redis.url,
             &city(),

@@ -76,7 +76,7 @@ impl Proc {
                 }
             }
         });
-        match rx.recv_timeout(READY_TIMEOUT) {
+        match blocking(|| rx.recv_timeout(READY_TIMEOUT)) {
             Ok(addr) => Ok(Proc {
                 child,
                 addr,
@@ -204,6 +204,38 @@ pub fn start_world(opts: WorldOpts<'_>) -> anyhow::Result<Proc> {
         cmd.arg("--zones").arg(opts.zones.join(","));
     }
     Proc::spawn(&format!("world-{}", opts.shard_id), cmd)
+}
+
+/// Start a keyed `telos-world` (`--keys`: a shard that hands players off)
+/// hosting `zones`, with `extra` flags; `listen` pins the address (a
+/// restart).
+pub fn start_keyed_world(
+    id: &str,
+    redis_url: &str,
+    zones: &[impl AsRef<str>],
+    keys: &Path,
+    listen: Option<&str>,
+    extra: &[impl AsRef<str>],
+) -> anyhow::Result<Proc> {
+    let zones: Vec<&str> = zones.iter().map(AsRef::as_ref).collect();
+    let mut o = WorldOpts::new(id, redis_url, &zones);
+    if let Some(addr) = listen {
+        o.listen = addr.to_string();
+    }
+    o.extra = vec!["--keys".into(), keys.display().to_string()];
+    o.extra.extend(extra.iter().map(|s| s.as_ref().to_string()));
+    start_world(o)
+}
+
+/// Run a blocking wait without starving an async test: on a multi-thread
+/// runtime the worker hands its other tasks off first.
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
 }
 
 /// Start a real `telos-gate` on port 0.
