@@ -18,7 +18,13 @@ static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("leas
 static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease_release.lua")));
 static FLIP: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease_flip.lua")));
 static SHARD_FOR_ZONE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("shard_for_zone.lua")));
+    LazyLock::new(|| routing_script(include_str!("shard_for_zone.lua")));
+
+/// A script that routes by ShardForZone's rule: `resolve_owner.lua`
+/// (the one place that rule is written) followed by `body`.
+pub(crate) fn routing_script(body: &str) -> Script {
+    Script::new(&[include_str!("resolve_owner.lua"), body].concat())
+}
 
 /// Refuses ids that can never hold a lease: empty, or instance-shaped
 /// (`<zone>#<n>`, private to one shard, outside placement).

@@ -7,8 +7,7 @@
 -- KEYS[3] character row
 -- ARGV[1] registry key prefix ("telos:shard:")   ARGV[2] this shard's id
 -- ARGV[3] this shard's handoff version
--- The registry key is derived from the owner inside the script; Telos runs
--- against a single Redis (not Cluster), where that is allowed.
+-- Runs after resolve_owner.lua (ShardForZone's rule, shared).
 -- Returns {status, epoch, field, value, ...} (the owner's registry entry),
 -- status being:
 --   'none'    no live owner: the zone is free or its owner's entry expired
@@ -17,17 +16,9 @@
 --   'version' the owner speaks another handoff version
 --   'norow'   the character has no durable row yet
 --   'minted'  the row's owner_epoch after the mint
--- Only 'minted' wrote anything. While a transfer is pending, the zone
--- resolves to its target (routing moves at once), as in ShardForZone.
-local owner = redis.call('HGET', KEYS[2], 'to')
+-- Only 'minted' wrote anything.
+local owner, _, entry = resolve_owner(KEYS[1], KEYS[2], ARGV[1])
 if not owner then
-  owner = redis.call('HGET', KEYS[1], 'owner')
-end
-if not owner then
-  return {'none', ''}
-end
-local entry = redis.call('HGETALL', ARGV[1] .. owner)
-if #entry == 0 then
   return {'none', ''}
 end
 local field = {}

@@ -10,10 +10,11 @@ use redis::Script;
 use super::{Store, StoreError, row_key};
 use crate::directory::ShardInfo;
 use crate::directory::keys;
+use crate::directory::lease::routing_script;
 use crate::directory::registry::shard_from_fields;
 
 static CLAIM_HANDOFF: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("claim_handoff.lua")));
+    LazyLock::new(|| routing_script(include_str!("claim_handoff.lua")));
 static CLAIM_FROM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim_from.lua")));
 
 /// What [`Store::claim_for_handoff`] found. Only [`HandoffClaim::Minted`]

@@ -132,32 +132,6 @@ impl Store {
         })
     }
 
-    /// ClaimCharacter for a handoff: the same atomic mint, returning only
-    /// `(owner_epoch, state_version)` — the snapshot already carries the
-    /// state, so the row's (possibly large) blob is not read back.
-    pub async fn claim_epoch(&self, name: &str) -> Result<(u64, u64), StoreError> {
-        let key = row_key(name)?;
-        let fields: Option<Vec<Option<String>>> = CLAIM
-            .key(&key)
-            .arg("owner_epoch")
-            .arg("state_version")
-            .invoke_async(&mut self.conn())
-            .await?;
-        let fields = fields.ok_or(StoreError::NotFound)?;
-        let number = |i: usize, field: &str| {
-            fields
-                .get(i)
-                .cloned()
-                .flatten()
-                .and_then(|v| v.parse::<u64>().ok())
-                .ok_or_else(|| StoreError::Corrupt {
-                    key: key.clone(),
-                    reason: format!("field {field} missing or not a number"),
-                })
-        };
-        Ok((number(0, "owner_epoch")?, number(1, "state_version")?))
-    }
-
     /// Fenced save: applies only if the row is at `expected_version` and
     /// owned by `epoch`; the new version is `expected_version + 1`.
     pub async fn save(

@@ -762,11 +762,10 @@ impl ZoneActor {
 
     /// `settle_by`: a final save, waiting for an in-flight `Commit` until
     /// then; `None`: a cadence save, skipped while one is in flight.
-    /// `false` only when an open `Commit` held the save back.
-    async fn save_as(&mut self, key: &str, settle_by: Option<Instant>) -> bool {
+    async fn save_as(&mut self, key: &str, settle_by: Option<Instant>) {
         let (Some(character), Some(meta)) = (self.state.character(key), self.sessions.get_mut(key))
         else {
-            return true;
+            return;
         };
         if let Some(deadline) = settle_by
             && meta.needs_save()
@@ -774,17 +773,13 @@ impl ZoneActor {
         {
             warn!(zone = %self.id, player = %key, "Commit unresolved: not saving (the gate keeps the lines)");
         }
-        match save_player(&self.env.store, &self.id, character, meta).await {
-            Saved::NotOwner {
-                carried,
-                winner,
-                version,
-            } => {
-                self.ownership_lost(key, carried, winner, version);
-                true
-            }
-            Saved::Held => false,
-            Saved::Done | Saved::Failed => true,
+        if let Saved::NotOwner {
+            carried,
+            winner,
+            version,
+        } = save_player(&self.env.store, &self.id, character, meta).await
+        {
+            self.ownership_lost(key, carried, winner, version);
         }
     }
 
