@@ -69,6 +69,10 @@ use tokio_util::sync::CancellationToken;
 use tonic::Streaming;
 use tonic::transport::{Channel, Endpoint};
 
+#[path = "support/stats.rs"]
+mod stats;
+use stats::nearest_rank;
+
 /// Players, the same number in every zone.
 const PLAYERS: usize = 500;
 /// Zones the source hosts: the starter world's, then generated rings.
@@ -1166,13 +1170,7 @@ struct Stats {
 impl Stats {
     fn of(mut samples: Vec<Duration>) -> Stats {
         samples.sort_unstable();
-        let pct = |p: f64| {
-            if samples.is_empty() {
-                return f64::NAN;
-            }
-            let rank = ((p / 100.0) * samples.len() as f64).ceil() as usize;
-            ms(samples[rank.clamp(1, samples.len()) - 1])
-        };
+        let pct = |p: f64| nearest_rank(&samples, p).map_or(f64::NAN, ms);
         Stats {
             n: samples.len(),
             p50: pct(50.0),

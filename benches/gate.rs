@@ -36,6 +36,10 @@ use telos_testkit::world::starter_zones;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+#[path = "support/stats.rs"]
+mod stats;
+use stats::{Window, percentile_us};
+
 /// Seconds measured per side of each case: stable percentiles, and the
 /// whole bench stays well under a minute.
 const MEASURE_SECS: f64 = 2.0;
@@ -65,14 +69,7 @@ struct Measured {
 impl Measured {
     fn from(mut latencies_ns: Vec<u64>, secs: f64) -> Measured {
         latencies_ns.sort_unstable();
-        let pct = |p: f64| {
-            if latencies_ns.is_empty() {
-                return f64::NAN;
-            }
-            // Nearest rank.
-            let rank = ((p / 100.0) * latencies_ns.len() as f64).ceil() as usize;
-            latencies_ns[rank.clamp(1, latencies_ns.len()) - 1] as f64 / 1000.0
-        };
+        let pct = |p: f64| percentile_us(&latencies_ns, p);
         Measured {
             lines: latencies_ns.len() as u64,
             secs,
@@ -83,25 +80,6 @@ impl Measured {
 
     fn per_sec(&self) -> f64 {
         self.lines as f64 / self.secs
-    }
-}
-
-/// When measuring starts and ends, shared by every player of one side.
-#[derive(Clone, Copy)]
-struct Window {
-    begin: Instant,
-    measure_from: Instant,
-    until: Instant,
-}
-
-impl Window {
-    fn starting_now(measure: Duration) -> Window {
-        let begin = Instant::now() + Duration::from_millis(50);
-        Window {
-            begin,
-            measure_from: begin + WARMUP,
-            until: begin + WARMUP + measure,
-        }
     }
 }
 
@@ -273,7 +251,7 @@ async fn open_streams(world: &str, n: usize) -> anyhow::Result<Vec<Direct>> {
 }
 
 async fn measure_gate(bots: Vec<Bot>, measure: Duration) -> anyhow::Result<(Vec<Bot>, Measured)> {
-    let window = Window::starting_now(measure);
+    let window = Window::starting_now(WARMUP, measure);
     let tasks: Vec<_> = bots
         .into_iter()
         .map(|mut bot| {
@@ -303,7 +281,7 @@ async fn measure_direct(
     streams: Vec<Direct>,
     measure: Duration,
 ) -> anyhow::Result<(Vec<Direct>, Measured)> {
-    let window = Window::starting_now(measure);
+    let window = Window::starting_now(WARMUP, measure);
     let tasks: Vec<_> = streams
         .into_iter()
         .map(|mut d| {

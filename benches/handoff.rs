@@ -65,6 +65,10 @@ use tonic::transport::{Channel, Endpoint};
 mod metrics;
 use metrics::{sample, scrape};
 
+#[path = "support/stats.rs"]
+mod stats;
+use stats::{Window, percentile_us};
+
 /// Seconds measured per side of each case: stable percentiles, and the
 /// whole bench stays well under a minute.
 const MEASURE_SECS: f64 = 2.0;
@@ -131,39 +135,13 @@ impl Measured {
         } else {
             latencies_ns.iter().sum::<u64>() as f64 / latencies_ns.len() as f64 / 1000.0
         };
-        let pct = |p: f64| {
-            if latencies_ns.is_empty() {
-                return f64::NAN;
-            }
-            // Nearest rank.
-            let rank = ((p / 100.0) * latencies_ns.len() as f64).ceil() as usize;
-            latencies_ns[rank.clamp(1, latencies_ns.len()) - 1] as f64 / 1000.0
-        };
+        let pct = |p: f64| percentile_us(&latencies_ns, p);
         Measured {
             samples: latencies_ns.len(),
             p50_us: pct(50.0),
             p99_us: pct(99.0),
             mean_us,
             server_cpu_us_per_op,
-        }
-    }
-}
-
-/// When measuring starts and ends, shared by every player of one side.
-#[derive(Clone, Copy)]
-struct Window {
-    begin: Instant,
-    measure_from: Instant,
-    until: Instant,
-}
-
-impl Window {
-    fn starting_now(measure: Duration) -> Window {
-        let begin = Instant::now() + Duration::from_millis(50);
-        Window {
-            begin,
-            measure_from: begin + WARMUP,
-            until: begin + WARMUP + measure,
         }
     }
 }
@@ -598,7 +576,7 @@ where
     F: Fn(T) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = anyhow::Result<(T, Duration)>> + Send + 'static,
 {
-    let window = Window::starting_now(measure);
+    let window = Window::starting_now(WARMUP, measure);
     let cpu_before = servers.cpu_secs()?;
     let tasks: Vec<_> = clients
         .into_iter()

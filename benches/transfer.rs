@@ -59,6 +59,10 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_stream::StreamExt;
 
+#[path = "support/stats.rs"]
+mod stats;
+use stats::nearest_rank;
+
 /// The zone that moves.
 const ZONE: &str = "city";
 /// Transfers per case (half each way); `TELOS_BENCH_REPS` overrides.
@@ -482,13 +486,9 @@ async fn settle(
 
 /// Nearest-rank percentile of `samples` (sorted here).
 fn pct(samples: &[f64], p: f64) -> f64 {
-    if samples.is_empty() {
-        return f64::NAN;
-    }
     let mut s = samples.to_vec();
     s.sort_by(f64::total_cmp);
-    let rank = ((p / 100.0) * s.len() as f64).ceil() as usize;
-    s[rank.clamp(1, s.len()) - 1]
+    nearest_rank(&s, p).unwrap_or(f64::NAN)
 }
 
 fn print_case(title: &str, case: &Case) {

@@ -41,6 +41,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+#[path = "../../benches/support/stats.rs"]
+mod stats;
+use stats::percentile_us;
+
 /// Seconds measured per side (actor, model) of each case; a few seconds
 /// gives stable percentiles without making the bench a coffee break.
 const MEASURE_SECS: f64 = 2.0;
@@ -94,14 +98,7 @@ struct Measured {
 impl Measured {
     fn from(mut latencies_ns: Vec<u64>, secs: f64, failed: u64) -> Measured {
         latencies_ns.sort_unstable();
-        let pct = |p: f64| {
-            if latencies_ns.is_empty() {
-                return f64::NAN;
-            }
-            // Nearest rank.
-            let rank = ((p / 100.0) * latencies_ns.len() as f64).ceil() as usize;
-            latencies_ns[rank.clamp(1, latencies_ns.len()) - 1] as f64 / 1000.0
-        };
+        let pct = |p: f64| percentile_us(&latencies_ns, p);
         Measured {
             commands: latencies_ns.len() as u64,
             secs,
