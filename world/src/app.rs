@@ -18,6 +18,7 @@ use tracing::info;
 
 use crate::config::WorldConfig;
 use crate::game::load_world;
+use crate::handoff::drain::DrainSummary;
 use crate::rpc::{admin::AdminService, handoff::HandoffService, play::PlayService};
 use crate::shard::Shard;
 
@@ -33,14 +34,24 @@ const SERVER_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2)
 /// Run a shard until SIGINT or SIGTERM. Logs and traces
 /// ([`crate::telemetry`]) come up first; buffered spans are flushed last,
 /// after the drain or stop, so the handoff spans of a drain are exported.
+///
+/// The last line logged says how the process ended: the drain summary after
+/// a SIGTERM (CONTRACT.md: an orchestrator reads it), `stopped` after a
+/// SIGINT — after the shutdown, the server's stop and the trace flush, which
+/// log their own troubles before it.
 pub async fn run(cfg: WorldConfig) -> anyhow::Result<()> {
     let telemetry = crate::telemetry::init("telos-world");
     let result = serve(cfg).await;
     telemetry.shutdown().await;
-    result
+    match result? {
+        Some(drain) => drain.log(),
+        None => info!("stopped"),
+    }
+    Ok(())
 }
 
-async fn serve(cfg: WorldConfig) -> anyhow::Result<()> {
+/// Serve until a signal; `Some` with the drain's outcome after a SIGTERM.
+async fn serve(cfg: WorldConfig) -> anyhow::Result<Option<DrainSummary>> {
     let world = load_world(&cfg.world)?;
     if let Some(addr) = cfg.metrics_listen {
         metrics_exporter_prometheus::PrometheusBuilder::new()
@@ -70,12 +81,13 @@ async fn serve(cfg: WorldConfig) -> anyhow::Result<()> {
     println!("telos-world {} listening on {bound}", shard.id());
     info!(shard = shard.id(), %bound, advertised = %addr, "listening");
     let signal = wait_for_signal().await?;
-    if signal == Signal::Term {
-        // SIGTERM drains: every zone moves to a peer while live. This runs
-        // on the signal's own task; the zones' lifetime token is untouched
-        // until the drain is done.
-        crate::handoff::drain::begin_drain(&shard).await;
-    }
+    // SIGTERM drains: every zone moves to a peer while live. This runs on
+    // the signal's own task; the zones' lifetime token is untouched until
+    // the drain is done.
+    let drained = match signal {
+        Signal::Term => Some(crate::handoff::drain::begin_drain(&shard).await),
+        Signal::Int => None,
+    };
     stop(shard).await;
     // tonic's graceful shutdown waits for open streams; a client that never
     // closes its stream must not keep the process alive.
@@ -85,8 +97,7 @@ async fn serve(cfg: WorldConfig) -> anyhow::Result<()> {
     {
         tracing::warn!("gRPC server did not stop within the grace period; exiting anyway");
     }
-    info!("stopped");
-    Ok(())
+    Ok(drained)
 }
 
 #[derive(Debug, PartialEq, Eq)]

@@ -261,8 +261,9 @@ async fn release_hold(shard: &Shard, target: &str, count: u64) {
     }
 }
 
-/// SIGTERM: move every zone to a peer while live, then return the summary.
-pub async fn begin_drain(shard: &Arc<Shard>) -> DrainReport {
+/// SIGTERM: move every zone to a peer while live, then return the summary
+/// (the caller logs it last, once the process has stopped).
+pub async fn begin_drain(shard: &Arc<Shard>) -> DrainSummary {
     let started = Instant::now();
     let deadline = started + shard.cfg.drain_deadline;
     shard.set_draining();
@@ -330,15 +331,29 @@ pub async fn begin_drain(shard: &Arc<Shard>) -> DrainReport {
     ] {
         metrics::counter!("telos_drain_players_total", "outcome" => outcome).increment(n);
     }
-    info!(
-        redirected = total.redirected,
-        reclaimed = total.reclaimed,
-        client_fault = total.client_fault,
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "drain summary: redirected={} reclaimed={} client_fault={}",
-        total.redirected,
-        total.reclaimed,
-        total.client_fault
-    );
-    total
+    DrainSummary {
+        report: total,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// What a drain did, for the one summary line the process logs last.
+#[derive(Debug, Clone, Copy)]
+pub struct DrainSummary {
+    pub report: DrainReport,
+    pub elapsed: Duration,
+}
+
+impl DrainSummary {
+    /// `drain summary: redirected=N reclaimed=N client_fault=N elapsed_ms=N`
+    /// — each count once, as fields, so the text and JSON forms agree.
+    pub fn log(&self) {
+        info!(
+            redirected = self.report.redirected,
+            reclaimed = self.report.reclaimed,
+            client_fault = self.report.client_fault,
+            elapsed_ms = self.elapsed.as_millis() as u64,
+            "drain summary:"
+        );
+    }
 }
