@@ -28,8 +28,9 @@ use tokio::time::Instant;
 
 const PASSWORD: &str = "correct horse";
 
-/// What a refused handoff tells the player (source.rs `STAY`).
-const STAY: &str = "you stay where you are";
+/// What a refused handoff tells the player (source.rs `STAY`): every
+/// refused move starts `You can't go that way` (CONTRACT.md).
+const STAY: &str = "You can't go that way right now: the way ahead shimmers";
 
 /// Readiness waits (a restarted shard's zones, a row written at the pending
 /// TTL): generous against a loaded machine, well inside a test's budget.

@@ -63,10 +63,9 @@ const FOREST: (&str, &str) = ("forest", "shard-b");
 /// Lines that mean a crossing did not go cleanly: a refused handoff (the
 /// player stays), an attach that failed, or the gate resuming after an
 /// outage. None may appear in this test.
-const TROUBLE: [&str; 5] = [
-    "you stay where you are",
-    "The way is closed",
-    "cannot send you there",
+const TROUBLE: [&str; 3] = [
+    // Every refused move starts with this (CONTRACT.md).
+    "You can't go that way",
     "reconnecting...",
     "The world shimmers",
 ];

@@ -410,13 +410,14 @@ async fn a_keyless_shard_never_hands_off() -> anyhow::Result<()> {
         ("city", before.as_str(), "shard-a")
     );
     assert_eq!(p.redirects, 0);
-    // And a keyless destination refuses Prepare outright.
+    // And a keyless destination refuses Prepare outright, as something
+    // no retry changes.
     let mut b = client(&_b.addr).await?;
     let s = snapshot("Opal", "shard-b", "forest:eaves", 9);
     let err = b
         .prepare(request(&s, &SigningKey::from_bytes(&[3; 32])))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Code::FailedPrecondition);
+    assert_eq!(err.code(), Code::Unimplemented);
     Ok(())
 }

@@ -239,7 +239,11 @@ impl Cluster {
     /// finds its zone through routing, not through a stale online entry.
     async fn create_offline(&self, name: &str) -> anyhow::Result<()> {
         let mut d = Driver::login(&self.a.addr, name, PASSWORD, true).await?;
-        let _ = d.command("quit").await; // answered by a final Closed
+        // Offline only once the quit closed the session (its save landed):
+        // a session still closing would list the name online for a moment
+        // after the list below was read, sending the test's logins to it.
+        let reason = d.quit().await?;
+        anyhow::ensure!(reason.contains("Goodbye"), "{reason}");
         let dir = &self.dir;
         eventually(&format!("{name} offline"), READY_WAIT, || async move {
             let online = dir.online().await?;

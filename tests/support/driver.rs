@@ -362,6 +362,32 @@ impl Driver {
         self.wait_ack(seq).await
     }
 
+    /// `quit`, and wait for the world to close the session for good (the
+    /// save landed: the character is offline everywhere). Returns the
+    /// reason. A not-final close (the save failed) is resumed from and the
+    /// replayed quit waited for, like the gate does.
+    pub async fn quit(&mut self) -> anyhow::Result<String> {
+        self.send("quit").await?;
+        self.until_closed().await
+    }
+
+    /// Process frames (resuming from outages) until the world closes the
+    /// session for good; returns the reason.
+    pub async fn until_closed(&mut self) -> anyhow::Result<String> {
+        loop {
+            match self.step().await {
+                Ok(_) => {}
+                Err(e) => {
+                    let text = format!("{e:#}");
+                    return match text.strip_prefix("closed: ") {
+                        Some(reason) => Ok(reason.to_string()),
+                        None => Err(e),
+                    };
+                }
+            }
+        }
+    }
+
     pub async fn where_(&mut self) -> anyhow::Result<(String, String, String)> {
         let text = self.command("where").await?;
         let line = text

@@ -558,21 +558,32 @@ async fn forward_input(
                 None => break reply,
             }
         };
-        match reply {
-            InputReply::Applied | InputReply::Duplicate => {}
-            InputReply::Gone => return,
-            InputReply::Moved { to, transfer } => match to.arrive(transfer).await {
-                Ok(()) => zone = to,
-                Err(mut back) => {
-                    // The destination stopped under us: walk the player back.
-                    back.character.room = back.from_room.clone();
-                    back.dir = None;
-                    if zone.arrive(back).await.is_err() {
-                        warn!(player = %key, "both zones refused the player; the session ends");
-                        return;
+        let mut reply = reply;
+        loop {
+            match reply {
+                InputReply::Applied | InputReply::Duplicate | InputReply::Departing => break,
+                InputReply::Gone => return,
+                InputReply::Moved { to, transfer } => match to.arrive(transfer).await {
+                    Ok(()) => {
+                        zone = to;
+                        break;
                     }
-                }
-            },
+                    // The sibling stopped or is not open yet: the zone the
+                    // player left takes them back and keeps trying within
+                    // the walk's window; its answer is the move's.
+                    Err(back) => match zone.take_back(back).await {
+                        Ok(next) => reply = next,
+                        Err(_) => {
+                            // Neither zone can hold the player (both
+                            // stopping): the stream ends and the gate
+                            // resumes from the durable row, replaying every
+                            // line above it.
+                            warn!(player = %key, "both zones refused the player; the session ends");
+                            return;
+                        }
+                    },
+                },
+            }
         }
     }
     zone.detach(&key, &conn_id).await;

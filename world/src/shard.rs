@@ -457,12 +457,21 @@ impl Shard {
                 None => ZoneRoute::Unserved,
             });
         }
-        if let Some(h) = self.env.hosted.get(zone) {
-            return Ok(ZoneRoute::Local(h));
+        let local = self.env.hosted.get(zone);
+        if let Some(h) = local.as_ref().filter(|h| h.accepts_arrivals()) {
+            return Ok(ZoneRoute::Local(h.clone()));
         }
+        // Not open here: a zone built ahead of its lease (an adoption whose
+        // flip has not landed, a transfer target) or one stopping. Where the
+        // directory says another live shard serves it, go there — never
+        // wait on an opening that may never confirm while its owner serves
+        // it; otherwise wait on the one opening here.
         Ok(match self.env.directory.shard_for_zone(zone).await? {
             Some(info) if info.id != self.cfg.shard_id => ZoneRoute::Remote(info),
-            _ => ZoneRoute::Unserved,
+            _ => match local {
+                Some(h) => ZoneRoute::Local(h),
+                None => ZoneRoute::Unserved,
+            },
         })
     }
 

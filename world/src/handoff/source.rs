@@ -61,12 +61,23 @@ pub struct HandoffRequest {
     pub commit: Option<CommitFence>,
 }
 
+/// Every refused move starts with this (CONTRACT.md, player protocol): a
+/// client trigger or an outside test tells a refusal from a hang by it,
+/// whatever the reason; the explanation follows on the same line.
+pub const MOVE_REFUSED: &str = "You can't go that way";
+
 /// What a player who stays hears: the handoff failed on the way.
-pub const STAY: &str = "The way ahead shimmers and holds you back; you stay where you are.";
+pub const STAY: &str =
+    "You can't go that way right now: the way ahead shimmers and holds you back.";
 /// ... on a keyless shard, which never hands off.
-pub const KEYLESS: &str = "That way leads beyond this realm, and this realm cannot send you there.";
+pub const KEYLESS: &str =
+    "You can't go that way: it leads beyond this realm, and this realm cannot send you there.";
+/// ... when the zone ahead runs another handoff version (a rolling upgrade
+/// in progress): never mis-trusted, open again once the upgrade is done.
+pub const SKEW: &str = "You can't go that way right now: the way ahead is being rebuilt (an upgrade is under way); try again shortly.";
 /// ... when no live shard serves the zone ahead.
-pub const WAY_CLOSED: &str = "The way is closed for now; try again later.";
+pub const WAY_CLOSED: &str =
+    "You can't go that way right now: the way ahead is closed; try again shortly.";
 
 /// Prepared: redirect the gate here.
 #[derive(Debug)]
@@ -79,7 +90,7 @@ pub struct Begun {
 /// The handoff did not happen; the player stays.
 #[derive(Debug)]
 pub struct Refused {
-    /// The line the player sees.
+    /// The line the player sees (starts with [`MOVE_REFUSED`]).
     pub message: String,
     /// An epoch this attempt minted: the staying session now writes under
     /// it (it is the newest), so its next save is not mistaken for a stale
@@ -87,13 +98,29 @@ pub struct Refused {
     pub minted: Option<u64>,
     /// For logs and metrics: which step failed.
     pub step: &'static str,
+    /// Whether another attempt may succeed soon: the store or a peer was
+    /// briefly unreachable, or the zone ahead is between owners. A walk
+    /// retries these for a while before it refuses (see the zone actor's
+    /// departure); a keyless shard, an instance id, version skew or a
+    /// superseded session never succeed by waiting.
+    pub transient: bool,
 }
 
+/// A refusal that waiting cannot cure.
 fn refused(step: &'static str, message: &str, minted: Option<u64>) -> Refused {
     Refused {
         message: message.to_string(),
         minted,
         step,
+        transient: false,
+    }
+}
+
+/// A refusal that another attempt may not meet.
+fn refused_for_now(step: &'static str, message: &str, minted: Option<u64>) -> Refused {
+    Refused {
+        transient: true,
+        ..refused(step, message, minted)
     }
 }
 
@@ -198,18 +225,25 @@ async fn begin_handoff_inner(
             debug!(player = %key, "no durable row; handing off unfenced at epoch+1");
             (dest, req.epoch + 1)
         }
+        // Between owners (a lease in flight, a shard restarting), or served
+        // here by a zone that is still opening: both settle within moments.
         Ok(HandoffClaim::NoOwner | HandoffClaim::ThisShard) => {
-            return Err(refused("resolve", WAY_CLOSED, None));
+            return Err(refused_for_now("resolve", WAY_CLOSED, None));
         }
         Ok(HandoffClaim::OtherVersion(dest)) => {
             // Version skew (a rolling upgrade in progress): refuse, never
             // mis-trust. The player stays.
             span.record("to_shard", dest.id.as_str());
-            return Err(refused("version", STAY, None));
+            return Err(refused("version", SKEW, None));
         }
         Err(e) => {
             warn!(player = %key, error = %e, "ShardForZone + ClaimCharacter failed: refusing the handoff");
-            return Err(refused("directory_claim", STAY, None));
+            let refusal = if e.is_transient() {
+                refused_for_now
+            } else {
+                refused
+            };
+            return Err(refusal("directory_claim", STAY, None));
         }
     };
     span.record("to_shard", dest.id.as_str());
@@ -238,22 +272,32 @@ async fn begin_handoff_inner(
         handoff_version: h.version,
         from_shard_addr: h.addr.clone(),
     };
+    // `Err((why, transient))`.
     let prepared = async {
-        let mut client = h.peers.handoff(&dest.addr).map_err(|e| e.to_string())?;
+        let mut client = h
+            .peers
+            .handoff(&dest.addr)
+            .map_err(|e| (e.to_string(), true))?;
         tokio::time::timeout(RPC_TIMEOUT, client.prepare(traced(request)))
             .await
-            .map_err(|_| "timed out".to_string())?
-            .map_err(|s| format!("{}: {}", s.code(), s.message()))
+            .map_err(|_| ("timed out".to_string(), true))?
+            .map_err(|s| {
+                (
+                    format!("{}: {}", s.code(), s.message()),
+                    prepare_may_succeed_later(s.code()),
+                )
+            })
     }
     .instrument(info_span!("prepare", to_shard = %dest.id))
     .await;
     let response = match prepared {
         Ok(r) => r.into_inner(),
-        Err(e) => {
+        Err((e, transient)) => {
             warn!(to_shard = %dest.id, error = %e, "Prepare failed");
             let token = super::snapshot::handoff_token(&key, epoch);
             send_abort(h, &dest.addr, &dest.id, &token).await;
-            return Err(refused("prepare", STAY, Some(epoch)));
+            let refusal = if transient { refused_for_now } else { refused };
+            return Err(refusal("prepare", STAY, Some(epoch)));
         }
     };
     // Keep the frozen snapshot until Commit; save it if none comes.
@@ -266,6 +310,17 @@ async fn begin_handoff_inner(
         addr: response.target_shard_addr,
         epoch,
     })
+}
+
+/// A `Prepare` refused with `code` may be accepted by a later attempt: the
+/// peer was unreachable, or does not serve the zone *yet* (its adoption or
+/// transfer is still opening: `FailedPrecondition`). A bad signature, a
+/// wrong destination or a malformed snapshot never heal by waiting.
+fn prepare_may_succeed_later(code: tonic::Code) -> bool {
+    !matches!(
+        code,
+        tonic::Code::PermissionDenied | tonic::Code::InvalidArgument | tonic::Code::Unimplemented
+    )
 }
 
 /// Best-effort signed `Abort` to the destination.

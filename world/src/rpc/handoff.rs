@@ -27,7 +27,10 @@ impl HandoffService {
 
 fn prepare_status(e: PrepareRefused) -> Status {
     match e {
-        PrepareRefused::Keyless => Status::failed_precondition(e.to_string()),
+        // Never: a keyless shard takes no handoff, so the source does not
+        // try again (`FailedPrecondition` — not serving the zone *yet* —
+        // is worth another attempt).
+        PrepareRefused::Keyless => Status::unimplemented(e.to_string()),
         PrepareRefused::BadSignature => Status::permission_denied(e.to_string()),
         PrepareRefused::Malformed(_) | PrepareRefused::InstanceZone(_) => {
             Status::invalid_argument(e.to_string())

@@ -31,6 +31,16 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// A failure that may not recur: Redis unreachable, restarting
+    /// (`LOADING`) or timing out — not an answer it will give again (a
+    /// malformed row, a script error, a refusal).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Redis(e) => !matches!(e.retry_method(), redis::RetryMethod::NoRetry),
+            _ => false,
+        }
+    }
+
     /// True when the store answered "no"; false when it could not answer.
     pub fn is_refused(&self) -> bool {
         matches!(

@@ -7,13 +7,14 @@ use std::time::Duration;
 
 use std::sync::atomic::Ordering;
 
-use telos_proto::v1::{Closed, InputAck, Redirect, server_frame::Frame};
-use tokio::sync::{mpsc, oneshot};
+use telos_proto::v1::{Closed, InputAck, server_frame::Frame};
+use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
+use super::departure::{FrozenPlayer, WALK_RETRY_WINDOW};
 use super::lease::LeaseState;
 use super::persist::{Saved, save_player};
 use super::session::{InputReply, Joining, SessionMeta, Transfer};
@@ -24,12 +25,15 @@ use crate::game::{
     apply_tier_flags, format_who, instance_room, is_instance_id, zone_of,
 };
 use crate::handoff::fence::SETTLE_BOUND;
-use crate::handoff::source::{Begun, HandoffRequest, Refused, begin_handoff};
 use crate::play::MAX_LINE;
 
 /// Save early once this many applied lines are not yet durable, so a flood
 /// does not hold the gate's replay buffer full until the next cadence.
 const EARLY_SAVE_LINES: u64 = 128;
+
+/// A session closed not-final: its gate resumes it and replays what only it
+/// holds.
+const RECONNECTING: &str = "The world shifts around you; reconnecting...";
 
 /// `who` reads the directory; past this the player gets a short answer.
 const WHO_TIMEOUT: Duration = Duration::from_secs(1);
@@ -74,6 +78,8 @@ fn spawn_zone_with(
         id: zone_id.into(),
         tx,
         cancel: parent.child_token(),
+        stopping: Arc::default(),
+        lease: lease.clone(),
     };
     let seed = zone_id.bytes().fold(0x9e37_79b9_7f4a_7c15u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
@@ -89,7 +95,6 @@ fn spawn_zone_with(
         lease,
         handle: handle.clone(),
         rng: seed | 1,
-        stopping: false,
         frozen: HashMap::new(),
         occupied: false,
         drain: None,
@@ -117,8 +122,7 @@ pub(super) struct ZoneActor {
     pub(super) lease: Option<LeaseState>,
     pub(super) handle: ZoneHandle,
     rng: u64,
-    pub(super) stopping: bool,
-    /// Players frozen mid-handoff: out of the room, inputs held in order.
+    /// Players frozen mid-move: out of the room, inputs held in order.
     pub(super) frozen: HashMap<String, FrozenPlayer>,
     /// A player has been here: a private instance ends when empty again.
     occupied: bool,
@@ -129,20 +133,6 @@ pub(super) struct ZoneActor {
     pub(super) adopted: bool,
     /// Stop the loop after this message or tick.
     pub(super) finished: bool,
-}
-
-/// A player frozen after applying the move line, while `begin_handoff`
-/// runs. Their next input waits here (the session forwards one line at a
-/// time): dropped on success (the gate replays it at the destination),
-/// applied in order on failure (the player stays).
-pub(super) struct FrozenPlayer {
-    pub(super) character: Character,
-    pub(super) meta: SessionMeta,
-    pub(super) from_room: String,
-    pub(super) target_room: String,
-    pub(super) queued: Vec<(u64, String, oneshot::Sender<InputReply>)>,
-    /// A `begin_handoff` for this player is running.
-    pub(super) in_flight: bool,
 }
 
 impl ZoneActor {
@@ -210,6 +200,15 @@ impl ZoneActor {
             .is_some_and(|l| l.is_confirmed() && !l.is_valid())
     }
 
+    /// The zone takes no more players (drain, fence, shutdown).
+    pub(super) fn stopping(&self) -> bool {
+        self.handle.stopping.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn stop_taking_players(&mut self) {
+        self.handle.stopping.store(true, Ordering::SeqCst);
+    }
+
     async fn handle_msg(&mut self, msg: Msg) -> ControlFlow<()> {
         match msg {
             Msg::Join { player, reply } => {
@@ -217,7 +216,7 @@ impl ZoneActor {
                 let _ = reply.send(result);
             }
             Msg::JoinOrReturn { player, reply } => {
-                let result = if self.stopping || !self.lease_valid() {
+                let result = if self.stopping() || !self.lease_valid() {
                     Err(player)
                 } else {
                     Ok(self.join(*player).unwrap_or_default())
@@ -242,8 +241,18 @@ impl ZoneActor {
                     return ControlFlow::Continue(());
                 }
                 let result = self.input(&key, &conn_id, seq, &line).await;
-                let _ = reply.send(result);
+                self.answer(&key, reply, result);
             }
+            Msg::TakeBack {
+                transfer,
+                reply,
+                refused,
+            } => {
+                if let Err(transfer) = self.take_back(transfer, reply) {
+                    let _ = refused.send(transfer);
+                }
+            }
+            Msg::RetryDeparture { key } => self.retry_departure(&key).await,
             Msg::HandoffDone { key, result } => self.handoff_done(&key, result).await,
             Msg::Drain { deadline, reply } => self.start_drain(deadline, reply).await,
             Msg::Evacuate => self.evacuate().await,
@@ -261,7 +270,7 @@ impl ZoneActor {
                 }
             }
             Msg::Shutdown { reason, reply } => {
-                self.stopping = true;
+                self.stop_taking_players();
                 self.unfreeze_all().await;
                 self.save_all(true).await;
                 for key in self.sessions.keys().cloned().collect::<Vec<_>>() {
@@ -275,7 +284,7 @@ impl ZoneActor {
     }
 
     fn join(&mut self, player: Joining) -> Result<u64, JoinError> {
-        if self.stopping || !self.lease_valid() {
+        if self.stopping() || !self.lease_valid() {
             return Err(JoinError::Stopping(self.id.clone()));
         }
         let Joining {
@@ -333,7 +342,7 @@ impl ZoneActor {
     }
 
     fn arrive(&mut self, player: Box<Transfer>) -> Result<(), Box<Transfer>> {
-        if self.stopping || !self.lease_valid() {
+        if self.stopping() || !self.lease_valid() {
             return Err(player);
         }
         let Transfer {
@@ -351,7 +360,13 @@ impl ZoneActor {
         Ok(())
     }
 
-    async fn input(&mut self, key: &str, conn_id: &str, seq: u64, line: &str) -> InputReply {
+    pub(super) async fn input(
+        &mut self,
+        key: &str,
+        conn_id: &str,
+        seq: u64,
+        line: &str,
+    ) -> InputReply {
         let Some(meta) = self.sessions.get_mut(key) else {
             return InputReply::Gone;
         };
@@ -432,214 +447,46 @@ impl ZoneActor {
     }
 
     /// The player walked into a room of another zone: a private instance
-    /// (created here), a sibling zone on this shard (moved directly), or a
-    /// zone served elsewhere (a cross-shard handoff).
+    /// (created here), or a zone of this or another shard (see
+    /// [`super::departure`]).
     fn leave_zone(&mut self, key: &str, to_room: &str, dir: Direction) -> InputReply {
         let zone = zone_of(to_room);
-        let mut to_room = to_room.to_string();
-        let mut instance_return = None;
-        let target = match self.env.world.zone(zone) {
+        match self.env.world.zone(zone) {
             Some(def) if def.instanced && !is_instance_id(zone) => {
-                let n = self.env.instances.fetch_add(1, Ordering::Relaxed) + 1;
-                let id = format!("{zone}#{n}");
-                to_room = instance_room(&to_room, &id);
-                instance_return = self.state.character(key).map(|c| c.room.clone());
-                Some(spawn_zone(
-                    self.env.clone(),
-                    &id,
-                    def.clone(),
-                    None,
-                    &self.env.tracker,
-                    &self.env.root,
-                ))
+                let def = def.clone();
+                self.enter_instance(key, to_room, def, dir)
             }
-            _ if zone == self.id => None,
-            _ => self.env.hosted.get(zone),
-        };
-        let Some(to) = target else {
-            return self.freeze_for_handoff(key, &to_room, Some(dir));
-        };
-        let Some((mut character, deliveries)) = self.state.leave(key, Some(dir)) else {
-            return InputReply::Gone;
-        };
-        self.deliver(deliveries);
-        let mut meta = self.sessions.remove(key).expect("player has a session");
-        meta.send(Frame::InputAck(InputAck {
-            seq: meta.applied_seq,
-        }));
-        meta.dirty = true;
-        if instance_return.is_some() {
-            character.instance_return = instance_return;
-        }
-        let from_room = std::mem::replace(&mut character.room, to_room);
-        InputReply::Moved {
-            to,
-            transfer: Box::new(Transfer {
-                character,
-                meta,
-                dir: Some(dir),
-                from_room,
-            }),
+            _ => self.walk_out(key, to_room, dir),
         }
     }
 
-    /// Freeze the player after the move line and start `begin_handoff`; the
-    /// outcome comes back as `Msg::HandoffDone`.
-    pub(super) fn freeze_for_handoff(
+    /// Create a private instance `<zone>#<n>` of a template and walk the
+    /// player into it, remembering the way back out.
+    fn enter_instance(
         &mut self,
         key: &str,
         to_room: &str,
-        dir: Option<Direction>,
+        def: Arc<ZoneDef>,
+        dir: Direction,
     ) -> InputReply {
-        let Some((mut character, deliveries)) = self.state.leave(key, dir) else {
-            return InputReply::Gone;
-        };
-        self.deliver(deliveries);
-        // The move line's InputAck waits for the outcome: the Redirect (whose
-        // Attached covers it) or, on refusal, the line saying why.
-        let meta = self.sessions.remove(key).expect("player has a session");
-        // The snapshot (and a save of it) reflects the applied move.
-        let from_room = std::mem::replace(&mut character.room, to_room.to_string());
-        self.frozen.insert(
-            key.to_string(),
-            FrozenPlayer {
-                character,
-                meta,
-                from_room,
-                target_room: to_room.to_string(),
-                queued: Vec::new(),
-                in_flight: false,
-            },
+        let n = self.env.instances.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = format!("{}#{n}", def.id);
+        let to_room = instance_room(to_room, &id);
+        let back = self.state.character(key).map(|c| c.room.clone());
+        let to = spawn_zone(
+            self.env.clone(),
+            &id,
+            def,
+            None,
+            &self.env.tracker,
+            &self.env.root,
         );
-        self.start_handoff(key);
-        InputReply::Applied
-    }
-
-    /// Run `begin_handoff` for a frozen player; the outcome comes back as
-    /// `Msg::HandoffDone`.
-    pub(super) fn start_handoff(&mut self, key: &str) {
-        let Some(f) = self.frozen.get_mut(key) else {
-            return;
-        };
-        f.in_flight = true;
-        // Arrived by a handoff whose Commit is still in flight: the epoch
-        // and version this one builds on are known only once it resolves.
-        let commit = (!f.meta.writable())
-            .then(|| f.meta.commit.clone())
-            .flatten();
-        let request = HandoffRequest {
-            character: f.character.clone(),
-            target_room: f.target_room.clone(),
-            epoch: f.meta.epoch,
-            state_version: f.meta.state_version,
-            applied_seq: f.meta.applied_seq,
-            persist_id: f.meta.persist_id.clone(),
-            conn_id: f.meta.conn_id.clone(),
-            commit,
-        };
-        let (handoff, tx, key) = (
-            self.env.handoff.clone(),
-            self.handle.tx.clone(),
-            key.to_string(),
-        );
-        tokio::spawn(async move {
-            let result = begin_handoff(&handoff, request).await;
-            let _ = tx.send(Msg::HandoffDone { key, result }).await;
-        });
-    }
-
-    /// Redirect the gate (success) or put the player back (refusal).
-    async fn handoff_done(&mut self, key: &str, result: Result<Begun, Refused>) {
-        let Some(mut frozen) = self.frozen.remove(key) else {
-            return;
-        };
-        frozen.in_flight = false;
-        if self.drain.is_some() {
-            self.drain_handoff_done(key, frozen, result);
-            // The zone is done the moment its last player is handed off,
-            // not at the next tick.
-            return self.check_drained().await;
+        let until = Instant::now() + WALK_RETRY_WINDOW;
+        let mut moved = self.move_to_sibling(key, &to_room, Some(dir), until, to, None);
+        if let InputReply::Moved { transfer, .. } = &mut moved {
+            transfer.character.instance_return = back;
         }
-        match result {
-            Ok(begun) => {
-                let FrozenPlayer {
-                    mut meta, queued, ..
-                } = frozen;
-                // Removed from play without saving: the destination's epoch
-                // and state_version must never be raced by a stale flush.
-                meta.send(Frame::Redirect(Redirect {
-                    addr: begun.addr,
-                    token: begun.token,
-                    credential: String::new(),
-                }));
-                for (_, _, reply) in queued {
-                    let _ = reply.send(InputReply::Gone);
-                }
-                if self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str()) {
-                    self.env.roster.remove(key);
-                }
-            }
-            Err(refused) => {
-                self.unfreeze(key, frozen, refused.minted, &refused.message)
-                    .await
-            }
-        }
-    }
-
-    /// Put a frozen player back where they were and apply what they typed
-    /// meanwhile, in order.
-    async fn unfreeze(
-        &mut self,
-        key: &str,
-        frozen: FrozenPlayer,
-        minted: Option<u64>,
-        message: &str,
-    ) {
-        let FrozenPlayer {
-            mut character,
-            mut meta,
-            from_room,
-            queued,
-            ..
-        } = frozen;
-        // Settle a resolved commit fence before comparing epochs.
-        meta.writable();
-        if let Some(epoch) = minted {
-            // This attempt minted the newest epoch; the staying session
-            // writes under it, so its next save is not refused as stale.
-            meta.epoch = meta.epoch.max(epoch);
-        }
-        meta.dirty = true;
-        meta.output(format!("{message}\n"));
-        meta.send(Frame::InputAck(InputAck {
-            seq: meta.applied_seq,
-        }));
-        character.room = from_room;
-        self.sessions.insert(key.to_string(), meta);
-        let deliveries = self.state.enter(character, None);
-        self.deliver(deliveries);
-        self.publish(key);
-        for (seq, line, reply) in queued {
-            let conn_id = self
-                .sessions
-                .get(key)
-                .map(|m| m.conn_id.clone())
-                .unwrap_or_default();
-            let result = Box::pin(self.input(key, &conn_id, seq, &line)).await;
-            let _ = reply.send(result);
-        }
-    }
-
-    /// Shutdown while handoffs are in flight: keep those players here so
-    /// they are saved and closed like everyone else.
-    async fn unfreeze_all(&mut self) {
-        let keys: Vec<String> = self.frozen.keys().cloned().collect();
-        for key in keys {
-            if let Some(f) = self.frozen.remove(&key) {
-                self.unfreeze(&key, f, None, "The world is restarting.")
-                    .await;
-            }
-        }
+        moved
     }
 
     /// Everyone online on every shard: this shard's own roster (always
@@ -673,7 +520,7 @@ impl ZoneActor {
         }
     }
 
-    fn publish(&self, key: &str) {
+    pub(super) fn publish(&self, key: &str) {
         if let Some(ch) = self.state.character(key) {
             self.env
                 .roster
@@ -725,7 +572,19 @@ impl ZoneActor {
         if !held {
             self.save_as(key, None).await;
             match why {
-                Leaving::Quit => self.close(key, "Goodbye.", true),
+                // Final only once every line is durable: a quit whose save
+                // failed closes not-final, so the gate resumes and replays
+                // what only it holds, the quit included, instead of
+                // forgetting it. (A save refused by a newer owner closed
+                // the session already.)
+                Leaving::Quit => match self.sessions.get(key).map(SessionMeta::needs_save) {
+                    None => {}
+                    Some(false) => self.close(key, "Goodbye.", true),
+                    Some(true) => {
+                        warn!(zone = %self.id, player = %key, "quit not saved: closing not-final so the gate replays it");
+                        self.close(key, RECONNECTING, false);
+                    }
+                },
                 Leaving::LinkDead | Leaving::Wedged => {
                     self.remove(key);
                 }
@@ -748,9 +607,7 @@ impl ZoneActor {
                 let (reason, is_final) = match saved {
                     Saved::Done => ("Goodbye.", true),
                     Saved::NotOwner { .. } => ("Claimed by a newer session.", true),
-                    Saved::Held | Saved::Failed => {
-                        ("The world shifts around you; reconnecting...", false)
-                    }
+                    Saved::Held | Saved::Failed => (RECONNECTING, false),
                 };
                 meta.send(Frame::Closed(Closed {
                     reason: reason.to_string(),
@@ -854,7 +711,7 @@ impl ZoneActor {
     /// served next); their characters are still ours by epoch, so we save.
     async fn fence(&mut self) {
         warn!(zone = %self.id, players = self.sessions.len(), "zone fenced: lease lost");
-        self.stopping = true;
+        self.stop_taking_players();
         let keys: Vec<String> = self.sessions.keys().cloned().collect();
         for key in &keys {
             if let Some(m) = self.sessions.get_mut(key) {

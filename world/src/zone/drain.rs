@@ -12,12 +12,13 @@
 //!   closed (the gate resumes them from durable state) and counted
 //!   `reclaimed`.
 
-use telos_proto::v1::{Closed, Redirect, server_frame::Frame};
+use telos_proto::v1::{Closed, server_frame::Frame};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-use super::actor::{FrozenPlayer, ZoneActor};
+use super::actor::ZoneActor;
+use super::departure::FrozenPlayer;
 use super::persist::save_player;
 use super::session::{InputReply, Transfer};
 use crate::game::zone_of;
@@ -52,7 +53,7 @@ impl ZoneActor {
         deadline: Instant,
         reply: oneshot::Sender<DrainReport>,
     ) {
-        self.stopping = true;
+        self.stop_taking_players();
         self.drain = Some(DrainState {
             deadline,
             reply: Some(reply),
@@ -67,7 +68,7 @@ impl ZoneActor {
             }
             let room = self.state.character(&key).map(|c| c.room.clone());
             if let Some(room) = room {
-                self.freeze_for_handoff(&key, &room, None);
+                self.freeze_for_handoff(&key, &room);
             }
         }
         self.check_drained().await;
@@ -81,23 +82,13 @@ impl ZoneActor {
     ) {
         match result {
             Ok(begun) => {
-                frozen.meta.send(Frame::Redirect(Redirect {
-                    addr: begun.addr,
-                    token: begun.token,
-                    credential: String::new(),
-                }));
-                for (_, _, reply) in frozen.queued {
-                    let _ = reply.send(InputReply::Gone);
-                }
-                if self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str()) {
-                    self.env.roster.remove(key);
-                }
+                let delivered = self.redirect(key, frozen, begun);
                 // A Redirect that found the out channel full was dropped: the
                 // gate never re-dials, so this is a client fault, never a
                 // clean redirect. The prepared snapshot is saved at the
                 // pending TTL by the holder of the newest epoch.
                 if let Some(d) = &mut self.drain {
-                    if frozen.meta.wedged {
+                    if !delivered {
                         warn!(zone = %self.id, player = %key, "Redirect dropped on a full out channel: client-fault straggler");
                         d.report.client_fault += 1;
                     } else {
@@ -139,7 +130,7 @@ impl ZoneActor {
                 .filter_map(|(k, _)| self.state.character(k).map(|c| (k.clone(), c.room.clone())))
                 .collect();
             for (key, room) in recovered {
-                self.freeze_for_handoff(&key, &room, None);
+                self.freeze_for_handoff(&key, &room);
             }
         }
         self.check_drained().await;
@@ -160,6 +151,9 @@ impl ZoneActor {
                 r#final: false,
             }));
             for (_, _, reply) in f.queued {
+                let _ = reply.send(InputReply::Gone);
+            }
+            if let Some(reply) = f.walk.and_then(|w| w.reply) {
                 let _ = reply.send(InputReply::Gone);
             }
             self.env.roster.remove(&key);
@@ -228,6 +222,7 @@ impl ZoneActor {
                 meta,
                 dir: None,
                 from_room,
+                until: Instant::now(),
             });
             if let Err(mut t) = to.arrive(transfer).await {
                 // The way back is closed: stay in the instance.

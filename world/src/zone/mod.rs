@@ -12,6 +12,7 @@
 //! - [`roster`]: who is online on this shard, published for `who`.
 
 mod actor;
+mod departure;
 mod drain;
 pub mod lease;
 mod persist;
@@ -19,6 +20,7 @@ pub mod roster;
 pub mod session;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -27,12 +29,14 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use actor::{spawn_adopted_zone, spawn_zone};
+pub use departure::WALK_RETRY_WINDOW;
 pub use drain::DrainReport;
 pub use session::{InputReply, Joining, SessionMeta, Transfer};
 
 use crate::directory::Directory;
 use crate::game::WorldDef;
 use crate::store::Store;
+use lease::LeaseState;
 
 /// Mailbox bound. Each session has at most one input in flight (it awaits the
 /// reply), so the depth is about the number of sessions plus timers; 4096
@@ -76,6 +80,19 @@ pub(crate) enum Msg {
     Detach {
         key: String,
         conn_id: String,
+    },
+    /// A sibling refused a walking player: take them back and keep trying
+    /// within the walk's window. The reply answers the move line; the
+    /// transfer comes back on the second sender when this zone cannot hold
+    /// the player either.
+    TakeBack {
+        transfer: Box<Transfer>,
+        reply: oneshot::Sender<InputReply>,
+        refused: oneshot::Sender<Box<Transfer>>,
+    },
+    /// The wait before another attempt at a frozen player's move is over.
+    RetryDeparture {
+        key: String,
     },
     Shutdown {
         reason: String,
@@ -124,11 +141,38 @@ pub struct ZoneHandle {
     id: Arc<str>,
     tx: mpsc::Sender<Msg>,
     cancel: CancellationToken,
+    /// Set by the actor once it takes no more players (drain, fence,
+    /// shutdown): shared so a sibling can tell before it sends one.
+    stopping: Arc<AtomicBool>,
+    /// The zone's lease as this shard holds it (`None`: a private
+    /// instance, which holds none).
+    lease: Option<LeaseState>,
 }
 
 impl ZoneHandle {
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The zone takes players now: running, not stopping, its lease
+    /// confirmed and within its local deadline.
+    pub fn accepts_arrivals(&self) -> bool {
+        !self.is_stopping()
+            && self
+                .lease
+                .as_ref()
+                .is_none_or(|l| l.is_confirmed() && l.is_valid())
+    }
+
+    /// Built here ahead of a lease not yet observed (an adoption awaiting
+    /// its flip, a transfer target awaiting completion): it will take
+    /// players as soon as the lease is confirmed.
+    pub fn is_opening(&self) -> bool {
+        !self.is_stopping() && self.lease.as_ref().is_some_and(|l| !l.is_confirmed())
+    }
+
+    fn is_stopping(&self) -> bool {
+        self.cancel.is_cancelled() || self.stopping.load(Ordering::SeqCst)
     }
 
     /// The zone's lifetime token: cancelled when the zone stops for any reason.
@@ -187,6 +231,33 @@ impl ZoneHandle {
         }
         // A dropped reply means the actor died holding the player; nothing to return.
         rx.await.unwrap_or(Ok(()))
+    }
+
+    /// A sibling refused the walking player this zone sent it: take them
+    /// back (frozen, the move still being attempted). Answers the move line
+    /// with the outcome; `Err` hands the player back when this zone cannot
+    /// hold them either (it is stopping).
+    pub async fn take_back(
+        &self,
+        transfer: Box<Transfer>,
+    ) -> Result<InputReply, Option<Box<Transfer>>> {
+        let (reply, answer) = oneshot::channel();
+        let (refused, back) = oneshot::channel();
+        let msg = Msg::TakeBack {
+            transfer,
+            reply,
+            refused,
+        };
+        if let Err(mpsc::error::SendError(Msg::TakeBack { transfer, .. })) = self.tx.send(msg).await
+        {
+            return Err(Some(transfer));
+        }
+        match answer.await {
+            Ok(r) => Ok(r),
+            // Refused (the player comes back on `back`), or the actor died
+            // holding them (nothing comes back).
+            Err(_) => Err(back.await.ok()),
+        }
     }
 
     /// Apply one input line (exactly once, by the session's watermark).

@@ -52,24 +52,38 @@ pub async fn save_player(
         store.save(&key, epoch, meta.state_version, &json, &meta.conn_id, seq),
     )
     .await;
-    // Refused at our own epoch with a newer version: only this session
-    // writes under this epoch, so the row holds one of our own saves whose
-    // reply was lost (a timeout). Adopt its version and write again, or the
-    // player would stay unsaveable for ever.
     if let Ok(Ok(SaveOutcome::Refused {
         current_epoch,
         current_version,
     })) = result
-        && current_epoch == epoch
-        && current_version > meta.state_version
     {
-        warn!(zone, player = %key, current_version, "adopting a row version our own lost save wrote");
-        meta.state_version = current_version;
-        result = tokio::time::timeout(
-            SAVE_TIMEOUT,
-            store.save(&key, epoch, meta.state_version, &json, &meta.conn_id, seq),
-        )
-        .await;
+        if current_epoch == epoch && current_version > meta.state_version {
+            // At our own epoch with a newer version: only this session
+            // writes under this epoch, so the row holds one of our own
+            // saves whose reply was lost (a timeout). Adopt its version and
+            // write again, or the player would stay unsaveable for ever.
+            warn!(zone, player = %key, current_version, "adopting a row version our own lost save wrote");
+            meta.state_version = current_version;
+            result = tokio::time::timeout(
+                SAVE_TIMEOUT,
+                store.save(&key, epoch, meta.state_version, &json, &meta.conn_id, seq),
+            )
+            .await;
+        } else if current_epoch <= epoch {
+            // The row went back: Redis lost writes it had acknowledged (an
+            // older version at our epoch, or an older epoch: our claim lost
+            // too). We hold the newest epoch and every applied line in
+            // memory: heal the row from it, or everything after the loss
+            // would be refused for ever.
+            warn!(zone, player = %key, current_epoch, current_version, epoch, version = meta.state_version,
+                "durable row went back (Redis lost acknowledged writes): healing it from this session");
+            metrics::counter!("telos_rows_healed_total").increment(1);
+            result = tokio::time::timeout(
+                SAVE_TIMEOUT,
+                store.heal(&key, epoch, meta.state_version, &json, &meta.conn_id, seq),
+            )
+            .await;
+        }
     }
     match result {
         Ok(Ok(SaveOutcome::Saved { version })) => {

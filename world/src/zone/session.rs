@@ -129,6 +129,9 @@ pub struct Transfer {
     pub dir: Option<crate::game::Direction>,
     /// Room to return to if the destination refuses.
     pub from_room: String,
+    /// When the walk is refused if it has not landed (see
+    /// [`WALK_RETRY_WINDOW`](super::WALK_RETRY_WINDOW)).
+    pub until: Instant,
 }
 
 /// What happened to one input line.
@@ -146,6 +149,10 @@ pub enum InputReply {
     /// The player is not (or no longer) in this zone under this connection
     /// (quit, taken over, or handed off to another shard).
     Gone,
+    /// Inside the actor only, never a caller's answer: the line started a
+    /// walk that is still being attempted; the reply is held and answered
+    /// with the walk's outcome.
+    Departing,
 }
 
 #[cfg(test)]

@@ -1,0 +1,273 @@
+//! Every move is answered while the zone ahead is moving (ARCHITECTURE.md,
+//! invariant 7): the new room, or a line starting `You can't go that way`,
+//! within the walk's retry window — never silence.
+//!
+//! These tests hold a zone in one moving state on purpose, with real keyed
+//! shards over a real Redis, and walk a player into it:
+//! - adopted here but its flip not yet landed: the walk waits for the flip
+//!   and lands, or is refused once the window closes;
+//! - between owners (its lease held by a shard that is gone): the walk is
+//!   retried and lands on the shard that takes the zone next.
+//!
+//! `tests/moves_under_faults.rs` walks crowds across every boundary of a
+//! zone that is drained, transferred or crashes.
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use support::driver::Driver;
+use support::paths::path_to_zone;
+use telos_proto::v1::AdoptZoneRequest;
+use telos_proto::v1::handoff_client::HandoffClient;
+use telos_testkit::RedisServer;
+use telos_testkit::process::{Proc, start_keyed_world};
+use telos_testkit::world::starter_zones;
+use telos_world::directory::{Claim, Directory};
+use tokio::time::Instant;
+
+const PASSWORD: &str = "correct horse";
+const START: &str = "city:square";
+
+/// The zone every test walks into, and the fake shard that holds its lease.
+const AHEAD: &str = "forest";
+const GONE: &str = "shard-gone";
+
+/// Every refused move starts with this (CONTRACT.md).
+const REFUSED: &str = "You can't go that way";
+
+/// The walk's retry window (`zone::WALK_RETRY_WINDOW`).
+const WINDOW: Duration = telos_world::zone::WALK_RETRY_WINDOW;
+
+/// Slack over the window on a loaded 2-core machine: bounds a hang, not a
+/// performance claim.
+const SLACK: Duration = Duration::from_secs(5);
+
+/// Readiness waits.
+const WAIT: Duration = Duration::from_secs(20);
+const POLL: Duration = Duration::from_millis(20);
+
+/// The fake owner's lease lives this long: it must outlive each test.
+const FAKE_LEASE: Duration = Duration::from_secs(60);
+
+/// Keys in a temp folder, removed on drop.
+struct Keys(PathBuf);
+
+impl Keys {
+    fn generate() -> anyhow::Result<Keys> {
+        let dir = std::env::temp_dir().join(format!(
+            "telos-moves-in-motion-keys-{}-{}",
+            std::process::id(),
+            telos_testkit::unique()
+        ));
+        telos_world::handoff::keys::generate(&dir)?;
+        Ok(Keys(dir))
+    }
+}
+
+impl Drop for Keys {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Every starter zone but the one ahead.
+fn others() -> Vec<String> {
+    starter_zones().into_iter().filter(|z| z != AHEAD).collect()
+}
+
+/// A Redis where [`GONE`] holds the lease of the zone ahead (as a shard
+/// that died or is about to hand it over would), and the shard `here`
+/// serving every other zone, with a player standing one step from the zone
+/// ahead. Returns the last step.
+struct Setup {
+    _redis: RedisServer,
+    _keys: Keys,
+    dir: Directory,
+    here: Proc,
+    fake_gen: u64,
+    player: Driver,
+    step: String,
+}
+
+async fn setup(name: &str, extra: &[&str]) -> anyhow::Result<Setup> {
+    let redis = RedisServer::start()?;
+    let keys = Keys::generate()?;
+    let dir = Directory::connect(&redis.url).await?;
+    let Claim::Acquired { r#gen: fake_gen } = dir.claim_zone(AHEAD, GONE, FAKE_LEASE).await? else {
+        anyhow::bail!("the fake owner could not claim {AHEAD}");
+    };
+    let here = start_keyed_world("shard-here", &redis.url, &others(), &keys.0, None, extra)?;
+    wait_owner(&dir, "city", "shard-here").await?;
+    let mut player = Driver::login(&here.addr, name, PASSWORD, true).await?;
+    let mut path = path_to_zone(START, AHEAD);
+    let step = path.pop().context("a path into the zone ahead")?;
+    for dir in &path {
+        player.command(dir).await?;
+    }
+    let (zone, _, _) = player.where_().await?;
+    anyhow::ensure!(zone != AHEAD, "one step short of {AHEAD}, not in it");
+    Ok(Setup {
+        _redis: redis,
+        _keys: keys,
+        dir,
+        here,
+        fake_gen,
+        player,
+        step,
+    })
+}
+
+async fn wait_owner(dir: &Directory, zone: &str, owner: &str) -> anyhow::Result<u64> {
+    let until = Instant::now() + WAIT;
+    loop {
+        if let Some((o, generation)) = dir.zone_owner(zone).await?
+            && o == owner
+        {
+            return Ok(generation);
+        }
+        anyhow::ensure!(Instant::now() < until, "{zone} never owned by {owner}");
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// `AdoptZone` on `shard` for the zone ahead, as its owner [`GONE`]
+/// would send it before flipping the lease.
+async fn adopt(shard: &Proc, generation: u64) -> anyhow::Result<()> {
+    let mut client = HandoffClient::connect(format!("http://{}", shard.addr)).await?;
+    client
+        .adopt_zone(AdoptZoneRequest {
+            zone_id: AHEAD.into(),
+            from_shard_id: GONE.into(),
+            generation,
+            handoff_version: telos_world::handoff::HANDOFF_VERSION,
+        })
+        .await
+        .context("AdoptZone from the live owner")?;
+    Ok(())
+}
+
+/// Send the step and return everything the player saw up to the answer of
+/// a `where` sent right behind it, and how long that took.
+async fn walk(p: &mut Driver, step: &str) -> anyhow::Result<(String, Duration)> {
+    let started = Instant::now();
+    let mut text = p.command(step).await?;
+    let where_seq = p.send("where").await?;
+    text.push_str(&p.wait_ack(where_seq).await?);
+    Ok((text, started.elapsed()))
+}
+
+fn where_zone(text: &str) -> Option<(String, String)> {
+    let line = text.lines().find(|l| l.starts_with("where: "))?;
+    let field = |k: &str| {
+        line.split(' ')
+            .find_map(|w| w.strip_prefix(k))
+            .map(str::to_string)
+    };
+    Some((field("zone=")?, field("shard=")?))
+}
+
+/// A zone adopted here whose flip lands while the player is walking into
+/// it: the walk waits for the flip and lands in the zone, served here.
+/// (Before: the sibling refused the arrival, the player was put back
+/// without a word, and the move had no answer at all.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_walk_into_a_zone_being_adopted_lands_when_the_flip_does() -> anyhow::Result<()> {
+    let mut s = setup("Adopta", &[]).await?;
+    adopt(&s.here, s.fake_gen).await?;
+    s.here
+        .wait_log("zone adopted; awaiting the flip", WAIT)
+        .await?;
+    let (dir, fake_gen) = (s.dir.clone(), s.fake_gen);
+    let flip = tokio::spawn(async move {
+        // Well inside the window: the player is already waiting.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        dir.flip_zone(AHEAD, GONE, fake_gen, "shard-here", Duration::from_secs(6))
+            .await
+    });
+    let (text, took) = walk(&mut s.player, &s.step).await?;
+    assert!(flip.await??.is_some(), "the flip landed");
+    assert!(!text.contains(REFUSED), "{text:?}");
+    assert_eq!(
+        where_zone(&text),
+        Some((AHEAD.to_string(), "shard-here".to_string())),
+        "{text:?}"
+    );
+    assert!(took < WINDOW + SLACK, "answered in {took:?}");
+    // The player plays on in the adopted zone.
+    assert_eq!(s.player.command("journal arrived").await?, "Noted.\n");
+    Ok(())
+}
+
+/// A zone adopted here whose flip never lands: the walk is refused with a
+/// line starting `You can't go that way` once its window closes, and the
+/// player stays where they were. (Before: no answer at all.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_walk_into_an_adoption_that_never_lands_is_refused() -> anyhow::Result<()> {
+    let mut s = setup("Adoptb", &[]).await?;
+    let (_, before_room, _) = s.player.where_().await?;
+    adopt(&s.here, s.fake_gen).await?;
+    s.here
+        .wait_log("zone adopted; awaiting the flip", WAIT)
+        .await?;
+    let (text, took) = walk(&mut s.player, &s.step).await?;
+    let refusal = text
+        .lines()
+        .find(|l| l.starts_with(REFUSED))
+        .with_context(|| format!("no refusal in {text:?}"))?;
+    assert!(refusal.len() > REFUSED.len(), "says why: {refusal:?}");
+    assert!(
+        took >= WINDOW,
+        "refused only once the window closed: {took:?}"
+    );
+    assert!(took < WINDOW + SLACK, "answered in {took:?}");
+    let (zone, room, shard) = s.player.where_().await?;
+    assert_eq!(
+        (room.as_str(), shard.as_str()),
+        (before_room.as_str(), "shard-here")
+    );
+    assert_ne!(zone, AHEAD);
+    assert_eq!(s.player.command("journal stayed").await?, "Noted.\n");
+    Ok(())
+}
+
+/// The zone ahead is between owners — its lease held by a shard that is
+/// gone — for a moment, then taken by another shard: the walk is retried
+/// and lands there instead of being refused at once. (Before: refused
+/// at the first attempt, "The way is closed for now".)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_walk_into_a_zone_between_owners_lands_on_its_next_owner() -> anyhow::Result<()> {
+    let mut s = setup("Between", &[]).await?;
+    // The next owner polls for the free lease every 500 ms (TTL / 2).
+    let keys = s._keys.0.clone();
+    let redis_url = s._redis.url.clone();
+    let _next = start_keyed_world(
+        "shard-next",
+        &redis_url,
+        &[AHEAD],
+        &keys,
+        None,
+        &["--lease-ttl-ms", "1000"],
+    )?;
+    let (dir, fake_gen) = (s.dir.clone(), s.fake_gen);
+    let release = tokio::spawn(async move {
+        // The walk is under way, with the zone ahead unserved.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        dir.release_zone(AHEAD, GONE, fake_gen).await
+    });
+    let (text, took) = walk(&mut s.player, &s.step).await?;
+    assert!(release.await??, "the gone shard's lease was released");
+    assert!(!text.contains(REFUSED), "{text:?}");
+    assert_eq!(
+        where_zone(&text),
+        Some((AHEAD.to_string(), "shard-next".to_string())),
+        "{text:?}"
+    );
+    assert!(took < WINDOW + SLACK, "answered in {took:?}");
+    assert_eq!(s.player.command("journal over there").await?, "Noted.\n");
+    let journal = s.player.journal().await?;
+    assert_eq!(journal, ["over there"]);
+    Ok(())
+}
