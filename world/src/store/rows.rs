@@ -12,6 +12,7 @@ static CREATE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("cre
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
 static SAVE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("save.lua")));
 static SET_TIER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("set_tier.lua")));
+static HEAL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("heal.lua")));
 
 /// Row fields in the order [`parse_row`] expects them.
 const ROW_FIELDS: [&str; 8] = [
@@ -62,6 +63,18 @@ fn parse_row(key: &str, fields: Vec<Option<Vec<u8>>>) -> Result<Option<Character
         applied_seq: number(bytes(Some("0"))?)?,
         tier: text(bytes(Some("player"))?)?,
     }))
+}
+
+/// The `{status, epoch, version}` reply of `save.lua` and `heal.lua`.
+fn save_outcome(status: i64, current_epoch: u64, version: u64) -> Result<SaveOutcome, StoreError> {
+    match status {
+        1 => Ok(SaveOutcome::Saved { version }),
+        0 => Ok(SaveOutcome::Refused {
+            current_epoch,
+            current_version: version,
+        }),
+        _ => Err(StoreError::NotFound),
+    }
 }
 
 impl Store {
@@ -152,14 +165,33 @@ impl Store {
             .arg(applied_seq)
             .invoke_async(&mut self.conn())
             .await?;
-        match status {
-            1 => Ok(SaveOutcome::Saved { version }),
-            0 => Ok(SaveOutcome::Refused {
-                current_epoch,
-                current_version: version,
-            }),
-            _ => Err(StoreError::NotFound),
-        }
+        save_outcome(status, current_epoch, version)
+    }
+
+    /// Rewrites a row that went back (Redis lost acknowledged writes) from
+    /// the live session holding `epoch`, the newest: applied only while no
+    /// newer owner exists and the row is really behind — at `epoch` with a
+    /// version below `last_version` (the one the session last wrote), or at
+    /// an older epoch. See `heal.lua`.
+    pub async fn heal(
+        &self,
+        name: &str,
+        epoch: u64,
+        last_version: u64,
+        state_json: &[u8],
+        conn_id: &str,
+        applied_seq: u64,
+    ) -> Result<SaveOutcome, StoreError> {
+        let (status, current_epoch, version): (i64, u64, u64) = HEAL
+            .key(row_key(name)?)
+            .arg(epoch)
+            .arg(last_version)
+            .arg(state_json)
+            .arg(conn_id)
+            .arg(applied_seq)
+            .invoke_async(&mut self.conn())
+            .await?;
+        save_outcome(status, current_epoch, version)
     }
 
     /// Sets the trust tier (effective at the next login or handoff).
