@@ -209,6 +209,14 @@ async fn after_a_redis_restart_logins_get_in_and_saves_resume() -> anyhow::Resul
         "every line once, in order"
     );
     assert!(!ada.is_closed(), "Ada's socket was closed");
+    // Her zone stayed served throughout: the gate had no reason to move
+    // her, though the registry was empty for a while (defect 7's watch
+    // must not take a Redis restart for a hung shard).
+    assert!(
+        !ada.transcript().contains("The world shimmers"),
+        "Ada's healthy link was torn down:\n{}",
+        ada.transcript()
+    );
 
     for bot in [&mut bea, &mut cid, &mut dee] {
         bot.command("look").await?;
