@@ -10,16 +10,17 @@
 //! measured from the directory (the zone's lease owner, polled), not
 //! assumed.
 
-use std::path::PathBuf;
+mod support;
+
 use std::time::Duration;
 
-use anyhow::Context;
+use support::keys::Keys;
+use support::rows::wait_journal;
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
 use telos_testkit::process::{Proc, start_gate, start_keyed_world};
 use telos_testkit::world::{path_to_zone, start_room, zone_of};
 use telos_world::directory::Directory;
-use telos_world::game::from_state_json;
 use telos_world::store::Store;
 use tokio::time::Instant;
 
@@ -42,31 +43,10 @@ const BYSTANDER: &str = "Dan";
 /// Journal lines each player writes before the hang, during it, and after.
 const LINES: usize = 3;
 
-/// Polls of the directory and of saved rows.
+/// How often the zone's lease owner is polled.
 const POLL: Duration = Duration::from_millis(50);
 /// Bounds a broken build's waits, not a timing claim.
 const SETTLE: Duration = Duration::from_secs(30);
-
-/// A key folder from `keygen`, removed on drop.
-struct Keys(PathBuf);
-
-impl Keys {
-    fn generate() -> anyhow::Result<Keys> {
-        let dir = std::env::temp_dir().join(format!(
-            "telos-hung-shard-keys-{}-{}",
-            std::process::id(),
-            telos_testkit::unique()
-        ));
-        telos_world::handoff::keys::generate(&dir)?;
-        Ok(Keys(dir))
-    }
-}
-
-impl Drop for Keys {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// SIGCONTs the hung shard however the test ends, so no stopped process
 /// outlives it.
@@ -143,34 +123,6 @@ async fn journal(bot: &mut Bot, tag: &str, written: &mut Vec<String>) -> anyhow:
     Ok(())
 }
 
-/// The journal of `name`'s durable row.
-async fn row_journal(store: &Store, name: &str) -> anyhow::Result<Vec<String>> {
-    let row = store
-        .load(&name.to_ascii_lowercase())
-        .await?
-        .with_context(|| format!("no row for {name}"))?;
-    Ok(from_state_json(&row.state_json)?
-        .journal
-        .into_iter()
-        .collect())
-}
-
-/// Wait until `name`'s durable row holds exactly `expected`.
-async fn wait_saved(store: &Store, name: &str, expected: &[String]) -> anyhow::Result<()> {
-    let until = Instant::now() + SETTLE;
-    loop {
-        let journal = row_journal(store, name).await?;
-        if journal == expected {
-            return Ok(());
-        }
-        anyhow::ensure!(
-            Instant::now() < until,
-            "{name}: the saved journal is {journal:?}, expected {expected:?}"
-        );
-        tokio::time::sleep(POLL).await;
-    }
-}
-
 /// How long after `since` the zone's lease is first held by a shard other
 /// than `hung`: when the peers serve it.
 async fn served_elsewhere(
@@ -212,7 +164,7 @@ async fn a_hung_shards_players_play_on_where_its_zone_is_served_next() -> anyhow
     assert_eq!(dan_shard, "shard-b");
     for (bot, written) in &mut players {
         journal(bot, "before", written).await?;
-        wait_saved(&store, &bot.name, written).await?;
+        wait_journal(&store, &bot.name, written, SETTLE).await?;
     }
 
     // Hang shard-a with its players mid-game; each one's next command is
@@ -272,10 +224,10 @@ async fn a_hung_shards_players_play_on_where_its_zone_is_served_next() -> anyhow
     drop(_continue);
     c.a.wait_log("zone fenced", SETTLE).await?;
     for (bot, written) in &mut players {
-        wait_saved(&store, &bot.name, written).await?;
+        wait_journal(&store, &bot.name, written, SETTLE).await?;
         journal(bot, "woken", written).await?;
         assert_eq!(&bot.journal_list().await?, written, "{}", bot.name);
-        wait_saved(&store, &bot.name, written).await?;
+        wait_journal(&store, &bot.name, written, SETTLE).await?;
         assert!(!bot.is_closed(), "{}: socket closed", bot.name);
     }
     Ok(())

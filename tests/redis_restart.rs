@@ -15,15 +15,17 @@
 //!   playing, and its lines are saved again: the durable row and the
 //!   journal hold every line exactly once.
 
+mod support;
+
 use std::time::Duration;
 
 use anyhow::Context;
+use support::rows::wait_journal;
 use telos_testkit::RedisServer;
 use telos_testkit::bot::{Bot, LoginReply};
 use telos_testkit::process::{Proc, WorldOpts, start_gate, start_world};
 use telos_testkit::world::starter_zones;
 use telos_world::directory::Directory;
-use telos_world::game::from_state_json;
 use telos_world::store::Store;
 use tokio::time::Instant;
 
@@ -49,10 +51,9 @@ const RECOVERY: Duration = Duration::from_secs(5);
 /// the bot's 20 s default: an answer that takes that long is a hang.
 const OUTAGE_ANSWER: Duration = Duration::from_secs(8);
 
-/// Polled conditions (a save landing, a registry entry) settle within a few
-/// save intervals (2 s); this only bounds a broken build.
+/// Polled conditions (a save landing) settle within a few save intervals
+/// (2 s); this only bounds a broken build.
 const SETTLE: Duration = Duration::from_secs(15);
-const POLL: Duration = Duration::from_millis(100);
 
 /// What the gate and the shard may answer a login while Redis is down.
 const OUTAGE_LINES: [&str; 2] = [
@@ -94,34 +95,6 @@ async fn login_once(
     Ok((bot, reply, asked.elapsed()))
 }
 
-/// The journal of `name`'s durable row.
-async fn row_journal(store: &Store, name: &str) -> anyhow::Result<Vec<String>> {
-    let row = store
-        .load(&name.to_ascii_lowercase())
-        .await?
-        .with_context(|| format!("no row for {name}"))?;
-    Ok(from_state_json(&row.state_json)?
-        .journal
-        .into_iter()
-        .collect())
-}
-
-/// Wait until `name`'s durable row holds exactly `expected` as its journal.
-async fn wait_saved(store: &Store, name: &str, expected: &[String]) -> anyhow::Result<()> {
-    let until = Instant::now() + SETTLE;
-    loop {
-        let journal = row_journal(store, name).await.unwrap_or_default();
-        if journal == expected {
-            return Ok(());
-        }
-        anyhow::ensure!(
-            Instant::now() < until,
-            "{name}: the row never got its lines saved: {journal:?}, expected {expected:?}"
-        );
-        tokio::time::sleep(POLL).await;
-    }
-}
-
 /// Journal `n` lines tagged `tag` and wait until the world applied them.
 async fn journal(
     bot: &mut Bot,
@@ -151,7 +124,7 @@ async fn after_a_redis_restart_logins_get_in_and_saves_resume() -> anyhow::Resul
     let mut written = Vec::new();
     journal(&mut ada, "before", 3, &mut written).await?;
     let store = Store::connect(&s.redis.url).await?;
-    wait_saved(&store, "Ada", &written).await?;
+    wait_journal(&store, "Ada", &written, SETTLE).await?;
     drop(store);
 
     s.redis.kill()?;
@@ -202,7 +175,7 @@ async fn after_a_redis_restart_logins_get_in_and_saves_resume() -> anyhow::Resul
     assert!(shards.iter().any(|sh| sh.id == "shard-a"), "{shards:?}");
     journal(&mut ada, "after", 3, &mut written).await?;
     let store = Store::connect(&s.redis.url).await?;
-    wait_saved(&store, "Ada", &written).await?;
+    wait_journal(&store, "Ada", &written, SETTLE).await?;
     assert_eq!(
         ada.journal_list().await?,
         written,
