@@ -35,7 +35,7 @@
 //!   wait for Redis for as long as it is down. A request during an outage
 //!   fails within the bound, and callers answer clearly.
 //! - Within that bound a request is sent again when that is safe: see
-//!   [`is_idempotent`] and [`retryable`].
+//!   `is_idempotent` and `retryable` below.
 
 use std::collections::HashSet;
 use std::sync::Arc;
