@@ -54,8 +54,11 @@ pub struct GateConfig {
     /// Play stream. Longer than the 10 s a transfer target may park a fresh
     /// open, so a parked login is not mistaken for a dead shard.
     pub upstream_attach_timeout: Duration,
-    /// HTTP/2 keepalive ping interval on shard channels: detects a shard
-    /// that vanished without closing its sockets (paused, partitioned).
+    /// HTTP/2 keepalive ping interval (and timeout) on shard channels:
+    /// detects a shard that vanished without closing its sockets (paused,
+    /// partitioned) within one to two intervals. The backstop: a hung shard
+    /// is noticed sooner through the registry and a probe
+    /// ([`crate::liveness`]), except while Redis cannot be read.
     pub upstream_keepalive: Duration,
     /// Redirects followed while establishing one session before giving up
     /// (a redirect loop between confused shards must not spin forever).

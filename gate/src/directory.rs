@@ -2,19 +2,27 @@
 //! `telos_world::directory::Directory`.
 //!
 //! The Redis connection is made on first use, not at start, so a gate may
-//! come up before Redis (or ride out a Redis restart): a lookup that cannot
-//! reach Redis is a transient "unavailable" the caller retries.
+//! come up before Redis; once made it reconnects by itself (see
+//! `telos_world::directory::connection`). A lookup that cannot reach Redis
+//! is a transient "unavailable" the caller retries.
 
 use std::time::Duration;
 
-use telos_world::directory::{Directory, ShardState};
+use telos_world::directory::{Directory, ShardInfo, ShardState};
 use tokio::sync::OnceCell;
+use tokio::time::Instant;
 
 use crate::registry::{BoxFuture, LiveShard, RegistryError, ShardRegistry};
 
-/// Bound on one registry lookup (connect included): a login or resume
-/// attempt must not hang on a wedged Redis; the caller's retry covers it.
+/// Bound on one registry lookup (connect and retries included): a login or
+/// resume attempt must not hang on a wedged Redis; the caller's retry
+/// covers it. Longer than a shard's heartbeat period (1 s) plus the time a
+/// client takes to reconnect (~0.5 s), so a registry emptied by a Redis
+/// restart has refilled within it.
 pub const REGISTRY_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Pause between registry reads while it lists no live shard.
+const EMPTY_REGISTRY_POLL: Duration = Duration::from_millis(100);
 
 #[derive(Debug)]
 pub struct DirectoryRegistry {
@@ -34,35 +42,66 @@ impl DirectoryRegistry {
         })
     }
 
-    async fn lookup(&self) -> Result<Vec<LiveShard>, RegistryError> {
+    /// Every registry entry, whatever its state.
+    async fn read(&self) -> Result<Vec<ShardInfo>, RegistryError> {
         let dir = self
             .dir
             .get_or_try_init(|| Directory::connect(&self.url))
             .await
             .map_err(|e| RegistryError(e.to_string()))?;
-        let shards = dir
-            .shards()
-            .await
-            .map_err(|e| RegistryError(e.to_string()))?;
-        Ok(shards
-            .into_iter()
-            .filter(|s| s.state == ShardState::Live && !s.addr.is_empty())
-            .map(|s| LiveShard {
-                id: s.id,
-                addr: s.addr,
-            })
-            .collect())
+        dir.shards().await.map_err(|e| RegistryError(e.to_string()))
     }
+
+    /// The live shards, read again until there is one or `until` passes.
+    /// Every registry entry expires a presence TTL after its shard's last
+    /// heartbeat, so right after a Redis restart the registry is empty for
+    /// up to a heartbeat while each shard reconnects: a login then waits
+    /// for it instead of being told the world is unreachable.
+    async fn live_until(&self, until: Instant) -> Result<Vec<LiveShard>, RegistryError> {
+        loop {
+            let answer = self.read().await.map(|shards| {
+                shards
+                    .into_iter()
+                    .filter(|s| s.state == ShardState::Live)
+                    .filter_map(listed)
+                    .collect::<Vec<_>>()
+            });
+            match answer {
+                Ok(live) if !live.is_empty() => return Ok(live),
+                _ if Instant::now() + EMPTY_REGISTRY_POLL >= until => return answer,
+                _ => tokio::time::sleep(EMPTY_REGISTRY_POLL).await,
+            }
+        }
+    }
+}
+
+fn listed(s: ShardInfo) -> Option<LiveShard> {
+    (!s.addr.is_empty()).then_some(LiveShard {
+        id: s.id,
+        addr: s.addr,
+    })
+}
+
+fn no_answer() -> RegistryError {
+    RegistryError(format!("no answer from redis in {REGISTRY_TIMEOUT:?}"))
 }
 
 impl ShardRegistry for DirectoryRegistry {
     fn live_shards(&self) -> BoxFuture<'_, Result<Vec<LiveShard>, RegistryError>> {
         Box::pin(async move {
-            tokio::time::timeout(REGISTRY_TIMEOUT, self.lookup())
+            let until = Instant::now() + REGISTRY_TIMEOUT;
+            tokio::time::timeout_at(until, self.live_until(until))
                 .await
-                .map_err(|_| {
-                    RegistryError(format!("no answer from redis in {REGISTRY_TIMEOUT:?}"))
-                })?
+                .map_err(|_| no_answer())?
+        })
+    }
+
+    fn heartbeating(&self) -> BoxFuture<'_, Result<Vec<LiveShard>, RegistryError>> {
+        Box::pin(async move {
+            let shards = tokio::time::timeout(REGISTRY_TIMEOUT, self.read())
+                .await
+                .map_err(|_| no_answer())??;
+            Ok(shards.into_iter().filter_map(listed).collect())
         })
     }
 }

@@ -13,6 +13,7 @@
 //! - [`registry`]: shard discovery trait ([`ShardRegistry`]) and impls.
 //! - [`upstream`]: channel pool and establishing a session (login, resume,
 //!   attach, redirects).
+//! - [`liveness`]: noticing a hung shard and ending its links.
 //! - [`output`]: bounded socket writer, input backpressure, slow-client cut-off.
 //! - [`reader`]: socket reads through telnet and framing.
 //! - [`connection`]: the per-player task: greeting, login, how it ends.
@@ -25,6 +26,7 @@ pub mod config;
 pub mod connection;
 pub mod directory;
 pub mod lines;
+pub mod liveness;
 pub mod login;
 pub mod metrics;
 pub mod output;

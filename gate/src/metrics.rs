@@ -21,6 +21,9 @@ pub const REATTACH_TOTAL: &str = "telos_gate_reattach_total";
 pub const LOGINS_TOTAL: &str = "telos_gate_logins_total";
 /// Protocol violations from shards, e.g. acks beyond what was sent (counter).
 pub const PROTOCOL_ERRORS_TOTAL: &str = "telos_gate_protocol_errors_total";
+/// Shards found hung (off the registry and no answer to a probe), whose
+/// links the gate ended (counter).
+pub const HUNG_SHARDS_TOTAL: &str = "telos_gate_hung_shards_total";
 
 pub fn disconnect(reason: &'static str) {
     metrics::counter!(DISCONNECTS_TOTAL, "reason" => reason).increment(1);
@@ -51,6 +54,10 @@ pub fn install_prometheus(addr: SocketAddr) -> Result<(), String> {
     metrics::describe_counter!(
         PROTOCOL_ERRORS_TOTAL,
         "Protocol violations seen from shards"
+    );
+    metrics::describe_counter!(
+        HUNG_SHARDS_TOTAL,
+        "Shards found hung, whose players the gate resumed elsewhere"
     );
     Ok(())
 }

@@ -20,8 +20,16 @@ pub struct LiveShard {
 pub struct RegistryError(pub String);
 
 pub trait ShardRegistry: Send + Sync + 'static {
-    /// Live, non-draining shards. May be empty (nothing serves yet).
+    /// Live, non-draining shards: where a login or resume may go. May be
+    /// empty (nothing serves yet).
     fn live_shards(&self) -> BoxFuture<'_, Result<Vec<LiveShard>, RegistryError>>;
+
+    /// Every shard whose registry entry is current, draining ones too: the
+    /// shards still heartbeating. A shard missing here while the gate holds
+    /// links to it is probed ([`crate::liveness`]). One read, no waiting.
+    fn heartbeating(&self) -> BoxFuture<'_, Result<Vec<LiveShard>, RegistryError>> {
+        self.live_shards()
+    }
 }
 
 /// A fixed list: tests, and a gate pointed at known shards.

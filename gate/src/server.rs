@@ -52,6 +52,11 @@ pub async fn serve(
     let max_connections = cfg.max_connections;
     let shared = Arc::new(Shared::new(cfg, registry));
     let tracker = TaskTracker::new();
+    // Ends when `shutdown` does; not on the tracker, which counts players.
+    tokio::spawn(crate::liveness::watch_shards(
+        shared.clone(),
+        shutdown.clone(),
+    ));
     let refusals = Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT));
     loop {
         let accepted = tokio::select! {

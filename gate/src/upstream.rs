@@ -5,7 +5,7 @@
 //! session is `Attached` or refused.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use telos_proto::v1::{
     Attach, Attached, ClientFrame, Input, Login, Resume, ServerFrame, client_frame,
@@ -17,15 +17,19 @@ use tonic::Streaming;
 use tonic::transport::{Channel, Endpoint};
 
 use crate::config::GateConfig;
+use crate::liveness::{Liveness, Watch};
 use crate::login::Credentials;
 
 /// One lazily connected channel per shard address. Tonic reconnects a
 /// channel on its own, so a shard restarted on the same address is reached
-/// again without evicting anything. The map only grows with the number of
-/// distinct shard addresses ever seen, which operators control.
+/// again without evicting anything; only a shard found hung is evicted
+/// ([`crate::liveness`]), so its wedged connection is not reused. The map
+/// only grows with the number of distinct shard addresses ever seen, which
+/// operators control.
 #[derive(Debug)]
 pub struct ChannelPool {
     channels: Mutex<HashMap<String, Channel>>,
+    liveness: Arc<Liveness>,
     cfg: GateConfig,
 }
 
@@ -33,8 +37,22 @@ impl ChannelPool {
     pub fn new(cfg: GateConfig) -> Self {
         Self {
             channels: Mutex::new(HashMap::new()),
+            liveness: Arc::default(),
             cfg,
         }
+    }
+
+    /// Which shards have links, and how a hung one's links are ended.
+    pub fn liveness(&self) -> Arc<Liveness> {
+        self.liveness.clone()
+    }
+
+    /// Forget `addr`'s channel: the next use dials a new connection.
+    pub fn evict(&self, addr: &str) {
+        self.channels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(addr);
     }
 
     pub fn channel(&self, addr: &str) -> Result<Channel, EstablishError> {
@@ -96,6 +114,8 @@ pub struct Link {
     pub addr: String,
     tx: mpsc::Sender<ClientFrame>,
     rx: Streaming<ServerFrame>,
+    /// Ends the link when its shard is found hung.
+    watch: Watch,
 }
 
 impl Link {
@@ -109,10 +129,15 @@ impl Link {
         self.tx.try_send(frame).map_err(|_| StreamGone)
     }
 
-    /// Next frame; `Ok(None)` when the shard ended the stream. Cancel safe.
+    /// Next frame; `Ok(None)` when the shard ended the stream, an error
+    /// when it failed or the shard was found hung. Cancel safe.
     pub async fn next(&mut self) -> Result<Option<server_frame::Frame>, tonic::Status> {
         loop {
-            match self.rx.message().await? {
+            let message = tokio::select! {
+                m = self.rx.message() => m?,
+                _ = self.watch.lost() => return Err(hung(&self.addr)),
+            };
+            match message {
                 Some(ServerFrame { frame: Some(f) }) => return Ok(Some(f)),
                 Some(ServerFrame { frame: None }) => continue,
                 None => return Ok(None),
@@ -165,21 +190,31 @@ async fn open(
     tx.try_send(ClientFrame { frame: Some(first) })
         .map_err(|_| EstablishError::Unavailable("request queue closed".into()))?;
     let mut client = PlayClient::new(pool.channel(addr)?);
+    let watch = pool.liveness.watch(addr);
     // The dial itself is bounded by the channel's connect timeout; a shard
     // may hold the response headers while it parks the open, so this waits
-    // as long as an attach may take.
-    let resp = tokio::time::timeout(
+    // as long as an attach may take, unless the shard is found hung first.
+    let opening = tokio::time::timeout(
         cfg.upstream_attach_timeout,
         client.session(ReceiverStream::new(rx)),
-    )
-    .await
+    );
+    let resp = tokio::select! {
+        r = opening => r,
+        _ = watch.lost() => return Err(EstablishError::Unavailable(hung(addr).message().to_string())),
+    }
     .map_err(|_| EstablishError::Unavailable(format!("{addr}: timed out opening the stream")))?
     .map_err(|s| EstablishError::Unavailable(format!("{addr}: {}", s.message())))?;
     Ok(Link {
         addr: addr.to_string(),
         tx,
         rx: resp.into_inner(),
+        watch,
     })
+}
+
+/// What a link to a shard found hung ends with.
+fn hung(addr: &str) -> tonic::Status {
+    tonic::Status::unavailable(format!("{addr}: the shard stopped answering"))
 }
 
 /// Open a session at `addr` and follow redirects until `Attached`.

@@ -1,5 +1,8 @@
-//! A private `redis-server` per test: its own port, its own temp dir, no
-//! persistence, killed by pid when dropped.
+//! A private `redis-server` per test: its own port, its own temp dir, killed
+//! by pid when dropped. No persistence by default; [`RedisServer::start_durable`]
+//! keeps an append-only file so a test can SIGKILL the server and restart it
+//! on the same port from its data ([`RedisServer::kill`],
+//! [`RedisServer::restart`]).
 //!
 //! Never port 6379 and never a kill by process name, so tests cannot touch a
 //! developer's Redis or each other's.
@@ -41,59 +44,99 @@ pub struct RedisServer {
     pub url: String,
     child: Child,
     dir: PathBuf,
+    durable: bool,
 }
 
 impl RedisServer {
-    /// Starts a server on a free port and returns once it answers `PING`.
+    /// Starts a server without persistence on a free port and returns once
+    /// it answers `PING`.
     pub fn start() -> anyhow::Result<RedisServer> {
+        Self::start_with(false)
+    }
+
+    /// Starts a server with the append-only file on (`appendonly yes`,
+    /// `appendfsync everysec`, as docs/operations.md asks of a deployment),
+    /// so [`RedisServer::restart`] brings its data back.
+    pub fn start_durable() -> anyhow::Result<RedisServer> {
+        Self::start_with(true)
+    }
+
+    fn start_with(durable: bool) -> anyhow::Result<RedisServer> {
         let mut last_err = None;
         for _ in 0..START_ATTEMPTS {
-            match Self::try_start(free_port()) {
-                Ok(server) => return Ok(server),
-                Err(e) => last_err = Some(e),
+            let port = free_port();
+            let dir = std::env::temp_dir().join(format!(
+                "telos-redis-{}-{}-{}",
+                std::process::id(),
+                port,
+                NEXT_DIR.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+            match Self::spawn(port, &dir, durable) {
+                Ok(child) => {
+                    // From here on Drop cleans up, whatever happens.
+                    let mut server = RedisServer {
+                        port,
+                        url: format!("redis://127.0.0.1:{port}/"),
+                        child,
+                        dir,
+                        durable,
+                    };
+                    match server.wait_ready() {
+                        Ok(()) => return Ok(server),
+                        Err(e) => last_err = Some(e),
+                    }
+                }
+                Err(e) => {
+                    remove_dir(&dir);
+                    last_err = Some(e);
+                }
             }
         }
         Err(last_err.unwrap_or_else(|| anyhow::anyhow!("redis-server did not start")))
     }
 
-    fn try_start(port: u16) -> anyhow::Result<RedisServer> {
-        let dir = std::env::temp_dir().join(format!(
-            "telos-redis-{}-{}-{}",
-            std::process::id(),
-            port,
-            NEXT_DIR.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    fn spawn(port: u16, dir: &Path, durable: bool) -> anyhow::Result<Child> {
         let bin = std::env::var(REDIS_SERVER_ENV).unwrap_or_else(|_| REDIS_SERVER_DEFAULT.into());
-        let spawned = Command::new(&bin)
-            .args(["--port", &port.to_string()])
+        let mut cmd = Command::new(&bin);
+        cmd.args(["--port", &port.to_string()])
             .args(["--bind", "127.0.0.1"])
             .args(["--save", ""])
-            .args(["--appendonly", "no"])
             .arg("--dir")
-            .arg(&dir)
+            .arg(dir)
             // Key-space events let tests (and watchers) observe expiries.
             .args(["--notify-keyspace-events", "KEA"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        let child = match spawned {
-            Ok(child) => child,
-            Err(e) => {
-                remove_dir(&dir);
-                return Err(e).with_context(|| format!("spawn {bin}"));
-            }
-        };
-        // From here on Drop cleans up, whatever happens.
-        let mut server = RedisServer {
-            port,
-            url: format!("redis://127.0.0.1:{port}/"),
-            child,
-            dir,
-        };
-        server.wait_ready()?;
-        Ok(server)
+            .stderr(Stdio::null());
+        if durable {
+            cmd.args(["--appendonly", "yes", "--appendfsync", "everysec"]);
+        } else {
+            cmd.args(["--appendonly", "no"]);
+        }
+        cmd.spawn().with_context(|| format!("spawn {bin}"))
+    }
+
+    /// SIGKILLs the server and reaps it: a crash, with no chance to write
+    /// anything more. Its directory (and append-only file) stays for
+    /// [`RedisServer::restart`].
+    pub fn kill(&mut self) -> anyhow::Result<()> {
+        let _ = self.resume();
+        self.child.kill().context("kill redis-server")?;
+        self.child.wait().context("reap redis-server")?;
+        Ok(())
+    }
+
+    /// Starts the server again on the same port from the same directory
+    /// (after [`RedisServer::kill`]) and returns once it answers `PING`:
+    /// with [`RedisServer::start_durable`], the data is what the append-only
+    /// file held. Fails if the process is still running.
+    pub fn restart(&mut self) -> anyhow::Result<()> {
+        if self.child.try_wait()?.is_none() {
+            bail!("redis-server on port {} is still running", self.port);
+        }
+        self.child = Self::spawn(self.port, &self.dir, self.durable)?;
+        self.wait_ready()
     }
 
     fn wait_ready(&mut self) -> anyhow::Result<()> {
@@ -211,6 +254,30 @@ mod tests {
         drop(server);
         assert!(!ping(port));
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_durable_server_restarts_on_its_port_with_its_data() {
+        let mut server = RedisServer::start_durable().unwrap();
+        let port = server.port;
+        let reply = command(port, b"SET k v\r\n");
+        assert_eq!(reply, "+OK\r\n");
+        server.kill().unwrap();
+        assert!(!server.is_ready());
+        server.restart().unwrap();
+        assert_eq!(server.port, port);
+        assert_eq!(command(port, b"GET k\r\n"), "$1\r\nv\r\n");
+        assert!(server.restart().is_err(), "restart while running");
+    }
+
+    /// One raw command and whatever its reply fits in one read.
+    fn command(port: u16, cmd: &[u8]) -> String {
+        let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).unwrap();
+        stream.set_read_timeout(Some(PROBE_TIMEOUT)).unwrap();
+        stream.write_all(cmd).unwrap();
+        let mut buf = [0u8; 64];
+        let n = stream.read(&mut buf).unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
     }
 
     #[test]

@@ -3,5 +3,7 @@
 #![allow(dead_code)]
 
 pub mod driver;
+pub mod keys;
 pub mod metrics;
 pub mod paths;
+pub mod rows;

@@ -7,6 +7,8 @@
 //! never a shard's.
 //!
 //! ## Layout
+//! - [`connection`]: the Redis connection every client uses: endless
+//!   reconnects, a bound on every request, retries of idempotent ones.
 //! - [`drain`]: drain-target selection and its reservations; orphaned zones.
 //! - [`lease`]: claim / renew / release / fenced flip of zone leases, `ShardForZone`.
 //! - [`registry`]: shard heartbeat and registry, known zones, per-zone player counts.
@@ -38,6 +40,7 @@
 //! `flip_zone → None`, `reserve_drain_target → None`. An `Err` means Redis could not be asked (failed) or
 //! the request itself is not allowed ([`DirectoryError::is_refused`]).
 
+pub mod connection;
 pub mod drain;
 mod error;
 pub mod keys;
@@ -54,17 +57,17 @@ mod tests;
 
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
+use connection::RedisConn;
 
 pub use drain::DrainTarget;
 pub use error::DirectoryError;
 pub use types::{Claim, OnlinePlayer, ShardInfo, ShardState, ZoneStatus};
 
 /// A handle on the directory. Cheap to clone: every clone shares one
-/// multiplexed, self-reconnecting connection.
+/// multiplexed, self-reconnecting connection ([`RedisConn`]).
 #[derive(Clone)]
 pub struct Directory {
-    conn: ConnectionManager,
+    conn: RedisConn,
 }
 
 impl std::fmt::Debug for Directory {
@@ -75,14 +78,25 @@ impl std::fmt::Debug for Directory {
 
 impl Directory {
     /// Connects to Redis at `url` (`redis://host:port/db`).
+    ///
+    /// Besides reads, the scripts sent again after a dropped connection or
+    /// a timeout (each leaves Redis the same run once or twice):
+    /// `shards_live.lua` (reads the registry; prunes ids whose entry has
+    /// expired, which a second run finds already pruned) and
+    /// `shard_for_zone.lua` (read only). A heartbeat, a lease claim, renew,
+    /// release or flip, a drain hold and a transfer step are sent once;
+    /// their loops try again on their next round.
     pub async fn connect(url: &str) -> Result<Directory, DirectoryError> {
-        let client = redis::Client::open(url)?;
-        let conn = ConnectionManager::new(client).await?;
+        let idempotent = [
+            redis::Script::new(include_str!("shards_live.lua")),
+            lease::routing_script(include_str!("shard_for_zone.lua")),
+        ];
+        let conn = RedisConn::connect(url, &idempotent).await?;
         Ok(Directory { conn })
     }
 
     /// A connection to run one command or script on (clones share the pipe).
-    fn conn(&self) -> ConnectionManager {
+    fn conn(&self) -> RedisConn {
         self.conn.clone()
     }
 }

@@ -29,6 +29,7 @@ use tokio_stream::StreamExt;
 use tracing::{Instrument, info, info_span, warn};
 
 use super::adopt::spawn_unconfirmed;
+use crate::directory::connection::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
 use crate::directory::keys;
 use crate::directory::transfer::{Completion, Transfer};
 use crate::game::{ZoneDef, template_of};
@@ -97,30 +98,71 @@ pub async fn transfer_watcher(shard: Arc<Shard>) {
     }
 }
 
-/// The fast path: a pub/sub subscription that nudges the watcher.
+/// The fast path: a pub/sub subscription that nudges the watcher. A lost
+/// subscription (Redis restarted, or stopped answering) is made again every
+/// [`TRANSFER_POLL`]; the poll covers the gap, and each new subscription
+/// nudges the watcher once for what was published while there was none.
 async fn subscribe(url: String, changed: Arc<Notify>, root: tokio_util::sync::CancellationToken) {
+    let mut was_lost = false;
     loop {
-        let attempt = async {
-            let client = redis::Client::open(url.as_str())?;
-            let mut pubsub = client.get_async_pubsub().await?;
-            pubsub.subscribe(keys::transfer_channel()).await?;
-            let mut messages = pubsub.on_message();
-            while messages.next().await.is_some() {
-                changed.notify_one();
-            }
-            Ok::<(), redis::RedisError>(())
-        };
-        tokio::select! {
+        let e = tokio::select! {
             _ = root.cancelled() => return,
-            r = attempt => if let Err(e) = r {
-                warn!(error = %e, "transfer subscription lost; the 1 s poll covers it");
-            },
+            e = follow(&url, &changed, was_lost) => e,
+        };
+        if std::mem::replace(&mut was_lost, true) {
+            tracing::debug!(error = %e, "transfer subscription still lost");
+        } else {
+            warn!(error = %e, "transfer subscription lost; the 1 s poll covers it");
         }
         tokio::select! {
             _ = root.cancelled() => return,
             _ = tokio::time::sleep(TRANSFER_POLL) => {}
         }
     }
+}
+
+/// Subscribe and nudge the watcher on every message until the subscription
+/// is lost; returns why.
+async fn follow(url: &str, changed: &Notify, was_lost: bool) -> redis::RedisError {
+    let subscribed = async {
+        let mut pubsub = redis::Client::open(url)?.get_async_pubsub().await?;
+        pubsub.subscribe(keys::transfer_channel()).await?;
+        Ok::<_, redis::RedisError>(pubsub)
+    };
+    // Bounded like every Redis connection: a stopped Redis takes the TCP
+    // connection and never answers the handshake.
+    let pubsub = match tokio::time::timeout(CONNECT_TIMEOUT, subscribed).await {
+        Ok(Ok(pubsub)) => pubsub,
+        Ok(Err(e)) => return e,
+        Err(_) => return lost(format!("no answer to SUBSCRIBE in {CONNECT_TIMEOUT:?}")),
+    };
+    if was_lost {
+        info!("transfer subscription made again");
+    }
+    changed.notify_one();
+    let (mut sink, mut messages) = pubsub.split();
+    let mut health = tokio::time::interval(TRANSFER_POLL);
+    loop {
+        tokio::select! {
+            m = messages.next() => match m {
+                Some(_) => changed.notify_one(),
+                None => return lost("the connection closed".into()),
+            },
+            // A silent subscription is idle or dead; a PING tells which (a
+            // half-open socket never closes by itself).
+            _ = health.tick() => {
+                match tokio::time::timeout(RESPONSE_TIMEOUT, sink.ping::<redis::Value>()).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => return e,
+                    Err(_) => return lost(format!("no answer to PING in {RESPONSE_TIMEOUT:?}")),
+                }
+            }
+        }
+    }
+}
+
+fn lost(why: String) -> redis::RedisError {
+    std::io::Error::new(std::io::ErrorKind::ConnectionAborted, why).into()
 }
 
 async fn step(

@@ -57,9 +57,9 @@ mod rows;
 #[cfg(test)]
 mod tests;
 
-use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 
+use crate::directory::connection::RedisConn;
 pub use error::StoreError;
 pub use handoff_claim::{ClaimFrom, HandoffClaim};
 
@@ -70,10 +70,10 @@ const PREFIX: &str = "telos:";
 pub const TIERS: [&str; 3] = ["player", "builder", "admin"];
 
 /// A handle on the character store. Cheap to clone: clones share one
-/// multiplexed, self-reconnecting connection.
+/// multiplexed, self-reconnecting connection ([`RedisConn`]).
 #[derive(Clone)]
 pub struct Store {
-    conn: ConnectionManager,
+    conn: RedisConn,
 }
 
 impl std::fmt::Debug for Store {
@@ -117,16 +117,25 @@ pub enum SaveOutcome {
 
 impl Store {
     /// Connects to Redis at `url`.
+    ///
+    /// Besides reads (a password check, a row load), the one script sent
+    /// again after a dropped connection or a timeout is
+    /// `credential_check.lua`: it reads, and on a match restarts the
+    /// credential's TTL, which a second run restarts again to the same end.
+    /// A save (CAS on the version), a claim (mints an epoch), a create and a
+    /// credential issue are sent once: a save whose reply was lost is
+    /// adopted by the next save, a lost claim is made again at a newer
+    /// epoch, a failed login is answered and tried again by the player.
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
-        let client = redis::Client::open(url)?;
-        let conn = ConnectionManager::new(client).await?;
+        let idempotent = [redis::Script::new(include_str!("credential_check.lua"))];
+        let conn = RedisConn::connect(url, &idempotent).await?;
         // Build the dummy hash now so the first unknown-name login is not
         // measurably slower than a known one.
         password::warm_up().await?;
         Ok(Store { conn })
     }
 
-    fn conn(&self) -> ConnectionManager {
+    fn conn(&self) -> RedisConn {
         self.conn.clone()
     }
 }

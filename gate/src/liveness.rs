@@ -1,0 +1,281 @@
+//! Noticing a shard that stopped answering (issue 11, defect 7).
+//!
+//! A hung shard (SIGSTOP, a wedged host) keeps its TCP connections open, so
+//! its players' streams neither end nor fail; the HTTP/2 keepalive
+//! (`upstream_keepalive`, 10 s ping + 10 s timeout) ends them only after
+//! ~20 s, while its peers serve its zones after its leases lapse (lease TTL
+//! 6 s + up to one orphan-loop period): players stalled twice as long as
+//! their zones. The gate now watches the shards it has links to:
+//!
+//! 1. Every [`WATCH_PERIOD`] it reads the registry. A shard still
+//!    heartbeating (listed, whatever its state: a draining shard is busy,
+//!    not hung) is fine. A shard with links that is *not* listed has not
+//!    heartbeated for a presence TTL (3 s): suspect.
+//! 2. A suspect is probed on the very HTTP/2 connection its players use: one
+//!    gRPC health check ([`HEALTH_CHECK`]; any gRPC answer, `Unimplemented`
+//!    included, proves the process and the connection alive). Only a probe
+//!    with no answer in [`PROBE_TIMEOUT`] condemns the shard.
+//! 3. A condemned shard's links end at once: each session resumes
+//!    elsewhere, the world parks it until the zone is served again (or
+//!    redirects it there), and the gate replays from the durable watermark.
+//!    Its pooled connection is dropped, so a later dial starts fresh.
+//!
+//! Why not tear down on registry absence alone, or on a short keepalive: a
+//! Redis restart empties the registry at once (every shard would be
+//! suspect), and a loaded machine delays heartbeats and pings alike. Both
+//! are answered by the probe: a live shard answers it in milliseconds. A
+//! registry that cannot be read says nothing, and nothing is probed. A
+//! false positive costs a resume and never input: the resume replays from
+//! the world's durable watermark and the new owner epoch fences the old
+//! session's saves.
+//!
+//! Timing with the defaults: the registry entry lapses 2–3 s after the
+//! hang, is seen within a [`WATCH_PERIOD`], and the probe fails after
+//! [`PROBE_TIMEOUT`]: the players are resuming within ~5 s, before the
+//! peers can serve the zone (its lease outlives the hang by 4–6 s), so
+//! they wait in the world's park and get in as soon as it is served.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tonic::Code;
+use tonic::codegen::http::uri::PathAndQuery;
+use tonic::transport::Channel;
+
+use crate::connection::Shared;
+use crate::metrics as m;
+
+/// How often the registry is read while the gate holds links: half the
+/// shards' heartbeat period, so an entry's lapse is seen soon after.
+pub const WATCH_PERIOD: Duration = Duration::from_millis(500);
+
+/// A suspect shard that gives no gRPC answer within this is condemned. A
+/// live shard answers in milliseconds even on a loaded machine; a suspect
+/// has also missed three heartbeats. Short enough that the players resume
+/// before their zone can be served elsewhere (see the module docs).
+pub const PROBE_TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// The standard gRPC health check (`grpc.health.v1.Health/Check`), sent
+/// with an empty request (the whole server). Shards need not implement it:
+/// `Unimplemented` is an answer too.
+pub const HEALTH_CHECK: &str = "/grpc.health.v1.Health/Check";
+
+/// The shards the gate has links to, by address, each with the token its
+/// links wait on.
+#[derive(Debug, Default)]
+pub struct Liveness {
+    watched: Mutex<HashMap<String, Watched>>,
+    /// Numbers each entry, so a [`Watch`] of a condemned (replaced) entry
+    /// never counts against the fresh one.
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+#[derive(Debug)]
+struct Watched {
+    id: u64,
+    /// Cancelled when the shard is condemned.
+    token: CancellationToken,
+    /// Links (and attaches in flight) holding a [`Watch`] of this entry.
+    users: usize,
+}
+
+/// Held by a link to a shard while it uses it: [`Watch::lost`] completes
+/// when the shard is condemned.
+#[derive(Debug)]
+pub struct Watch {
+    liveness: Arc<Liveness>,
+    addr: String,
+    id: u64,
+    token: CancellationToken,
+}
+
+impl Watch {
+    /// Completes when the shard behind this link stopped answering.
+    pub async fn lost(&self) {
+        self.token.cancelled().await
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let mut map = self.liveness.lock();
+        if let Some(w) = map.get_mut(&self.addr)
+            && w.id == self.id
+        {
+            w.users -= 1;
+            if w.users == 0 {
+                map.remove(&self.addr);
+            }
+        }
+    }
+}
+
+impl Liveness {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Watched>> {
+        self.watched.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Start watching `addr` for a link that is about to use it.
+    pub fn watch(self: &Arc<Self>, addr: &str) -> Watch {
+        let mut map = self.lock();
+        let w = map.entry(addr.to_string()).or_insert_with(|| Watched {
+            id: self
+                .next_id
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            token: CancellationToken::new(),
+            users: 0,
+        });
+        w.users += 1;
+        Watch {
+            liveness: self.clone(),
+            addr: addr.to_string(),
+            id: w.id,
+            token: w.token.clone(),
+        }
+    }
+
+    /// Addresses with links now.
+    fn in_use(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+
+    /// End every link to `addr` (returns how many); later links start a
+    /// fresh watch.
+    fn condemn(&self, addr: &str) -> usize {
+        match self.lock().remove(addr) {
+            Some(w) => {
+                w.token.cancel();
+                w.users
+            }
+            None => 0,
+        }
+    }
+}
+
+/// Watch the shards the gate has links to until `stop`; see the module docs.
+pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
+    let liveness = shared.pool.liveness();
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(WATCH_PERIOD) => {}
+        }
+        let in_use = liveness.in_use();
+        if in_use.is_empty() {
+            continue;
+        }
+        // Unreadable registry (Redis down): no evidence either way.
+        let Ok(listed) = shared.registry.heartbeating().await else {
+            continue;
+        };
+        let listed: HashSet<&str> = listed.iter().map(|s| s.addr.as_str()).collect();
+        let suspects: Vec<String> = in_use
+            .into_iter()
+            .filter(|a| !listed.contains(a.as_str()))
+            .collect();
+        // Concurrently: after a Redis restart every shard is a suspect.
+        let mut probes = tokio::task::JoinSet::new();
+        for addr in suspects {
+            let channel = shared.pool.channel(&addr);
+            probes.spawn(async move {
+                let answered = match channel {
+                    Ok(channel) => answers(channel).await,
+                    Err(_) => false,
+                };
+                (addr, answered)
+            });
+        }
+        while let Some(probed) = probes.join_next().await {
+            let Ok((addr, answered)) = probed else {
+                continue;
+            };
+            if answered {
+                tracing::debug!(
+                    addr,
+                    "shard missing from the registry still answers; keeping its links"
+                );
+                continue;
+            }
+            shared.pool.evict(&addr);
+            let links = liveness.condemn(&addr);
+            metrics::counter!(m::HUNG_SHARDS_TOTAL).increment(1);
+            tracing::warn!(
+                addr,
+                links,
+                "shard stopped answering (no heartbeat, no answer to a probe); resuming its players elsewhere"
+            );
+        }
+    }
+}
+
+/// Whether the shard behind `channel` answers one gRPC call in time.
+async fn answers(channel: Channel) -> bool {
+    let mut grpc = tonic::client::Grpc::new(channel);
+    let call = async {
+        grpc.ready()
+            .await
+            .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+        let codec = tonic_prost::ProstCodec::<(), ()>::default();
+        grpc.unary(
+            tonic::Request::new(()),
+            PathAndQuery::from_static(HEALTH_CHECK),
+            codec,
+        )
+        .await
+    };
+    match tokio::time::timeout(PROBE_TIMEOUT, call).await {
+        Err(_) => false,
+        Ok(Ok(_)) => true,
+        Ok(Err(status)) => answered(status.code()),
+    }
+}
+
+/// Whether a call that ended with `code` was answered by the shard itself,
+/// rather than failed in transport (no connection, a broken one, a reset).
+fn answered(code: Code) -> bool {
+    !matches!(
+        code,
+        Code::Unavailable
+            | Code::Unknown
+            | Code::Cancelled
+            | Code::DeadlineExceeded
+            | Code::Internal
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watch_counts_until_dropped_and_a_condemned_entry_is_replaced() {
+        let l = Arc::new(Liveness::default());
+        let first = l.watch("a:1");
+        let second = l.watch("a:1");
+        assert_eq!(l.in_use(), ["a:1"]);
+        drop(first);
+        assert_eq!(l.in_use(), ["a:1"], "one link left");
+        assert_eq!(l.condemn("a:1"), 1);
+        assert!(second.token.is_cancelled());
+        assert!(l.in_use().is_empty());
+        // A link made after the condemnation is not condemned with it, and
+        // the old watch's drop does not count against it.
+        let fresh = l.watch("a:1");
+        drop(second);
+        assert!(!fresh.token.is_cancelled());
+        assert_eq!(l.in_use(), ["a:1"]);
+        drop(fresh);
+        assert!(l.in_use().is_empty());
+    }
+
+    #[test]
+    fn transport_failures_are_not_answers() {
+        assert!(answered(Code::Ok));
+        assert!(answered(Code::Unimplemented));
+        assert!(answered(Code::NotFound));
+        assert!(!answered(Code::Unavailable));
+        assert!(!answered(Code::Unknown));
+    }
+}

@@ -1,0 +1,295 @@
+//! The one way every Telos process talks to Redis (the [`Directory`] of
+//! shards, gate and `telosctl`, and the [`Store`]): how a connection comes
+//! back after Redis restarts, how long one request may take, and which
+//! requests are sent again.
+//!
+//! [`Directory`]: super::Directory
+//! [`Store`]: crate::store::Store
+//!
+//! ## Why (issue 11, defect 4)
+//! A redis-rs 1.8 `ConnectionManager` with its defaults, as this project
+//! used it, recovers from a Redis restart late and only partly:
+//! - it notices a dropped connection only when a request fails on it, and
+//!   hands that request's error (`broken pipe`) to the caller: the first
+//!   request of every client that was idle through the outage fails, with
+//!   Redis already back (a gate's first login, a shard's first password
+//!   check);
+//! - it reconnects with 6 attempts spaced 100 ms × 2ⁿ plus up to 100 %
+//!   jitter, uncapped: during an outage the next attempt is soon 3–6 s
+//!   away, so a client notices Redis is back seconds late (a shard's
+//!   heartbeat, and so the registry every login needs, stays away); after
+//!   the sixth failure (~6–13 s) the reconnect resolves to that error, every
+//!   request waiting on it gets it, and the next request only starts
+//!   another reconnect while failing itself;
+//! - it retries nothing.
+//!
+//! ## What [`RedisConn`] does instead
+//! - It reconnects without end, at most [`RECONNECT_MAX_DELAY`] (plus
+//!   jitter) between attempts, so it is connected again within about
+//!   half a second of Redis answering.
+//! - A health check ([`HEALTH_PERIOD`]) uses the connection when nothing
+//!   else does, so a drop is noticed and the reconnect started by the check,
+//!   not by a player's request.
+//! - Every request is bounded by [`REQUEST_TIMEOUT`], the wait for a
+//!   connection included: with endless reconnects a request would otherwise
+//!   wait for Redis for as long as it is down. A request during an outage
+//!   fails within the bound, and callers answer clearly.
+//! - Within that bound a request is sent again when that is safe: see
+//!   `is_idempotent` and `retryable` below.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::{
+    Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, ServerErrorKind, Value,
+};
+use tokio::time::Instant;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+/// First pause between reconnect attempts; doubles up to
+/// [`RECONNECT_MAX_DELAY`]. Short: a Redis restart is usually over quickly.
+pub const RECONNECT_MIN_DELAY: Duration = Duration::from_millis(50);
+
+/// Longest pause between reconnect attempts (the library adds up to 100 %
+/// jitter, so two attempts are at most twice this apart): a client is back
+/// within ~0.5 s of Redis, at the cost of a few refused connects a second
+/// per client while it is down.
+pub const RECONNECT_MAX_DELAY: Duration = Duration::from_millis(250);
+
+/// One connect attempt (TCP and handshake): a SIGSTOPped Redis accepts the
+/// TCP connection but never answers the handshake.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// One request's round trip on a live connection. Redis answers in about
+/// 100 µs on loopback; this only catches a server that stopped answering.
+/// A timeout does not make the library reconnect (the socket may be fine),
+/// so it is also the longest one stuck request holds its caller.
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// One request from start to answer, every retry and the wait for a
+/// connection included. A player's login, `who` or move waits at most this
+/// on Redis before being told it cannot be reached; 2 s is what issue 11
+/// grants a transient failure (Redis restarting) before refusing.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Pause before sending a request again, so an error that repeats at once
+/// (`LOADING` while Redis reads its append-only file) does not spin.
+pub const RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+/// How often an otherwise idle connection is checked (`PING`), so a drop is
+/// seen and the reconnect started before a real request needs it. A few
+/// µs of Redis time a second; shorter than any Redis restart.
+pub const HEALTH_PERIOD: Duration = Duration::from_millis(250);
+
+/// How long the first connection may take before `connect` gives up: a
+/// process started before Redis (a container starting) gets this long.
+pub const FIRST_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Read-only commands: sending one twice is the same as sending it once.
+/// (`SCRIPT` is here for `SCRIPT LOAD`, which `Script::invoke_async` sends
+/// after a restart emptied the script cache; loading twice is loading once.)
+const READ_COMMANDS: &[&str] = &[
+    "GET",
+    "MGET",
+    "HGET",
+    "HMGET",
+    "HGETALL",
+    "HEXISTS",
+    "HLEN",
+    "SMEMBERS",
+    "SISMEMBER",
+    "SCARD",
+    "EXISTS",
+    "TYPE",
+    "TTL",
+    "PTTL",
+    "TIME",
+    "PING",
+    "SCRIPT",
+];
+
+/// A connection to Redis; cheap to clone (clones share one multiplexed,
+/// self-reconnecting connection and its health check).
+#[derive(Clone)]
+pub struct RedisConn {
+    manager: ConnectionManager,
+    /// SHA1s of the scripts this client may send again (see [`is_idempotent`]).
+    idempotent_scripts: Arc<HashSet<String>>,
+    /// Stops the health check when the last clone is dropped.
+    _health: Arc<DropGuard>,
+}
+
+impl std::fmt::Debug for RedisConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisConn").finish_non_exhaustive()
+    }
+}
+
+impl RedisConn {
+    /// Connects to `url` and returns once Redis answered, or fails after
+    /// [`FIRST_CONNECT_TIMEOUT`]. `idempotent_scripts` are the scripts (by
+    /// their source) that may be sent again after a failure: each must
+    /// leave Redis the same whether it runs once or twice.
+    pub async fn connect(
+        url: &str,
+        idempotent_scripts: &[redis::Script],
+    ) -> RedisResult<RedisConn> {
+        let client = redis::Client::open(url)?;
+        let config = ConnectionManagerConfig::new()
+            .set_min_delay(RECONNECT_MIN_DELAY)
+            .set_max_delay(RECONNECT_MAX_DELAY)
+            // Never give up: a reconnect that ended in an error would hand
+            // it to every waiting request, and the next request would only
+            // start another while failing itself.
+            .set_number_of_retries(usize::MAX)
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(RESPONSE_TIMEOUT));
+        // Lazy, then one bounded PING: with endless retries the eager
+        // constructor would wait for an absent Redis for ever.
+        let manager = ConnectionManager::new_lazy_with_config(client, config)?;
+        let stop = CancellationToken::new();
+        let conn = RedisConn {
+            manager,
+            idempotent_scripts: Arc::new(
+                idempotent_scripts
+                    .iter()
+                    .map(|s| s.get_hash().to_owned())
+                    .collect(),
+            ),
+            _health: Arc::new(stop.clone().drop_guard()),
+        };
+        tokio::time::timeout(
+            FIRST_CONNECT_TIMEOUT,
+            conn.manager
+                .clone()
+                .send_packed_command(&redis::cmd("PING")),
+        )
+        .await
+        .map_err(|_| timed_out(FIRST_CONNECT_TIMEOUT))??;
+        tokio::spawn(health_check(conn.manager.clone(), stop));
+        Ok(conn)
+    }
+
+    /// Whether `cmd` may be sent again: a read-only command, or one of this
+    /// client's idempotent scripts.
+    fn is_idempotent(&self, cmd: &Cmd) -> bool {
+        is_idempotent(cmd, &self.idempotent_scripts)
+    }
+
+    /// Run `send` until it succeeds, fails for good, or [`REQUEST_TIMEOUT`]
+    /// passes; `idempotent` says whether it may be sent again after an
+    /// error that leaves its outcome unknown.
+    async fn bounded<T, F, Fut>(&self, idempotent: bool, mut send: F) -> RedisResult<T>
+    where
+        F: FnMut(ConnectionManager) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        loop {
+            let error = match tokio::time::timeout_at(deadline, send(self.manager.clone())).await {
+                Err(_) => return Err(timed_out(REQUEST_TIMEOUT)),
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(e)) => e,
+            };
+            if !retryable(&error, idempotent) || Instant::now() + RETRY_PAUSE >= deadline {
+                return Err(error);
+            }
+            tracing::debug!(error = %error, "redis request failed; sending it again");
+            tokio::time::sleep(RETRY_PAUSE).await;
+        }
+    }
+}
+
+impl ConnectionLike for RedisConn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let idempotent = self.is_idempotent(cmd);
+        Box::pin(self.bounded(idempotent, move |mut m| async move {
+            m.send_packed_command(cmd).await
+        }))
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        let idempotent = pipeline.cmd_iter().all(|c| self.is_idempotent(c));
+        Box::pin(self.bounded(idempotent, move |mut m| async move {
+            m.send_packed_commands(pipeline, offset, count).await
+        }))
+    }
+
+    fn get_db(&self) -> i64 {
+        self.manager.get_db()
+    }
+}
+
+/// Sends a `PING` every [`HEALTH_PERIOD`] until `stop`. Its only job is
+/// the side effect: a `PING` that fails on a dropped connection makes the
+/// manager start reconnecting now, while nobody else is using it.
+async fn health_check(mut manager: ConnectionManager, stop: CancellationToken) {
+    let ping = redis::cmd("PING");
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(HEALTH_PERIOD) => {}
+        }
+        // Bounded: while Redis is down the request waits on the reconnect.
+        let _ = tokio::time::timeout(REQUEST_TIMEOUT, manager.send_packed_command(&ping)).await;
+    }
+}
+
+/// Whether a request that failed with `error` may be sent again.
+///
+/// Any request, when the error proves it was not executed: Redis answered
+/// `LOADING` (it is reading its append-only file after a restart and
+/// rejected the request unexecuted). An idempotent request also after
+/// errors that leave the outcome unknown: the connection dropped or timed
+/// out (it may have run; running it again changes nothing).
+fn retryable(error: &RedisError, idempotent: bool) -> bool {
+    if error.kind() == ErrorKind::Server(ServerErrorKind::BusyLoading) {
+        return true;
+    }
+    idempotent && (error.is_io_error() || error.is_connection_dropped() || error.is_timeout())
+}
+
+/// Read-only commands, and `EVALSHA` of a script in `scripts` (SHA1s; the
+/// only way `Script::invoke_async` runs a script). Everything else — a save's CAS, a claim that mints an epoch or
+/// a generation, a create, a lease claim or flip, every plain write — is
+/// sent once: after an unknown outcome the caller's own fence or retry
+/// decides (a save adopts the version its lost write made, a claim is made
+/// again under a newer epoch, a heartbeat comes again in a second).
+fn is_idempotent(cmd: &Cmd, scripts: &HashSet<String>) -> bool {
+    let mut args = cmd.args_iter().filter_map(|a| match a {
+        redis::Arg::Simple(bytes) => Some(bytes),
+        _ => None,
+    });
+    let Some(name) = args.next().and_then(|n| std::str::from_utf8(n).ok()) else {
+        return false;
+    };
+    let name = name.to_ascii_uppercase();
+    match name.as_str() {
+        "EVALSHA" => args
+            .next()
+            .and_then(|sha| std::str::from_utf8(sha).ok())
+            .is_some_and(|sha| scripts.contains(&sha.to_ascii_lowercase())),
+        // MULTI/EXEC only wrap a pipeline; its commands decide.
+        "MULTI" | "EXEC" => true,
+        _ => READ_COMMANDS.contains(&name.as_str()),
+    }
+}
+
+fn timed_out(after: Duration) -> RedisError {
+    std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("no answer from redis in {after:?}"),
+    )
+    .into()
+}
+
+#[cfg(test)]
+#[path = "connection_tests.rs"]
+mod tests;
