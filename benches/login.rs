@@ -12,22 +12,24 @@
 //!
 //! 1. **warm-up**: [`WARM_LOGINS`] characters created (and quit). The
 //!    shard's RSS after them is the reference the target is measured from.
-//! 2. **raw argon2**: the parameters of a hash the world just stored (read
-//!    back from Redis), hashed by one thread per core in this process, with
-//!    the shard idle: the hashes/s the cores can do at all, the ceiling of
-//!    logins/s.
-//! 3. **creations**: `TELOS_BENCH_LOGINS` (default [`DEFAULT_LOGINS`])
+//! 2. **creations**: `TELOS_BENCH_LOGINS` (default [`DEFAULT_LOGINS`])
 //!    characters created by [`CREATE_CLIENTS`] clients at once, each quitting
 //!    once welcomed.
-//! 4. **wrong passwords**: as many logins with a wrong password by
+//! 3. **wrong passwords**: as many logins with a wrong password by
 //!    [`WRONG_CLIENTS`] clients at once.
+//!
+//! The baseline, **raw argon2**, is measured right before and right after
+//! each storm (the machine is shared; its load drifts): the parameters of a
+//! hash the world stored in step 1 (read back from Redis), hashed by one
+//! thread per core in this process with the shard idle — the hashes/s the
+//! cores can do at all, the ceiling of logins/s (one hash a login).
 //!
 //! For each storm: logins/s next to the raw rate, busy answers (retried),
 //! and the shard's `/proc/<pid>/status` before and after: RSS, peak RSS and
 //! threads. Last, the RSS after every login against the RSS after the first
 //! [`WARM_LOGINS`], and whether it is within the [`TARGET_GROWTH_MIB`]
-//! target. The bench's clients share the machine's cores with the shard,
-//! the gate and Redis, as they do in the raw measurement only with nothing.
+//! target. During a storm the bench's clients, the gate and Redis share the
+//! cores with the shard; during the raw measurement nothing else runs.
 
 use std::time::{Duration, Instant};
 

@@ -20,7 +20,10 @@
 //! memory made once and reused by every hash it runs (nothing is allocated
 //! per hash, so nothing is left for an allocator to keep: the shard holds
 //! at most cores × 19 MiB for hashing, whatever the storm), a bounded queue
-//! behind them, and [`StoreError::Busy`] beyond it.
+//! behind them, and [`StoreError::Busy`] beyond it. The bound alone still
+//! left ~700 MiB after 2000 logins; another global allocator fixes the
+//! memory too but adds a dependency, and jemalloc halved the login rate
+//! (docs/operations.md, "Login storms", has the side-by-side figures).
 
 use std::sync::LazyLock;
 
