@@ -320,8 +320,8 @@ enum Attempt {
     /// Refused; the line to show (starts `Login failed` for a bad name/password).
     Failed(String),
     Unavailable,
-    /// Every shard tried was reachable enough to say it cannot hash the
-    /// password now (`LOGIN_BUSY`), or unreachable.
+    /// No shard took the login, and at least one said it cannot hash the
+    /// password now (`LOGIN_BUSY`); the others were unreachable.
     Busy,
 }
 
