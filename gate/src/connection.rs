@@ -307,6 +307,8 @@ async fn login(conn: &mut Conn) -> Result<(String, Established), End> {
                         }
                     }
                     Attempt::Unavailable => conn.out.line(WORLD_UNAVAILABLE)?,
+                    // Not the player's failure: not counted, connection kept.
+                    Attempt::Busy => conn.out.line(telos_proto::LOGIN_BUSY)?,
                 }
             }
         }
@@ -318,6 +320,9 @@ enum Attempt {
     /// Refused; the line to show (starts `Login failed` for a bad name/password).
     Failed(String),
     Unavailable,
+    /// No shard took the login, and at least one said it cannot hash the
+    /// password now (`LOGIN_BUSY`); the others were unreachable.
+    Busy,
 }
 
 /// One login: a random live shard, the next one if it cannot be reached.
@@ -343,6 +348,7 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
             }
         };
         shards.shuffle(&mut rand::rng());
+        let mut busy = false;
         for shard in shards {
             match establish(
                 &shared.pool,
@@ -364,12 +370,23 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
                     };
                     return Attempt::Failed(reason);
                 }
+                Err(EstablishError::Closed {
+                    reason,
+                    is_final: false,
+                }) if reason == telos_proto::LOGIN_BUSY => {
+                    tracing::debug!(shard = %shard.id, "login: shard busy hashing, trying another");
+                    busy = true;
+                }
                 Err(e) => {
                     tracing::warn!(shard = %shard.id, addr = %shard.addr, error = %e, "login: shard failed, trying another")
                 }
             }
         }
-        Attempt::Unavailable
+        if busy {
+            Attempt::Busy
+        } else {
+            Attempt::Unavailable
+        }
     };
     let result = tokio::select! {
         _ = conn.cancel.cancelled() => return Err(End::Shutdown),
@@ -379,10 +396,11 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
         Attempt::Attached(_) => "ok",
         Attempt::Failed(_) => "failed",
         Attempt::Unavailable => "unavailable",
+        Attempt::Busy => "busy",
     };
     metrics::counter!(m::LOGINS_TOTAL, "outcome" => outcome).increment(1);
     if !matches!(result, Attempt::Failed(_)) {
-        // Only failures spend the address's budget.
+        // Only failures spend the address's budget (a busy world is not one).
         shared.ip_limiter.release(ip);
     }
     Ok(result)

@@ -117,6 +117,35 @@ async fn too_many_failures_disconnect() {
 }
 
 #[tokio::test]
+async fn a_busy_world_is_not_a_failed_login() {
+    let mut shard = FakeShard::start().await;
+    // Fewer tokens than busy answers below, and no refill: a busy answer
+    // that spent one would leave the last login rate limited.
+    let cfg = GateConfig {
+        login_ip_burst: 2,
+        login_ip_per_sec: 0.001,
+        ..support::test_config()
+    };
+    let (gate, _stop) = start_gate(cfg.clone(), &[&shard.addr]).await;
+    let mut p = Player::connect(gate).await;
+    // More busy answers than the failures a connection may have: it stays.
+    for _ in 0..cfg.login_max_failures + 1 {
+        p.send("connect Eve password1\n").await;
+        let mut s = shard.next().await;
+        s.recv().await;
+        s.closed(telos_proto::LOGIN_BUSY, false).await;
+        let seen = p.expect(telos_proto::LOGIN_BUSY).await;
+        assert!(!seen.contains("Login failed"), "{seen:?}");
+    }
+    p.send("connect Eve password1\n").await;
+    let mut s = shard.next().await;
+    s.recv().await;
+    s.closed("Login failed.", true).await;
+    let seen = p.expect("Login failed").await;
+    assert!(!seen.contains("too many login attempts"), "{seen:?}");
+}
+
+#[tokio::test]
 async fn handoff_with_token_replays_above_ack_in_order() {
     let mut a = FakeShard::start().await;
     let mut b = FakeShard::start().await;

@@ -12,3 +12,9 @@ pub mod v1 {
 }
 
 pub use v1::*;
+
+/// The reason of the non-final `Closed` a shard answers a `Login` with when
+/// it cannot hash the password now (every core hashing, its queue full).
+/// Not a failed login: the gate tries another shard, and if none has room,
+/// shows the player this line and keeps the connection.
+pub const LOGIN_BUSY: &str = "The world is busy; please try again in a moment.";

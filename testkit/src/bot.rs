@@ -529,6 +529,7 @@ fn is_login_refusal(line: &str) -> bool {
         "The world is not reachable",
         "The world could not be reached",
         "The world cannot be reached",
+        crate::storm::BUSY_PREFIX,
         "The gate is full",
         "The gate is shutting down",
         "Type `connect <name> <password>` or",

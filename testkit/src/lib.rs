@@ -5,13 +5,17 @@
 //! - [`redis`]: a private `redis-server` per test, killed by pid.
 //! - [`process`]: real `telos-world` / `telos-gate` processes on port 0.
 //! - [`play`]: a direct `Play` stream client.
+//! - [`procfs`]: a process's memory and threads, from `/proc`.
+//! - [`storm`]: login storms through the gate.
 //! - [`world`]: facts about the starter world.
 
 pub mod bot;
 pub mod cli;
 pub mod play;
 pub mod process;
+pub mod procfs;
 pub mod redis;
+pub mod storm;
 pub mod world;
 
 pub use redis::RedisServer;

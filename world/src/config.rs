@@ -62,6 +62,10 @@ pub struct Cli {
     /// Zone tick in milliseconds [default: 1000].
     #[arg(long, env = "TELOS_TICK_MS")]
     pub tick_ms: Option<u64>,
+    /// Password hashes that may wait while every core hashes one; a login
+    /// beyond them is told the world is busy (0: none wait) [default: 128].
+    #[arg(long, env = "TELOS_LOGIN_HASH_QUEUE")]
+    pub login_hash_queue: Option<usize>,
 }
 
 /// The TOML file: the same settings, all optional.
@@ -82,6 +86,7 @@ struct FileConfig {
     save_interval_ms: Option<u64>,
     tick_ms: Option<u64>,
     handoff_version: Option<u32>,
+    login_hash_queue: Option<usize>,
 }
 
 /// Resolved, validated settings.
@@ -106,6 +111,10 @@ pub struct WorldConfig {
     pub tick: Duration,
     /// Handoff protocol + snapshot digest version spoken with peers.
     pub handoff_version: u32,
+    /// Password hashes waiting for a core at most (one hashes per core);
+    /// beyond them a login is answered "busy" at once instead of queueing
+    /// without bound (see `store::Hasher`).
+    pub login_hash_queue: usize,
 }
 
 /// A setting that is missing or malformed; the message names it.
@@ -223,6 +232,10 @@ impl WorldConfig {
                 cli.tick_ms.or(file.tick_ms),
                 1000,
             )?),
+            login_hash_queue: cli
+                .login_hash_queue
+                .or(file.login_hash_queue)
+                .unwrap_or(crate::store::DEFAULT_LOGIN_HASH_QUEUE),
         })
     }
 }
@@ -267,6 +280,15 @@ mod tests {
             .to_string();
         assert!(err.contains("bogus"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn login_hash_queue_defaults_and_may_be_zero() {
+        let c = WorldConfig::resolve(cli(&["--shard-id", "a"])).unwrap();
+        assert_eq!(c.login_hash_queue, crate::store::DEFAULT_LOGIN_HASH_QUEUE);
+        let c = WorldConfig::resolve(cli(&["--shard-id", "a", "--login-hash-queue", "0"])).unwrap();
+        assert_eq!(c.login_hash_queue, 0);
+        assert!(Cli::try_parse_from(["telos-world", "--login-hash-queue", "-1"]).is_err());
     }
 
     #[test]

@@ -89,6 +89,15 @@ pub async fn run_session(
     }
 }
 
+/// The shard cannot hash the password now (every core hashing, the queue
+/// full): not a failed login. Non-final, so the gate tries another shard
+/// and, if none has room, shows the player the line and keeps them.
+async fn send_login_busy(out: &mpsc::Sender<ServerFrame>) {
+    metrics::counter!("telos_login_busy_total").increment(1);
+    debug!("login refused for now: password hashing at capacity");
+    send_closed(out, telos_proto::LOGIN_BUSY, false).await;
+}
+
 async fn login_frame(
     shard: &Arc<Shard>,
     login: telos_proto::v1::Login,
@@ -124,6 +133,10 @@ async fn login_frame(
                 send_closed(out, "Login failed: that name is taken.", true).await;
                 return None;
             }
+            Err(StoreError::Busy) => {
+                send_login_busy(out).await;
+                return None;
+            }
             Err(e) => {
                 warn!(error = %e, "create failed");
                 send_closed(
@@ -141,6 +154,10 @@ async fn login_frame(
             Ok(false) => {
                 metrics::counter!("telos_login_failures_total").increment(1);
                 send_closed(out, "Login failed.", true).await;
+                return None;
+            }
+            Err(StoreError::Busy) => {
+                send_login_busy(out).await;
                 return None;
             }
             Err(e) => {

@@ -72,7 +72,7 @@ impl Shard {
         let directory = Directory::connect(&cfg.redis_url)
             .await
             .with_context(|| format!("connecting to Redis at {}", cfg.redis_url))?;
-        let store = Store::connect(&cfg.redis_url)
+        let store = Store::connect_with_hash_queue(&cfg.redis_url, cfg.login_hash_queue)
             .await
             .with_context(|| format!("connecting to Redis at {}", cfg.redis_url))?;
         for zone in &cfg.zones {

@@ -28,6 +28,10 @@ pub enum StoreError {
     /// Failed: password hashing errored or its worker thread died.
     #[error("password hashing failed: {0}")]
     Hash(String),
+    /// Refused for now: every password-hashing worker is busy and the
+    /// queue behind them is full. Nothing was read or written; try later.
+    #[error("password hashing is at capacity; try again shortly")]
+    Busy,
 }
 
 impl StoreError {

@@ -26,7 +26,9 @@
 //!
 //! ## Layout
 //! - [`rows`]: create, load, claim, save, set tier.
-//! - [`password`]: argon2id hashing off the async runtime.
+//! - [`password`]: argon2id hashing off the async runtime, bounded
+//!   ([`hash_pool`]: one worker per core with reused memory, a bounded queue,
+//!   `Busy` beyond it).
 //! - [`credential`]: resume credentials.
 //!
 //! ## DurableAck
@@ -51,17 +53,21 @@
 mod credential;
 mod error;
 mod handoff_claim;
+mod hash_pool;
 mod password;
 mod rows;
 
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::directory::connection::RedisConn;
 pub use error::StoreError;
 pub use handoff_claim::{ClaimFrom, HandoffClaim};
+pub use password::{DEFAULT_LOGIN_HASH_QUEUE, Hasher};
 
 /// Prefix of every Telos key (shared with the directory).
 const PREFIX: &str = "telos:";
@@ -70,10 +76,12 @@ const PREFIX: &str = "telos:";
 pub const TIERS: [&str; 3] = ["player", "builder", "admin"];
 
 /// A handle on the character store. Cheap to clone: clones share one
-/// multiplexed, self-reconnecting connection ([`RedisConn`]).
+/// multiplexed, self-reconnecting connection ([`RedisConn`]) and one
+/// password [`Hasher`].
 #[derive(Clone)]
 pub struct Store {
     conn: RedisConn,
+    hasher: Arc<Hasher>,
 }
 
 impl std::fmt::Debug for Store {
@@ -116,7 +124,14 @@ pub enum SaveOutcome {
 }
 
 impl Store {
-    /// Connects to Redis at `url`.
+    /// Connects to Redis at `url`, hashing passwords with a queue of
+    /// [`DEFAULT_LOGIN_HASH_QUEUE`].
+    pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        Store::connect_with_hash_queue(url, DEFAULT_LOGIN_HASH_QUEUE).await
+    }
+
+    /// Connects to Redis at `url`; at most `hash_queue` password hashes wait
+    /// for a worker (see [`Hasher`]), more are refused `Busy`.
     ///
     /// Besides reads (a password check, a row load), the one script sent
     /// again after a dropped connection or a timeout is
@@ -126,13 +141,25 @@ impl Store {
     /// credential issue are sent once: a save whose reply was lost is
     /// adopted by the next save, a lost claim is made again at a newer
     /// epoch, a failed login is answered and tried again by the player.
-    pub async fn connect(url: &str) -> Result<Store, StoreError> {
+    pub async fn connect_with_hash_queue(
+        url: &str,
+        hash_queue: usize,
+    ) -> Result<Store, StoreError> {
         let idempotent = [redis::Script::new(include_str!("credential_check.lua"))];
         let conn = RedisConn::connect(url, &idempotent).await?;
         // Build the dummy hash now so the first unknown-name login is not
         // measurably slower than a known one.
         password::warm_up().await?;
-        Ok(Store { conn })
+        let hasher = Hasher::new(hash_queue);
+        tracing::debug!(
+            workers = hasher.workers(),
+            queue = hasher.queue(),
+            "password hashing bounded"
+        );
+        Ok(Store {
+            conn,
+            hasher: Arc::new(hasher),
+        })
     }
 
     fn conn(&self) -> RedisConn {

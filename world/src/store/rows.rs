@@ -4,9 +4,7 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use super::{
-    CharacterRow, ClaimedCharacter, SaveOutcome, Store, StoreError, TIERS, password, row_key,
-};
+use super::{CharacterRow, ClaimedCharacter, SaveOutcome, Store, StoreError, TIERS, row_key};
 
 static CREATE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("create.lua")));
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
@@ -79,7 +77,8 @@ fn save_outcome(status: i64, current_epoch: u64, version: u64) -> Result<SaveOut
 
 impl Store {
     /// Creates a character at `state_version` 1, `owner_epoch` 0, tier
-    /// `player`. `NameTaken` if the name exists in any letter case.
+    /// `player`. `NameTaken` if the name exists in any letter case; `Busy`
+    /// (nothing written) when password hashing is at capacity.
     pub async fn create_character(
         &self,
         name: &str,
@@ -87,7 +86,7 @@ impl Store {
         state_json: &[u8],
     ) -> Result<(), StoreError> {
         let key = row_key(name)?;
-        let phc = password::hash(password).await?;
+        let phc = self.hasher.hash(password).await?;
         let persist_id = hex::encode(rand::random::<[u8; PERSIST_ID_BYTES]>());
         let created: i64 = CREATE
             .key(key)
@@ -105,14 +104,15 @@ impl Store {
     }
 
     /// Whether `password` is this character's. False for an unknown name too,
-    /// after the same amount of hashing work.
+    /// after the same amount of hashing work. `Busy` when password hashing
+    /// is at capacity.
     pub async fn verify_password(&self, name: &str, password: &str) -> Result<bool, StoreError> {
         let phc: Option<String> = redis::cmd("HGET")
             .arg(row_key(name)?)
             .arg("pw")
             .query_async(&mut self.conn())
             .await?;
-        password::verify(password, phc).await
+        self.hasher.verify(password, phc).await
     }
 
     /// The row, `Ok(None)` if the character does not exist. An `Err` means
