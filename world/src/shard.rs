@@ -246,8 +246,25 @@ impl Shard {
         }
     }
 
-    fn info(&self) -> ShardInfo {
-        ShardInfo {
+    /// This shard's registry entry and the players it hosts per zone, both
+    /// counted from one roster snapshot so they always agree. Every hosted
+    /// (non-instance) zone is listed, 0 when empty; an instance's players
+    /// count for its template.
+    fn presence(&self) -> (ShardInfo, Vec<(String, u64)>) {
+        let players = self.env.roster.snapshot();
+        let mut counts: std::collections::BTreeMap<String, u64> = self
+            .env
+            .hosted
+            .ids()
+            .into_iter()
+            .filter(|z| !is_instance_id(z))
+            .map(|z| (z, 0))
+            .collect();
+        for p in &players {
+            let zone = crate::game::template_of(&p.zone).to_string();
+            *counts.entry(zone).or_default() += 1;
+        }
+        let info = ShardInfo {
             id: self.cfg.shard_id.clone(),
             addr: self.addr.clone(),
             state: if self.is_draining() {
@@ -255,20 +272,26 @@ impl Shard {
             } else {
                 ShardState::Live
             },
-            players: self.env.roster.len() as u64,
+            players: players.len() as u64,
             capacity: self.cfg.capacity,
             handoff_version: self.cfg.handoff_version,
-        }
+        };
+        (info, counts.into_iter().collect())
     }
 
-    /// Publish the registry entry now (e.g. `draining` at once).
+    /// Publish the registry entry, with its per-zone counts, now (e.g.
+    /// `draining` at once); it replaces the previous entry whole.
     pub async fn heartbeat_now(&self) {
+        let (info, zone_players) = self.presence();
+        metrics::gauge!("telos_players", "shard" => self.cfg.shard_id.clone())
+            .set(info.players as f64);
         if let Err(e) = self
             .env
             .directory
-            .heartbeat(&self.info(), PRESENCE_TTL)
+            .heartbeat_with_zones(&info, &zone_players, PRESENCE_TTL)
             .await
         {
+            metrics::counter!("telos_redis_errors_total", "op" => "heartbeat").increment(1);
             warn!(error = %e, "registry heartbeat failed");
         }
     }
@@ -280,39 +303,7 @@ impl Shard {
                 _ = self.root.cancelled() => return,
                 _ = every.tick() => {}
             }
-            if let Err(e) = self
-                .env
-                .directory
-                .heartbeat(&self.info(), PRESENCE_TTL)
-                .await
-            {
-                metrics::counter!("telos_redis_errors_total", "op" => "heartbeat").increment(1);
-                warn!(error = %e, "registry heartbeat failed");
-            }
-            metrics::gauge!("telos_players", "shard" => self.cfg.shard_id.clone())
-                .set(self.env.roster.len() as f64);
-            let mut counts: std::collections::BTreeMap<String, u64> = self
-                .env
-                .hosted
-                .ids()
-                .into_iter()
-                .filter(|z| !is_instance_id(z))
-                .map(|z| (z, 0))
-                .collect();
-            for p in self.env.roster.snapshot() {
-                let zone = crate::game::template_of(&p.zone).to_string();
-                *counts.entry(zone).or_default() += 1;
-            }
-            let counts: Vec<(String, u64)> = counts.into_iter().collect();
-            if !counts.is_empty()
-                && let Err(e) = self
-                    .env
-                    .directory
-                    .set_zone_players(&self.cfg.shard_id, &counts, PRESENCE_TTL)
-                    .await
-            {
-                warn!(error = %e, "publishing zone player counts failed");
-            }
+            self.heartbeat_now().await;
         }
     }
 

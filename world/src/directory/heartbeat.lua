@@ -1,12 +1,17 @@
--- A shard's presence heartbeat: rewrite its registry entry, restart its TTL
--- (on this server's clock) and make sure it is listed. One step, so a reader
--- never sees the id listed with a half-written entry.
+-- A shard's presence heartbeat: replace its registry entry whole (so a zone
+-- it no longer counts, or a predecessor's counts, cannot linger), restart
+-- its TTL (on this server's clock) and make sure it is listed. One step, so
+-- a reader never sees the id listed with a half-written entry.
 -- KEYS[1] registry hash    KEYS[2] registry id set
 -- ARGV[1] TTL, ms    ARGV[2..7] id, addr, state, players, capacity,
--- handoff version
+-- handoff version    ARGV[8..] pairs: zone count field, players
+redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1],
   'id', ARGV[2], 'addr', ARGV[3], 'state', ARGV[4],
   'players', ARGV[5], 'capacity', ARGV[6], 'handoff_version', ARGV[7])
+for i = 8, #ARGV, 2 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('SADD', KEYS[2], ARGV[2])
 return 1

@@ -13,10 +13,6 @@ pub fn zone_gen(zone: &str) -> String {
     format!("{PREFIX}zone:{zone}:gen")
 }
 
-pub fn zone_players(zone: &str, shard: &str) -> String {
-    format!("{PREFIX}zone:{zone}:players:{shard}")
-}
-
 pub fn zones() -> String {
     format!("{PREFIX}zones")
 }

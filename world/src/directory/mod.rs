@@ -20,9 +20,8 @@
 //! |---|---|---|---|
 //! | `telos:zone:{zone}:lease` | hash `owner`, `gen` | lease TTL | the live lease; absent = zone free |
 //! | `telos:zone:{zone}:gen` | integer | none | last generation ever issued for the zone |
-//! | `telos:zone:{zone}:players:{shard}` | integer | presence TTL | players `shard` hosts in `zone` |
-//! | `telos:zones` | set | none | every known zone id |
-//! | `telos:shard:{shard}` | hash `id addr state players capacity` | presence TTL | a live shard |
+//! //! | `telos:zones` | set | none | every known zone id |
+//! | `telos:shard:{shard}` | hash `id addr state players capacity handoff_version`, `zone:{zone}` → players | presence TTL | a live shard and the players it hosts per zone, replaced whole by each heartbeat |
 //! | `telos:shards` | set | none | ids that may be live; dead ids pruned on read |
 //! | `telos:shard:{shard}:online` | string (JSON list) | presence TTL | players online on `shard` |
 //! | `telos:drain:reserve:{target}` | hash `{drainer}` → `count:expiry_ms` | its latest hold | headroom drainers hold on `target` |

@@ -2,7 +2,9 @@
 //! counts.
 //!
 //! A shard's entry lives only as long as its heartbeats keep refreshing the
-//! TTL the shard passes in, so a dead shard disappears by itself.
+//! TTL the shard passes in, so a dead shard disappears by itself. Its
+//! per-zone player counts are fields of that same entry, so they can never
+//! outlive it or disagree with its `players`.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -51,12 +53,29 @@ pub(crate) fn shard_from_fields(key: &str, flat: &[String]) -> Result<ShardInfo,
 }
 
 impl Directory {
-    /// Publishes this shard's registry entry; it expires after `ttl` unless
-    /// the next heartbeat lands first.
+    /// Publishes this shard's registry entry with no players counted in
+    /// any zone (see [`Directory::heartbeat_with_zones`]).
     pub async fn heartbeat(&self, info: &ShardInfo, ttl: Duration) -> Result<(), DirectoryError> {
+        self.heartbeat_with_zones(info, &[], ttl).await
+    }
+
+    /// Publishes this shard's registry entry and how many players it hosts
+    /// in each zone, replacing the previous entry whole; it expires after
+    /// `ttl` unless the next heartbeat lands first. The counts live and die
+    /// with the entry: a zone this shard stopped hosting is gone from its
+    /// next entry, a cleanly stopped shard's counts go with
+    /// [`Directory::deregister`], and a restarted shard's first entry
+    /// replaces whatever its predecessor published. The caller counts
+    /// `info.players` and the zones from one snapshot, so they agree.
+    pub async fn heartbeat_with_zones(
+        &self,
+        info: &ShardInfo,
+        zone_players: &[(String, u64)],
+        ttl: Duration,
+    ) -> Result<(), DirectoryError> {
         check_shard(&info.id)?;
-        let _: i64 = HEARTBEAT
-            .key(keys::shard(&info.id))
+        let mut script = HEARTBEAT.key(keys::shard(&info.id));
+        script
             .key(keys::shards())
             .arg(ttl_ms(ttl)?)
             .arg(&info.id)
@@ -64,9 +83,12 @@ impl Directory {
             .arg(info.state.as_str())
             .arg(info.players)
             .arg(info.capacity)
-            .arg(info.handoff_version)
-            .invoke_async(&mut self.conn())
-            .await?;
+            .arg(info.handoff_version);
+        for (zone, count) in zone_players {
+            check_zone(zone)?;
+            script.arg(zone_field(zone)).arg(count);
+        }
+        let _: i64 = script.invoke_async(&mut self.conn()).await?;
         Ok(())
     }
 
@@ -86,17 +108,33 @@ impl Directory {
 
     /// Every live shard, sorted by id. Ids whose entry expired are pruned.
     pub async fn shards(&self) -> Result<Vec<ShardInfo>, DirectoryError> {
+        Ok(self
+            .live_entries()
+            .await?
+            .into_iter()
+            .map(|(shard, _)| shard)
+            .collect())
+    }
+
+    /// Every live registry entry, sorted by shard id: the shard, and the
+    /// players it counts per zone.
+    async fn live_entries(&self) -> Result<Vec<LiveEntry>, DirectoryError> {
         let entries: Vec<Vec<String>> = SHARDS_LIVE
             .key(keys::shards())
             .arg(keys::shard(""))
             .invoke_async(&mut self.conn())
             .await?;
-        let mut shards = entries
+        let mut live = entries
             .iter()
-            .map(|flat| shard_from_fields(&keys::shard("?"), flat))
-            .collect::<Result<Vec<_>, _>>()?;
-        shards.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok(shards)
+            .map(|flat| {
+                let key = keys::shard("?");
+                let shard = shard_from_fields(&key, flat)?;
+                let zones = zone_players_from_fields(&key, flat)?;
+                Ok((shard, zones))
+            })
+            .collect::<Result<Vec<_>, DirectoryError>>()?;
+        live.sort_by(|a, b| a.0.id.cmp(&b.0.id));
+        Ok(live)
     }
 
     /// Adds zone ids to the set of known zones (for status and validation).
@@ -125,42 +163,16 @@ impl Directory {
         Ok(zones)
     }
 
-    /// Reports how many players `shard` hosts in each of its zones. Each
-    /// count expires after `ttl`, so a dead shard's players stop counting.
-    /// During a hand-over both shards report and [`Directory::zones`] sums.
-    pub async fn set_zone_players(
-        &self,
-        shard: &str,
-        counts: &[(String, u64)],
-        ttl: Duration,
-    ) -> Result<(), DirectoryError> {
-        check_shard(shard)?;
-        let ms = ttl_ms(ttl)?;
-        let mut pipe = redis::pipe();
-        for (zone, count) in counts {
-            if zone.is_empty() {
-                return Err(DirectoryError::Invalid("empty zone id".into()));
-            }
-            pipe.cmd("SET")
-                .arg(keys::zone_players(zone, shard))
-                .arg(count)
-                .arg("PX")
-                .arg(ms)
-                .ignore();
-        }
-        pipe.exec_async(&mut self.conn()).await?;
-        Ok(())
-    }
-
     /// Status of every known zone, sorted by id: lease owner and generation,
-    /// and players summed over live shards. A read for operators, not a
+    /// and players summed over the live shards' entries (mid hand-over both
+    /// shards may count a zone's players). A read for operators, not a
     /// decision, so it need not be one atomic step.
     pub async fn zones(&self) -> Result<Vec<ZoneStatus>, DirectoryError> {
         let ids = self.known_zones().await?;
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let live = self.shards().await?;
+        let live = self.live_entries().await?;
         let mut pipe = redis::pipe();
         for id in &ids {
             pipe.cmd("HMGET")
@@ -170,18 +182,6 @@ impl Directory {
             pipe.cmd("GET").arg(keys::zone_gen(id));
         }
         let leases: Vec<redis::Value> = pipe.query_async(&mut self.conn()).await?;
-        let player_keys: Vec<String> = ids
-            .iter()
-            .flat_map(|id| live.iter().map(move |s| keys::zone_players(id, &s.id)))
-            .collect();
-        let counts: Vec<Option<u64>> = if player_keys.is_empty() {
-            Vec::new()
-        } else {
-            redis::cmd("MGET")
-                .arg(&player_keys)
-                .query_async(&mut self.conn())
-                .await?
-        };
 
         let mut out = Vec::with_capacity(ids.len());
         for (i, id) in ids.iter().enumerate() {
@@ -190,12 +190,7 @@ impl Directory {
                     .map_err(|e| corrupt(&keys::zone_lease(id), e))?;
             let last_gen: Option<u64> = redis::from_redis_value(leases[2 * i + 1].clone())
                 .map_err(|e| corrupt(&keys::zone_gen(id), e))?;
-            let players = counts
-                .iter()
-                .skip(i * live.len())
-                .take(live.len())
-                .map(|c| c.unwrap_or(0))
-                .sum();
+            let players = live.iter().filter_map(|(_, zones)| zones.get(id)).sum();
             out.push(ZoneStatus {
                 id: id.clone(),
                 r#gen: lease_gen.or(last_gen).unwrap_or(0),
@@ -205,6 +200,36 @@ impl Directory {
         }
         Ok(out)
     }
+}
+
+/// A live shard's registry entry and its players per zone.
+type LiveEntry = (ShardInfo, HashMap<String, u64>);
+
+/// The registry-entry field that holds a zone's player count. No base
+/// field of the entry (`id`, `addr`, ...) starts with this.
+const ZONE_FIELD_PREFIX: &str = "zone:";
+
+fn zone_field(zone: &str) -> String {
+    format!("{ZONE_FIELD_PREFIX}{zone}")
+}
+
+/// The per-zone player counts of a registry hash's flat `field, value, ...`
+/// list.
+fn zone_players_from_fields(
+    key: &str,
+    flat: &[String],
+) -> Result<HashMap<String, u64>, DirectoryError> {
+    flat.chunks_exact(2)
+        .filter_map(|kv| {
+            let zone = kv[0].strip_prefix(ZONE_FIELD_PREFIX)?;
+            Some(
+                kv[1]
+                    .parse::<u64>()
+                    .map(|n| (zone.to_owned(), n))
+                    .map_err(|e| corrupt(key, format!("field {}: {e}", kv[0]))),
+            )
+        })
+        .collect()
 }
 
 fn corrupt(key: &str, e: impl std::fmt::Display) -> DirectoryError {

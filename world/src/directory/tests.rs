@@ -339,26 +339,32 @@ async fn zones_report_owner_gen_and_players() {
     dir.register_zones(&["forest".into(), "city".into(), "moor".into()])
         .await
         .unwrap();
-    dir.heartbeat(&shard("a", ShardState::Live), LONG)
-        .await
-        .unwrap();
-    dir.heartbeat(&shard("b", ShardState::Live), LONG)
-        .await
-        .unwrap();
-    dir.claim_zone("forest", "a", LONG).await.unwrap();
-    dir.claim_zone("city", "b", SHORT).await.unwrap();
-    dir.set_zone_players("a", &[("forest".into(), 4)], LONG)
+    dir.heartbeat_with_zones(&shard("a", ShardState::Live), &[("forest".into(), 4)], LONG)
         .await
         .unwrap();
     // Mid hand-over both shards host players of the zone: they add up.
-    dir.set_zone_players("b", &[("forest".into(), 1), ("city".into(), 2)], LONG)
-        .await
-        .unwrap();
-    // A dead shard's report does not count.
-    dir.set_zone_players("ghost", &[("forest".into(), 100)], LONG)
-        .await
-        .unwrap();
+    dir.heartbeat_with_zones(
+        &shard("b", ShardState::Live),
+        &[("forest".into(), 1), ("city".into(), 2)],
+        LONG,
+    )
+    .await
+    .unwrap();
+    // A dead shard's report does not count: it goes with its entry.
+    dir.heartbeat_with_zones(
+        &shard("ghost", ShardState::Live),
+        &[("forest".into(), 100)],
+        SHORT,
+    )
+    .await
+    .unwrap();
+    dir.claim_zone("forest", "a", LONG).await.unwrap();
+    dir.claim_zone("city", "b", SHORT).await.unwrap();
 
+    eventually("ghost's entry to expire", || async {
+        dir.shards().await.unwrap().iter().all(|s| s.id != "ghost")
+    })
+    .await;
     eventually("city's lease to expire", || async {
         dir.zone_owner("city").await.unwrap().is_none()
     })
@@ -385,6 +391,52 @@ async fn zones_report_owner_gen_and_players() {
         },
     ];
     assert_eq!(zones, expect);
+}
+
+/// A zone's count lives in its shard's registry entry and nowhere else: a
+/// heartbeat that no longer lists the zone, a clean deregistration and a
+/// restarted shard's first heartbeat each leave nothing of the old count.
+#[tokio::test]
+async fn zone_counts_never_outlive_the_entry_that_published_them() {
+    let (_r, dir) = setup().await;
+    dir.register_zones(&["city".into(), "hills".into()])
+        .await
+        .unwrap();
+    let players = |zones: Vec<ZoneStatus>| -> Vec<(String, u64)> {
+        zones.into_iter().map(|z| (z.id, z.players)).collect()
+    };
+    let a = shard("a", ShardState::Live);
+    dir.heartbeat_with_zones(&a, &[("city".into(), 10)], LONG)
+        .await
+        .unwrap();
+    assert_eq!(
+        players(dir.zones().await.unwrap()),
+        [("city".into(), 10), ("hills".into(), 0)]
+    );
+    // The city moved away: the next entry does not list it.
+    dir.heartbeat_with_zones(&a, &[("hills".into(), 3)], LONG)
+        .await
+        .unwrap();
+    assert_eq!(
+        players(dir.zones().await.unwrap()),
+        [("city".into(), 0), ("hills".into(), 3)]
+    );
+    // Drained and restarted under the same id: nothing of the old entry.
+    dir.deregister("a").await.unwrap();
+    assert_eq!(
+        players(dir.zones().await.unwrap()),
+        [("city".into(), 0), ("hills".into(), 0)]
+    );
+    // A crashed predecessor's entry, then the restarted shard's first
+    // heartbeat, which counts nobody yet.
+    dir.heartbeat_with_zones(&a, &[("city".into(), 7)], LONG)
+        .await
+        .unwrap();
+    dir.heartbeat(&a, LONG).await.unwrap();
+    assert_eq!(
+        players(dir.zones().await.unwrap()),
+        [("city".into(), 0), ("hills".into(), 0)]
+    );
 }
 
 fn player(name: &str, shard: &str) -> OnlinePlayer {
