@@ -16,10 +16,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
-/// The binary to run; `TELOS_REDIS_SERVER` overrides it for machines where it
-/// is not on `PATH`.
+/// Overrides the binary to run (`redis-server` from `PATH`) on machines
+/// where it is not on `PATH`.
 const REDIS_SERVER_ENV: &str = "TELOS_REDIS_SERVER";
-const REDIS_SERVER_DEFAULT: &str = "redis-server";
 
 /// 10 s: a cold redis-server starts in milliseconds; this only bounds a
 /// broken install so a test fails with a message instead of hanging.
@@ -97,8 +96,11 @@ impl RedisServer {
     }
 
     fn spawn(port: u16, dir: &Path, durable: bool) -> anyhow::Result<Child> {
-        let bin = std::env::var(REDIS_SERVER_ENV).unwrap_or_else(|_| REDIS_SERVER_DEFAULT.into());
-        let mut cmd = Command::new(&bin);
+        // A literal program name, so tests/tools/ sees that tests run it.
+        let (mut cmd, bin) = match std::env::var(REDIS_SERVER_ENV) {
+            Ok(path) => (Command::new(&path), path),
+            Err(_) => (Command::new("redis-server"), "redis-server".to_string()),
+        };
         cmd.args(["--port", &port.to_string()])
             .args(["--bind", "127.0.0.1"])
             .args(["--save", ""])
