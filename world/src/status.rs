@@ -42,9 +42,9 @@ pub struct ClusterStatus {
 
 pub async fn cluster_status(dir: &Directory) -> Result<ClusterStatus, DirectoryError> {
     let now = dir.server_time_ms().await?;
-    let shards = dir
-        .shards()
-        .await?
+    // One registry read for both tables: their player counts agree.
+    let (shards, zone_rows) = dir.shards_and_zones().await?;
+    let shards = shards
         .into_iter()
         .map(|s| ShardRow {
             id: s.id,
@@ -56,7 +56,7 @@ pub async fn cluster_status(dir: &Directory) -> Result<ClusterStatus, DirectoryE
         .collect();
     let transfers = dir.transfers().await?;
     let mut zones = Vec::new();
-    for z in dir.zones().await? {
+    for z in zone_rows {
         let transfer = transfers
             .iter()
             .find(|t| t.zone == z.id)

@@ -168,13 +168,30 @@ impl Directory {
     /// shards may count a zone's players). A read for operators, not a
     /// decision, so it need not be one atomic step.
     pub async fn zones(&self) -> Result<Vec<ZoneStatus>, DirectoryError> {
+        Ok(self.shards_and_zones().await?.1)
+    }
+
+    /// [`Directory::shards`] and [`Directory::zones`] from one read of the
+    /// registry, so the zones' players are the players the shards count.
+    pub async fn shards_and_zones(
+        &self,
+    ) -> Result<(Vec<ShardInfo>, Vec<ZoneStatus>), DirectoryError> {
+        let live = self.live_entries().await?;
         let ids = self.known_zones().await?;
+        let zones = self.zone_rows(&ids, &live).await?;
+        Ok((live.into_iter().map(|(shard, _)| shard).collect(), zones))
+    }
+
+    async fn zone_rows(
+        &self,
+        ids: &[String],
+        live: &[LiveEntry],
+    ) -> Result<Vec<ZoneStatus>, DirectoryError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let live = self.live_entries().await?;
         let mut pipe = redis::pipe();
-        for id in &ids {
+        for id in ids {
             pipe.cmd("HMGET")
                 .arg(keys::zone_lease(id))
                 .arg("owner")
