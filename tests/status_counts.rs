@@ -8,11 +8,13 @@
 //! published the players who moved, each zone's count, each shard's count
 //! and the players' own `where` agree exactly.
 
+mod support;
+
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, ensure};
+use support::keys::Keys;
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
 use telos_testkit::cli::{SIGTERM, telosctl, wait_exit};
@@ -36,15 +38,6 @@ const POLL: Duration = Duration::from_millis(50);
 /// (PRESENCE_TTL), so anything the drained process left behind has either
 /// shown up in a read or expired.
 const WATCH: Duration = Duration::from_secs(5);
-
-/// The cluster's handoff keys in a temp folder, removed on drop.
-struct Keys(PathBuf);
-
-impl Drop for Keys {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// One `status --json` read, reduced to what the counts are about.
 #[derive(Debug, Default)]
@@ -110,12 +103,7 @@ impl Counts {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_counts_agree_with_where_after_a_drain_and_restart() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
-    let keys = Keys(std::env::temp_dir().join(format!(
-        "telos-status-counts-keys-{}-{}",
-        std::process::id(),
-        telos_testkit::unique()
-    )));
-    telos_world::handoff::keys::generate(&keys.0)?;
+    let keys = Keys::generate()?;
     let rest: Vec<String> = starter_zones()
         .into_iter()
         .filter(|z| z != DRAINED)
@@ -188,23 +176,22 @@ async fn status_counts_agree_with_where_after_a_drain_and_restart() -> anyhow::R
     )
     .await?;
     c.check_consistent()?;
+    // `where` counts by zone and by shard, as status does.
+    let mut by_zone: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut by_shard: BTreeMap<&str, u64> = BTreeMap::new();
+    for ((zone, shard), n) in &wheres {
+        *by_zone.entry(zone).or_default() += n;
+        *by_shard.entry(shard).or_default() += n;
+    }
     for (zone, n) in &c.zones {
-        let there: u64 = wheres
-            .iter()
-            .filter(|((z, _), _)| z == zone)
-            .map(|(_, n)| n)
-            .sum();
+        let there = by_zone.get(zone.as_str()).copied().unwrap_or(0);
         ensure!(
             *n == there,
             "zone {zone}: status {n}, `where` {there}: {c:?}"
         );
     }
     for (shard, (_, n)) in &c.shards {
-        let there: u64 = wheres
-            .iter()
-            .filter(|((_, s), _)| s == shard)
-            .map(|(_, n)| n)
-            .sum();
+        let there = by_shard.get(shard.as_str()).copied().unwrap_or(0);
         ensure!(
             *n == there,
             "shard {shard}: status {n}, `where` {there}: {c:?}"
