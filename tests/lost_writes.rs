@@ -199,7 +199,7 @@ async fn a_quit_that_cannot_be_saved_is_replayed_not_dropped() -> anyhow::Result
     let a = start_world(o)?;
     let mut d = Driver::login(&a.addr, "Quitter", PASSWORD, true).await?;
     for l in ["alpha", "beta"] {
-        assert_eq!(d.command(&format!("journal {l}")).await?, "Noted.\n");
+        assert!(d.command(&format!("journal {l}")).await?.contains("Noted."));
     }
     redis.pause()?;
     d.send("quit").await?;

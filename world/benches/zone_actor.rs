@@ -300,6 +300,8 @@ async fn join(
     let meta = SessionMeta {
         conn_id: conn_id.clone(),
         epoch: claimed.epoch,
+        claim: claimed.claim,
+        departure_claim: None,
         state_version: row.state_version,
         applied_seq: 0,
         saved_seq: 0,

@@ -387,6 +387,8 @@ async fn attach_local(
     let meta = SessionMeta {
         conn_id: conn_id.to_string(),
         epoch: claimed.epoch,
+        claim: claimed.claim,
+        departure_claim: None,
         state_version: row.state_version,
         applied_seq,
         saved_seq: applied_seq,
@@ -443,6 +445,8 @@ async fn attach_frame(
     let meta = SessionMeta {
         conn_id: attach.conn_id.clone(),
         epoch: activated.epoch,
+        claim: activated.claim,
+        departure_claim: None,
         state_version: activated.state_version,
         applied_seq: activated.applied_seq,
         // Unknown how much of it the row holds: count every line as
@@ -503,6 +507,7 @@ async fn save_activated(shard: &Shard, a: &Activated, conn_id: &str) {
         Some(Outcome::Reclaimed {
             epoch,
             state_version,
+            ..
         }) => (epoch, state_version),
         Some(Outcome::Superseded { .. }) => {
             info!(player = %key, "claimed elsewhere while arriving: not saving");

@@ -97,6 +97,8 @@ impl Shard {
                 None
             }
         };
+        let tracker = TaskTracker::new();
+        let root = CancellationToken::new();
         let handoff = Arc::new(Handoff::new(
             &cfg.shard_id,
             &addr,
@@ -104,9 +106,11 @@ impl Shard {
             directory.clone(),
             store.clone(),
             cfg.handoff_version,
+            crate::handoff::runtime::Tasks {
+                tracker: tracker.clone(),
+                stop: root.clone(),
+            },
         ));
-        let tracker = TaskTracker::new();
-        let root = CancellationToken::new();
         let env = ZoneEnv {
             shard_id: cfg.shard_id.clone(),
             world: Arc::new(world),

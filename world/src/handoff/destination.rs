@@ -31,7 +31,7 @@ use crate::game::{
     Character, Tier, WIZINVIS, alias::sanitize_aliases, from_state_json, is_instance_id,
     sanitize_loaded, zone_of,
 };
-use crate::store::{ClaimFrom, StoreError};
+use crate::store::{ClaimFrom, ClaimId, StoreError};
 use crate::telemetry::traced;
 use crate::zone::Hosted;
 
@@ -81,11 +81,8 @@ impl PendingPlayers {
             .lock()
             .expect("pending lock")
             .insert(token.clone(), p);
-        let h = h.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(h.pending_ttl).await;
-            expire_pending(&h, &token).await;
-        });
+        let h2 = h.clone();
+        h.after_ttl(async move { expire_pending(&h2, &token).await });
     }
 
     pub fn len(&self) -> usize {
@@ -174,10 +171,7 @@ pub fn prepare(
             },
         );
         let (h2, t) = (h.clone(), token.clone());
-        tokio::spawn(async move {
-            tokio::time::sleep(h2.pending_ttl).await;
-            expire_pending(&h2, &t).await;
-        });
+        h.after_ttl(async move { expire_pending(&h2, &t).await });
     }
     Ok(token)
 }
@@ -226,6 +220,8 @@ pub fn abort(h: &Handoff, token: &str, to_shard: &str, sig: &[u8]) -> Result<boo
 pub struct Activated {
     pub character: Character,
     pub epoch: u64,
+    /// The claim that minted `epoch` (the snapshot's).
+    pub claim: ClaimId,
     pub state_version: u64,
     pub applied_seq: u64,
     pub persist_id: String,
@@ -259,6 +255,7 @@ pub fn activate(h: &Arc<Handoff>, token: &str, conn_id: &str) -> Result<Activate
     let s = &p.snapshot;
     let activated = Activated {
         epoch: s.epoch,
+        claim: s.claim,
         state_version: s.state_version,
         applied_seq: s.applied_seq,
         persist_id: s.persist_id.clone(),
@@ -268,7 +265,8 @@ pub fn activate(h: &Arc<Handoff>, token: &str, conn_id: &str) -> Result<Activate
     let (h, token) = (h.clone(), token.to_string());
     let (character, epoch) = (s.character.clone(), s.epoch);
     let (from_shard, from_addr) = (s.from_shard.clone(), p.from_addr);
-    tokio::spawn(async move {
+    let tracker = h.tasks.tracker.clone();
+    tracker.spawn(async move {
         let committed = send_commit(&h, &token, &from_shard, &from_addr).await;
         settle_commit(&h, &character, epoch, committed, resolver).await;
     });
@@ -320,10 +318,13 @@ async fn settle_commit(
         return resolver.resolve(Outcome::Committed);
     }
     let mut backoff = Duration::from_millis(50);
+    // One claim id for every attempt: a retry after a lost reply is
+    // answered with the epoch the earlier run minted, not refused as moved.
+    let claim = ClaimId::random();
     // The session may be gone already (quit, or replaced by a resume that
     // claimed its own epoch): then there is nobody to mint for.
     while !resolver.abandoned() {
-        match h.store.claim_epoch_from(character, epoch).await {
+        match h.store.claim_epoch_from(character, epoch, claim).await {
             Ok(ClaimFrom::Minted {
                 epoch,
                 state_version,
@@ -331,6 +332,7 @@ async fn settle_commit(
                 info!(player = %character, epoch, "activating under a newer epoch");
                 return resolver.resolve(Outcome::Reclaimed {
                     epoch,
+                    claim,
                     state_version,
                 });
             }

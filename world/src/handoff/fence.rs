@@ -29,6 +29,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::runtime::RPC_TIMEOUT;
+use crate::store::ClaimId;
 
 /// How long a save that must not be skipped (quit, link loss, shutdown,
 /// drain, another handoff) waits for an in-flight `Commit`: its RPC bound
@@ -42,9 +43,13 @@ pub const SETTLE_BOUND: Duration = Duration::from_millis(RPC_TIMEOUT.as_millis()
 pub enum Outcome {
     /// The source accepted it: write under the snapshot's epoch and version.
     Committed,
-    /// Refused or unanswered: a newer epoch was minted; write under it, from
-    /// the row's version as that claim read it.
-    Reclaimed { epoch: u64, state_version: u64 },
+    /// Refused or unanswered: a newer epoch was minted (under `claim`);
+    /// write under it, from the row's version as that claim read it.
+    Reclaimed {
+        epoch: u64,
+        claim: ClaimId,
+        state_version: u64,
+    },
     /// Refused or unanswered, and someone else (a login, a resume, a
     /// takeover) has claimed the character since: this session is stale.
     /// It keeps the handoff's epoch, so its next save is refused and it is
@@ -107,6 +112,7 @@ mod tests {
         assert_eq!(fence.wait(Duration::from_millis(10)).await, None);
         let reclaimed = Outcome::Reclaimed {
             epoch: 9,
+            claim: ClaimId::from_u64(9),
             state_version: 4,
         };
         resolver.resolve(reclaimed);

@@ -28,4 +28,4 @@ pub mod wire;
 /// never a drain target or handoff destination (fail closed during a
 /// rolling upgrade's skew). Bump it with any change to `wire`, the snapshot
 /// layout or the phase-2 digests.
-pub const HANDOFF_VERSION: u32 = 2;
+pub const HANDOFF_VERSION: u32 = 3;

@@ -1,8 +1,12 @@
 //! Shard-wide handoff state shared by the zone actors, the `Play` sessions
 //! and the `Handoff` service.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::destination::PendingPlayers;
 use super::keys::ClusterKeys;
@@ -35,6 +39,18 @@ pub struct Handoff {
     /// Handoff protocol version this shard speaks (`HANDOFF_VERSION`
     /// unless overridden for a skew drill).
     pub version: u32,
+    /// Where every handoff task (TTL timers, `Commit`, `Abort`) runs.
+    pub tasks: Tasks,
+}
+
+/// The shard's tasks, as the handoff layer sees them.
+#[derive(Clone, Default)]
+pub struct Tasks {
+    /// Every task runs in it, so shutdown waits for them.
+    pub tracker: TaskTracker,
+    /// Cancelled when the shard stops: a pending TTL fires at once then, so
+    /// its save lands before the process exits instead of being lost.
+    pub stop: CancellationToken,
 }
 
 impl Handoff {
@@ -45,6 +61,7 @@ impl Handoff {
         directory: Directory,
         store: Store,
         version: u32,
+        tasks: Tasks,
     ) -> Self {
         Handoff {
             shard_id: shard_id.to_string(),
@@ -57,7 +74,24 @@ impl Handoff {
             store,
             pending_ttl: PENDING_TTL,
             version,
+            tasks,
         }
+    }
+
+    /// Run `on_expiry` once `pending_ttl` has passed, or at once when the
+    /// shard stops: a TTL owed a save is never dropped at exit.
+    pub fn after_ttl<F>(&self, on_expiry: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let (ttl, stop) = (self.pending_ttl, self.tasks.stop.clone());
+        self.tasks.tracker.spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(ttl) => {}
+                _ = stop.cancelled() => {}
+            }
+            on_expiry.await;
+        });
     }
 
     /// The address of a live shard, from the registry.

@@ -15,11 +15,12 @@ use sha2::{Digest, Sha256};
 
 use super::wire::{Reader, WireError, Writer};
 use crate::game::{Character, to_state_json};
+use crate::store::ClaimId;
 
 /// Domain separator of the snapshot encoding (and so of its signature).
 /// Bump the version when the layout changes: a rolling deploy's skew then
 /// refuses handoffs instead of mis-trusting them.
-pub const SNAPSHOT_DOMAIN: &str = "telos.v1/player-snapshot/2";
+pub const SNAPSHOT_DOMAIN: &str = "telos.v1/player-snapshot/3";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlayerSnapshot {
@@ -27,6 +28,9 @@ pub struct PlayerSnapshot {
     pub character: String,
     /// The `owner_epoch` minted for the destination.
     pub epoch: u64,
+    /// The claim that minted it (the row's `owner_claim`): the destination
+    /// session holds both.
+    pub claim: ClaimId,
     pub from_shard: String,
     pub to_shard: String,
     pub target_room: String,
@@ -63,6 +67,7 @@ impl PlayerSnapshot {
         PlayerSnapshot {
             character: character.key(),
             epoch,
+            claim: ClaimId::NONE,
             from_shard: from_shard.to_string(),
             to_shard: to_shard.to_string(),
             target_room: target_room.to_string(),
@@ -77,11 +82,18 @@ impl PlayerSnapshot {
         }
     }
 
+    /// The claim that minted the snapshot's epoch.
+    pub fn claimed_by(mut self, claim: ClaimId) -> Self {
+        self.claim = claim;
+        self
+    }
+
     /// The canonical bytes: what is sent and what is signed.
     pub fn encode(&self) -> Vec<u8> {
         let mut w = Writer::new(SNAPSHOT_DOMAIN);
         w.str(&self.character)
             .u64(self.epoch)
+            .u64(self.claim.as_u64())
             .str(&self.from_shard)
             .str(&self.to_shard)
             .str(&self.target_room)
@@ -103,6 +115,7 @@ impl PlayerSnapshot {
         let mut r = Reader::new(bytes, SNAPSHOT_DOMAIN)?;
         let character = r.string()?;
         let epoch = r.u64()?;
+        let claim = ClaimId::from_u64(r.u64()?);
         let from_shard = r.string()?;
         let to_shard = r.string()?;
         let target_room = r.string()?;
@@ -116,6 +129,7 @@ impl PlayerSnapshot {
         let snapshot = PlayerSnapshot {
             character,
             epoch,
+            claim,
             from_shard,
             to_shard,
             target_room,
@@ -173,7 +187,8 @@ mod tests {
         ch.tier = Tier::Builder;
         ch.aliases.insert("gg".into(), "get gem".into());
         ch.add_journal("hello");
-        let snap = PlayerSnapshot::build(&ch, 7, "a", "b", "forest:eaves", 3, 42, "pid", "conn");
+        let snap = PlayerSnapshot::build(&ch, 7, "a", "b", "forest:eaves", 3, 42, "pid", "conn")
+            .claimed_by(ClaimId::from_u64(0xfeed));
         (ch, snap)
     }
 
@@ -213,6 +228,7 @@ mod tests {
         type Edit = Box<dyn Fn(&mut PlayerSnapshot)>;
         let edits: Vec<Edit> = vec![
             Box::new(|s| s.epoch += 1),
+            Box::new(|s| s.claim = ClaimId::from_u64(s.claim.as_u64() + 1)),
             Box::new(|s| s.to_shard = "c".into()),
             Box::new(|s| s.target_room = "city:square".into()),
             Box::new(|s| s.state.push(b' ')),

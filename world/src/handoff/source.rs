@@ -40,7 +40,7 @@ use super::phase2::{Phase2, sign_phase2, verify_phase2};
 use super::runtime::{Handoff, RPC_TIMEOUT};
 use super::snapshot::{PlayerSnapshot, sign_snapshot};
 use crate::game::{Character, is_instance_id, template_of, zone_of};
-use crate::store::{HandoffClaim, SaveOutcome};
+use crate::store::{ClaimId, HandoffClaim, SaveOutcome};
 use crate::telemetry::traced;
 
 /// Remember refused (expired) tokens this long, to answer a late `Commit`
@@ -56,6 +56,9 @@ pub struct HandoffRequest {
     pub applied_seq: u64,
     pub persist_id: String,
     pub conn_id: String,
+    /// This departure's claim id: the destination's epoch is minted under
+    /// it, and a retry after a lost reply gets that same epoch back.
+    pub claim: ClaimId,
     /// The player arrived by a handoff whose `Commit` is still in flight:
     /// `epoch` and `state_version` are final only once it resolves.
     pub commit: Option<CommitFence>,
@@ -84,8 +87,14 @@ pub const WAY_CLOSED: &str =
 pub struct Begun {
     pub token: String,
     pub addr: String,
+    /// The destination shard (what an `Abort` is bound to).
+    pub to_shard: String,
     pub epoch: u64,
 }
+
+/// The step a refusal names when the zone ahead resolved to this very
+/// shard: served here, or opening here, so a walk tries again at once.
+pub const THIS_SHARD: &str = "this_shard";
 
 /// The handoff did not happen; the player stays.
 #[derive(Debug)]
@@ -202,6 +211,7 @@ async fn begin_handoff_inner(
             Some(Outcome::Reclaimed {
                 epoch,
                 state_version,
+                ..
             }) => {
                 req.epoch = req.epoch.max(epoch);
                 req.state_version = state_version;
@@ -215,7 +225,7 @@ async fn begin_handoff_inner(
     let key = req.character.key();
     let claim = h
         .store
-        .claim_for_handoff(&key, zone, &h.shard_id, h.version)
+        .claim_for_handoff(&key, zone, &h.shard_id, h.version, req.epoch, req.claim)
         .instrument(info_span!("directory_claim"))
         .await;
     let (dest, epoch) = match claim {
@@ -227,8 +237,18 @@ async fn begin_handoff_inner(
         }
         // Between owners (a lease in flight, a shard restarting), or served
         // here by a zone that is still opening: both settle within moments.
-        Ok(HandoffClaim::NoOwner | HandoffClaim::ThisShard) => {
+        Ok(HandoffClaim::NoOwner) => {
             return Err(refused_for_now("resolve", WAY_CLOSED, None));
+        }
+        Ok(HandoffClaim::ThisShard) => {
+            return Err(refused_for_now(THIS_SHARD, WAY_CLOSED, None));
+        }
+        // Claimed elsewhere since this session's epoch (a login, a takeover,
+        // a resume): the session is stale and moves nothing; its next save
+        // is refused and closes it.
+        Ok(HandoffClaim::Superseded { current }) => {
+            info!(player = %key, held = req.epoch, current, "handoff refused: the session was superseded");
+            return Err(refused("superseded", STAY, None));
         }
         Ok(HandoffClaim::OtherVersion(dest)) => {
             // Version skew (a rolling upgrade in progress): refuse, never
@@ -259,7 +279,8 @@ async fn begin_handoff_inner(
         req.applied_seq,
         &req.persist_id,
         &req.conn_id,
-    );
+    )
+    .claimed_by(req.claim);
     let encoded = snapshot.encode();
     let request = PrepareRequest {
         snapshot_sig: sign_snapshot(&keys.snapshot, &encoded),
@@ -294,8 +315,14 @@ async fn begin_handoff_inner(
         Ok(r) => r.into_inner(),
         Err((e, transient)) => {
             warn!(to_shard = %dest.id, error = %e, "Prepare failed");
+            // Best effort, and off the player's path: against a hung peer
+            // the Abort would cost another RPC bound before the answer.
             let token = super::snapshot::handoff_token(&key, epoch);
-            send_abort(h, &dest.addr, &dest.id, &token).await;
+            let (h2, addr, to) = (h.clone(), dest.addr.clone(), dest.id.clone());
+            // Still a child of this `beginHandoff` span.
+            h.tasks
+                .tracker
+                .spawn(async move { send_abort(&h2, &addr, &to, &token).await }.in_current_span());
             let refusal = if transient { refused_for_now } else { refused };
             return Err(refusal("prepare", STAY, Some(epoch)));
         }
@@ -308,6 +335,7 @@ async fn begin_handoff_inner(
     Ok(Begun {
         token: response.handoff_token,
         addr: response.target_shard_addr,
+        to_shard: dest.id,
         epoch,
     })
 }
@@ -360,11 +388,8 @@ impl Outbound {
                 frozen_at,
             },
         );
-        let h = h.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(h.pending_ttl).await;
-            h.outbound.expire(&h, &token).await;
-        });
+        let h2 = h.clone();
+        h.after_ttl(async move { h2.outbound.expire(&h2, &token).await });
     }
 
     /// No `Commit` within the TTL: save the frozen snapshot under the epoch

@@ -36,9 +36,12 @@ fn prepare_status(e: PrepareRefused) -> Status {
             Status::invalid_argument(e.to_string())
         }
         PrepareRefused::WrongDestination(_) => Status::permission_denied(e.to_string()),
-        PrepareRefused::NotOwner(_) | PrepareRefused::Version { .. } => {
-            Status::failed_precondition(e.to_string())
-        }
+        // Not serving the zone *yet* (an adoption or transfer opening):
+        // worth another attempt.
+        PrepareRefused::NotOwner(_) => Status::failed_precondition(e.to_string()),
+        // Another protocol version (a rolling upgrade's skew): no retry
+        // changes that.
+        PrepareRefused::Version { .. } => Status::unimplemented(e.to_string()),
     }
 }
 

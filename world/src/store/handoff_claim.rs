@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use super::{Store, StoreError, row_key};
+use super::{ClaimId, Store, StoreError, row_key};
 use crate::directory::ShardInfo;
 use crate::directory::keys;
 use crate::directory::lease::routing_script;
@@ -29,6 +29,10 @@ pub enum HandoffClaim {
     OtherVersion(ShardInfo),
     /// The character has no durable row yet: a genuine miss.
     NoRow(ShardInfo),
+    /// The row's epoch is newer than the session's and not this claim's: a
+    /// login, takeover or resume claimed the character since. The session
+    /// is stale and must not move anything. Nothing minted.
+    Superseded { current: u64 },
     /// The destination's epoch, minted.
     Minted { dest: ShardInfo, epoch: u64 },
 }
@@ -45,17 +49,21 @@ pub enum ClaimFrom {
 
 impl Store {
     /// The destination's `ClaimCharacter` after a refused or unanswered
-    /// `Commit`: mint the next `owner_epoch` only if the row is still at
-    /// `expected` (the epoch the handoff minted), never over a newer claim.
+    /// `Commit`: mint the next `owner_epoch` under `claim` only if the row is
+    /// still at `expected` (the epoch the handoff minted) or behind it,
+    /// never over a newer claim — unless that newer epoch is `claim`'s own
+    /// (a run whose reply was lost), which is answered again: safe to retry.
     pub async fn claim_epoch_from(
         &self,
         name: &str,
         expected: u64,
+        claim: ClaimId,
     ) -> Result<ClaimFrom, StoreError> {
         let row = row_key(name)?;
         let reply: Option<(i64, String, String)> = CLAIM_FROM
             .key(&row)
             .arg(expected)
+            .arg(claim.to_string())
             .invoke_async(&mut self.conn())
             .await?;
         let (minted, epoch, version) = reply.ok_or(StoreError::NotFound)?;
@@ -78,13 +86,18 @@ impl Store {
 
     /// Resolve the shard serving `zone` (a pending transfer's target first)
     /// and, if it is a live peer speaking `version`, mint `name`'s next
-    /// `owner_epoch` for it — atomically, in that order.
+    /// `owner_epoch` for it under `claim` — atomically, in that order. The
+    /// mint is a compare-and-set on `held` (the departing session's epoch):
+    /// a superseded session mints nothing; a retry of the same `claim`
+    /// after a lost reply gets the epoch it minted.
     pub async fn claim_for_handoff(
         &self,
         name: &str,
         zone: &str,
         this_shard: &str,
         version: u32,
+        held: u64,
+        claim: ClaimId,
     ) -> Result<HandoffClaim, StoreError> {
         if zone.is_empty() || zone.contains('#') {
             return Err(StoreError::Invalid(format!(
@@ -99,6 +112,8 @@ impl Store {
             .arg(keys::shard(""))
             .arg(this_shard)
             .arg(version.to_string())
+            .arg(held)
+            .arg(claim.to_string())
             .invoke_async(&mut self.conn())
             .await?;
         let corrupt = |key: &str, reason: String| StoreError::Corrupt {
@@ -114,6 +129,19 @@ impl Store {
         if status == "self" {
             return Ok(HandoffClaim::ThisShard);
         }
+        let number = |field: &str| {
+            epoch.parse::<u64>().map_err(|_| {
+                corrupt(
+                    &row,
+                    format!("{field} owner_epoch {epoch:?} is not a number"),
+                )
+            })
+        };
+        if status == "moved" {
+            return Ok(HandoffClaim::Superseded {
+                current: number("current")?,
+            });
+        }
         let owner_key = keys::shard(entry_field(entry, "id").unwrap_or_default());
         if status == "malformed" {
             return Err(corrupt(&owner_key, "registry entry unusable".into()));
@@ -127,12 +155,7 @@ impl Store {
             "norow" => Ok(HandoffClaim::NoRow(dest)),
             "minted" => Ok(HandoffClaim::Minted {
                 dest,
-                epoch: epoch.parse().map_err(|_| {
-                    corrupt(
-                        &row,
-                        format!("minted owner_epoch {epoch:?} is not a number"),
-                    )
-                })?,
+                epoch: number("minted")?,
             }),
             other => Err(corrupt(&row, format!("unknown claim status {other:?}"))),
         }

@@ -10,6 +10,7 @@
 //! | `state` | the character's state JSON, opaque here |
 //! | `state_version` | CAS base; +1 on every accepted save, starts at 1 |
 //! | `owner_epoch` | ownership fence; +1 on every claim, starts at 0 |
+//! | `owner_claim` | the id of the claim that minted `owner_epoch` ([`ClaimId`]) |
 //! | `conn_id` | gate connection whose input the state reflects |
 //! | `applied_seq` | highest input `seq` applied in `state` (exactly-once watermark) |
 //! | `tier` | `player` / `builder` / `admin` |
@@ -50,6 +51,7 @@
 //! increasing across a restart; after a restart that lost data, a shard
 //! still holding an old epoch is refused rather than overwriting.
 
+mod claim_id;
 mod credential;
 mod error;
 mod handoff_claim;
@@ -65,6 +67,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::directory::connection::RedisConn;
+pub use claim_id::ClaimId;
 pub use error::StoreError;
 pub use handoff_claim::{ClaimFrom, HandoffClaim};
 pub use password::{DEFAULT_LOGIN_HASH_QUEUE, Hasher};
@@ -108,6 +111,8 @@ pub struct CharacterRow {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClaimedCharacter {
     pub epoch: u64,
+    /// The id this claim wrote beside the epoch.
+    pub claim: ClaimId,
     pub row: CharacterRow,
 }
 
@@ -120,6 +125,8 @@ pub enum SaveOutcome {
     Refused {
         current_epoch: u64,
         current_version: u64,
+        /// Who minted `current_epoch`.
+        current_claim: ClaimId,
     },
 }
 

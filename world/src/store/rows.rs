@@ -4,7 +4,9 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use super::{CharacterRow, ClaimedCharacter, SaveOutcome, Store, StoreError, TIERS, row_key};
+use super::{
+    CharacterRow, ClaimId, ClaimedCharacter, SaveOutcome, Store, StoreError, TIERS, row_key,
+};
 
 static CREATE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("create.lua")));
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
@@ -63,13 +65,17 @@ fn parse_row(key: &str, fields: Vec<Option<Vec<u8>>>) -> Result<Option<Character
     }))
 }
 
-/// The `{status, epoch, version}` reply of `save.lua` and `heal.lua`.
-fn save_outcome(status: i64, current_epoch: u64, version: u64) -> Result<SaveOutcome, StoreError> {
+/// The `{status, epoch, version, owner_claim}` reply of `save.lua` and
+/// `heal.lua`.
+fn save_outcome(
+    (status, current_epoch, version, claim): (i64, u64, u64, String),
+) -> Result<SaveOutcome, StoreError> {
     match status {
         1 => Ok(SaveOutcome::Saved { version }),
         0 => Ok(SaveOutcome::Refused {
             current_epoch,
             current_version: version,
+            current_claim: ClaimId::parse(&claim),
         }),
         _ => Err(StoreError::NotFound),
     }
@@ -128,12 +134,15 @@ impl Store {
         parse_row(&key, fields)
     }
 
-    /// ClaimCharacter: mints the next `owner_epoch` and returns it with the
-    /// row, atomically. Every earlier epoch's saves are refused from now on.
+    /// ClaimCharacter: mints the next `owner_epoch` under a fresh
+    /// [`ClaimId`] and returns both with the row, atomically. Every earlier
+    /// epoch's saves are refused from now on.
     pub async fn claim_character(&self, name: &str) -> Result<ClaimedCharacter, StoreError> {
         let key = row_key(name)?;
+        let claim = ClaimId::random();
         let fields: Option<Vec<Option<Vec<u8>>>> = CLAIM
             .key(&key)
+            .arg(claim.to_string())
             .arg(&ROW_FIELDS[..])
             .invoke_async(&mut self.conn())
             .await?;
@@ -141,6 +150,7 @@ impl Store {
             parse_row(&key, fields.ok_or(StoreError::NotFound)?)?.ok_or(StoreError::NotFound)?;
         Ok(ClaimedCharacter {
             epoch: row.owner_epoch,
+            claim,
             row,
         })
     }
@@ -156,7 +166,7 @@ impl Store {
         conn_id: &str,
         applied_seq: u64,
     ) -> Result<SaveOutcome, StoreError> {
-        let (status, current_epoch, version): (i64, u64, u64) = SAVE
+        let reply: (i64, u64, u64, String) = SAVE
             .key(row_key(name)?)
             .arg(epoch)
             .arg(expected_version)
@@ -165,33 +175,37 @@ impl Store {
             .arg(applied_seq)
             .invoke_async(&mut self.conn())
             .await?;
-        save_outcome(status, current_epoch, version)
+        save_outcome(reply)
     }
 
     /// Rewrites a row that went back (Redis lost acknowledged writes) from
-    /// the live session holding `epoch`, the newest: applied only while no
-    /// newer owner exists and the row is really behind — at `epoch` with a
-    /// version below `last_version` (the one the session last wrote), or at
-    /// an older epoch. See `heal.lua`.
+    /// the live session holding `epoch` (minted by `claim`), the newest:
+    /// applied only while no newer owner exists and the row is really
+    /// behind — at `epoch` and `claim` with a version below `last_version`
+    /// (the one the session last wrote), or at an older epoch. See
+    /// `heal.lua`.
+    #[allow(clippy::too_many_arguments)]
     pub async fn heal(
         &self,
         name: &str,
         epoch: u64,
+        claim: ClaimId,
         last_version: u64,
         state_json: &[u8],
         conn_id: &str,
         applied_seq: u64,
     ) -> Result<SaveOutcome, StoreError> {
-        let (status, current_epoch, version): (i64, u64, u64) = HEAL
+        let reply: (i64, u64, u64, String) = HEAL
             .key(row_key(name)?)
             .arg(epoch)
             .arg(last_version)
             .arg(state_json)
             .arg(conn_id)
             .arg(applied_seq)
+            .arg(claim.to_string())
             .invoke_async(&mut self.conn())
             .await?;
-        save_outcome(status, current_epoch, version)
+        save_outcome(reply)
     }
 
     /// Sets the trust tier (effective at the next login or handoff).

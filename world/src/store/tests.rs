@@ -15,6 +15,17 @@ async fn setup() -> (RedisServer, Store) {
     (server, store)
 }
 
+/// The row's `owner_claim`.
+async fn first_claim_of(store: &Store, name: &str) -> ClaimId {
+    let stored: Option<String> = redis::cmd("HGET")
+        .arg(format!("telos:char:{name}"))
+        .arg("owner_claim")
+        .query_async(&mut store.conn())
+        .await
+        .unwrap();
+    ClaimId::parse(&stored.unwrap_or_default())
+}
+
 async fn pttl(store: &Store, key: &str) -> i64 {
     redis::cmd("PTTL")
         .arg(key)
@@ -165,11 +176,13 @@ async fn save_is_fenced_on_version_and_epoch() {
         .save("erin", e1, v1, b"{\"v\":\"stale\"}", "conn-1", 8)
         .await
         .unwrap();
+    let first_claim = first_claim_of(&store, "erin").await;
     assert_eq!(
         refused,
         SaveOutcome::Refused {
             current_epoch: e1,
-            current_version: v1 + 1
+            current_version: v1 + 1,
+            current_claim: first_claim,
         }
     );
 
@@ -185,7 +198,8 @@ async fn save_is_fenced_on_version_and_epoch() {
         refused,
         SaveOutcome::Refused {
             current_epoch: second.epoch,
-            current_version: v1 + 1
+            current_version: v1 + 1,
+            current_claim: second.claim,
         }
     );
     let row = store.load("erin").await.unwrap().unwrap();
@@ -409,7 +423,7 @@ mod handoff_claim {
             .await
             .unwrap();
         store
-            .claim_for_handoff(name, "forest", "a", 2)
+            .claim_for_handoff(name, "forest", "a", 2, 0, ClaimId::random())
             .await
             .unwrap_err()
     }
@@ -422,28 +436,29 @@ mod handoff_claim {
             .create_character("Ana", "correct horse", b"{}")
             .await
             .unwrap();
-        let claim = |zone: &'static str, from: &'static str, version: u32| {
+        let id = ClaimId::random();
+        let claim = |zone: &'static str, from: &'static str, version: u32, held: u64| {
             let store = &store;
             async move {
                 store
-                    .claim_for_handoff("ana", zone, from, version)
+                    .claim_for_handoff("ana", zone, from, version, held, id)
                     .await
                     .unwrap()
             }
         };
 
         // Nobody owns the forest; then an owner that is not live.
-        assert_eq!(claim("forest", "a", 2).await, HandoffClaim::NoOwner);
+        assert_eq!(claim("forest", "a", 2, 0).await, HandoffClaim::NoOwner);
         let Claim::Acquired { .. } = dir.claim_zone("forest", "b", LONG).await.unwrap() else {
             panic!("lease");
         };
-        assert_eq!(claim("forest", "a", 2).await, HandoffClaim::NoOwner);
+        assert_eq!(claim("forest", "a", 2, 0).await, HandoffClaim::NoOwner);
         assert_eq!(epoch(&store, "ana").await, 0, "nothing minted");
 
-        // b is live: minted for b, one epoch per claim.
+        // b is live: minted for b, the epoch after the session's.
         dir.heartbeat(&shard("b", 2), LONG).await.unwrap();
         assert_eq!(
-            claim("forest", "a", 2).await,
+            claim("forest", "a", 2, 0).await,
             HandoffClaim::Minted {
                 dest: shard("b", 2),
                 epoch: 1,
@@ -453,9 +468,9 @@ mod handoff_claim {
 
         // Refusals mint nothing: the zone is the claimant's own, or its
         // owner speaks another handoff version.
-        assert_eq!(claim("forest", "b", 2).await, HandoffClaim::ThisShard);
+        assert_eq!(claim("forest", "b", 2, 1).await, HandoffClaim::ThisShard);
         assert_eq!(
-            claim("forest", "a", 3).await,
+            claim("forest", "a", 3, 1).await,
             HandoffClaim::OtherVersion(shard("b", 2))
         );
         assert_eq!(epoch(&store, "ana").await, 1);
@@ -463,7 +478,7 @@ mod handoff_claim {
         // No row yet: a genuine miss, reported with the destination.
         assert_eq!(
             store
-                .claim_for_handoff("nobody", "forest", "a", 2)
+                .claim_for_handoff("nobody", "forest", "a", 2, 0, id)
                 .await
                 .unwrap(),
             HandoffClaim::NoRow(shard("b", 2))
@@ -476,10 +491,68 @@ mod handoff_claim {
             .await
             .unwrap()
             .expect("proposal accepted");
-        let HandoffClaim::Minted { dest, epoch: e, .. } = claim("forest", "a", 2).await else {
+        let HandoffClaim::Minted { dest, epoch: e, .. } = claim("forest", "a", 2, 1).await else {
             panic!("minted for the transfer target");
         };
         assert_eq!((dest.id.as_str(), e), ("ccc", 2));
+    }
+
+    /// The mint is a compare-and-set on the session's epoch: a session a
+    /// login superseded mints nothing; the same claim run again (its reply
+    /// lost) is answered with the epoch it minted, not a second one; a row
+    /// behind the session (Redis lost the claim) mints after the session's.
+    #[tokio::test]
+    async fn mints_only_from_the_sessions_epoch_and_answers_its_own_claim_again() {
+        let (r, store) = setup().await;
+        let dir = Directory::connect(&r.url).await.unwrap();
+        store
+            .create_character("Eve", "correct horse", b"{}")
+            .await
+            .unwrap();
+        dir.claim_zone("forest", "b", LONG).await.unwrap();
+        dir.heartbeat(&shard("b", 2), LONG).await.unwrap();
+        let claim = |held: u64, id: ClaimId| {
+            let store = &store;
+            async move {
+                store
+                    .claim_for_handoff("eve", "forest", "a", 2, held, id)
+                    .await
+                    .unwrap()
+            }
+        };
+        let login = store.claim_character("eve").await.unwrap(); // epoch 1
+        let minted = |epoch| HandoffClaim::Minted {
+            dest: shard("b", 2),
+            epoch,
+        };
+
+        // A session still at epoch 0 was superseded by the login.
+        assert_eq!(
+            claim(0, ClaimId::random()).await,
+            HandoffClaim::Superseded { current: 1 }
+        );
+        assert_eq!(epoch(&store, "eve").await, 1, "nothing minted");
+
+        // The login's session departs: minted once, answered again.
+        let departure = ClaimId::random();
+        assert_eq!(claim(login.epoch, departure).await, minted(2));
+        assert_eq!(claim(login.epoch, departure).await, minted(2));
+        assert_eq!(epoch(&store, "eve").await, 2, "one mint for one claim");
+        assert_eq!(
+            claim(login.epoch, ClaimId::random()).await,
+            HandoffClaim::Superseded { current: 2 },
+            "another claim at the old epoch is not that one"
+        );
+
+        // Redis lost the last two mints: the row is back at 0.
+        let _: () = redis::cmd("HSET")
+            .arg("telos:char:eve")
+            .arg("owner_epoch")
+            .arg(0)
+            .query_async(&mut store.conn())
+            .await
+            .unwrap();
+        assert_eq!(claim(2, ClaimId::random()).await, minted(3));
     }
 
     #[tokio::test]
@@ -490,7 +563,7 @@ mod handoff_claim {
             .await
             .unwrap();
         let err = store
-            .claim_for_handoff("bo", "crypt#3", "a", 2)
+            .claim_for_handoff("bo", "crypt#3", "a", 2, 0, ClaimId::random())
             .await
             .unwrap_err();
         assert!(err.is_refused(), "{err}");
@@ -520,29 +593,134 @@ mod claim_from {
     }
 
     #[tokio::test]
-    async fn mints_only_from_the_handoffs_epoch() {
+    async fn mints_only_from_the_handoffs_epoch_and_answers_its_own_claim_again() {
         let (_r, store) = setup().await;
         store
             .create_character("Dee", "correct horse", b"{}")
             .await
             .unwrap();
         let e = store.claim_character("dee").await.unwrap().epoch; // the handoff's mint
+        let mine = ClaimId::random();
+        let minted = ClaimFrom::Minted {
+            epoch: e + 1,
+            state_version: 1,
+        };
         assert_eq!(
-            store.claim_epoch_from("dee", e).await.unwrap(),
-            ClaimFrom::Minted {
-                epoch: e + 1,
-                state_version: 1
-            }
+            store.claim_epoch_from("dee", e, mine).await.unwrap(),
+            minted
         );
-        // The row moved on (here: that very mint): never mint over it.
+        // The same claim again (its reply lost): the same answer, no mint.
         assert_eq!(
-            store.claim_epoch_from("dee", e).await.unwrap(),
+            store.claim_epoch_from("dee", e, mine).await.unwrap(),
+            minted
+        );
+        // The row moved on under another claim: never mint over it.
+        assert_eq!(
+            store
+                .claim_epoch_from("dee", e, ClaimId::random())
+                .await
+                .unwrap(),
             ClaimFrom::Moved { current: e + 1 }
         );
         assert_eq!(epoch(&store, "dee").await, e + 1);
         assert!(matches!(
-            store.claim_epoch_from("nobody", 1).await,
+            store.claim_epoch_from("nobody", 1, mine).await,
             Err(StoreError::NotFound)
         ));
+    }
+}
+
+mod heal {
+    use super::*;
+
+    async fn row(store: &Store) -> CharacterRow {
+        store.load("hal").await.unwrap().expect("row")
+    }
+
+    /// Heal rewrites a row that went back — an older epoch, or the
+    /// session's own epoch and claim at an older version — and nothing
+    /// else: a newer owner, the same epoch under another claim (a rollback
+    /// re-issued it) and a row that did not go back all refuse.
+    #[tokio::test]
+    async fn heals_only_a_row_that_went_back_under_the_sessions_claim() {
+        let (_r, store) = setup().await;
+        store
+            .create_character("Hal", "correct horse", b"{}")
+            .await
+            .unwrap();
+        let c = store.claim_character("hal").await.unwrap(); // epoch 1, version 1
+        let s = store
+            .save("hal", c.epoch, 1, b"{\"v\":2}", "conn", 3)
+            .await
+            .unwrap();
+        assert_eq!(s, SaveOutcome::Saved { version: 2 });
+
+        // Not gone back: the session wrote version 2, the row is at 2.
+        let refused = store
+            .heal("hal", c.epoch, c.claim, 2, b"{\"x\":1}", "conn", 4)
+            .await
+            .unwrap();
+        assert!(
+            matches!(refused, SaveOutcome::Refused { .. }),
+            "{refused:?}"
+        );
+        // At our epoch under another claim: not ours.
+        let refused = store
+            .heal(
+                "hal",
+                c.epoch,
+                ClaimId::random(),
+                5,
+                b"{\"x\":1}",
+                "conn",
+                4,
+            )
+            .await
+            .unwrap();
+        assert!(
+            matches!(refused, SaveOutcome::Refused { .. }),
+            "{refused:?}"
+        );
+        // Our epoch and claim, and we had written version 5: heal, above both.
+        assert_eq!(
+            store
+                .heal("hal", c.epoch, c.claim, 5, b"{\"v\":6}", "conn", 9)
+                .await
+                .unwrap(),
+            SaveOutcome::Saved { version: 6 }
+        );
+        let healed = row(&store).await;
+        assert_eq!(
+            (
+                healed.state_json.as_slice(),
+                healed.applied_seq,
+                healed.state_version
+            ),
+            (&b"{\"v\":6}"[..], 9, 6)
+        );
+        // An older epoch on the row (our claim lost too): heal, and the
+        // session's epoch and claim are back.
+        let newer = c.epoch + 3;
+        let mine = ClaimId::random();
+        assert_eq!(
+            store
+                .heal("hal", newer, mine, 6, b"{\"v\":7}", "conn", 10)
+                .await
+                .unwrap(),
+            SaveOutcome::Saved { version: 7 }
+        );
+        let healed = row(&store).await;
+        assert_eq!(healed.owner_epoch, newer);
+        assert_eq!(first_claim_of(&store, "hal").await, mine);
+        // A newer owner than the healer: refused, nothing written.
+        let refused = store
+            .heal("hal", c.epoch, c.claim, 99, b"{\"stale\":1}", "conn", 11)
+            .await
+            .unwrap();
+        assert!(
+            matches!(refused, SaveOutcome::Refused { current_epoch, .. } if current_epoch == newer),
+            "{refused:?}"
+        );
+        assert_eq!(row(&store).await.state_json, b"{\"v\":7}");
     }
 }

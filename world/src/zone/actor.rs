@@ -31,6 +31,30 @@ use crate::play::MAX_LINE;
 /// does not hold the gate's replay buffer full until the next cadence.
 const EARLY_SAVE_LINES: u64 = 128;
 
+/// The session `new` takes over from `old` (a second login, or the same
+/// gate connection resuming while its old stream is still here): `old` is
+/// told and closed, and `new` carries on from the in-memory state, which is
+/// newer than the row `new` was claimed from. For the same connection the
+/// watermark is the in-memory one: its lines up to there are applied, and
+/// the gate must replay only what comes after (the row's watermark would
+/// apply them twice).
+fn takeover(mut old: SessionMeta, mut new: SessionMeta) -> SessionMeta {
+    old.send(Frame::Output(telos_proto::v1::Output {
+        text: "Someone else has logged in as you. Goodbye.\n".into(),
+    }));
+    old.send(Frame::Closed(Closed {
+        reason: "Taken over by another login.".into(),
+        r#final: true,
+    }));
+    new.state_version = new.state_version.max(old.state_version);
+    if old.conn_id == new.conn_id {
+        new.applied_seq = new.applied_seq.max(old.applied_seq);
+    }
+    // The kept state may be newer than the row: save it soon.
+    new.dirty = true;
+    new
+}
+
 /// A session closed not-final: its gate resumes it and replays what only it
 /// holds.
 const RECONNECTING: &str = "The world shifts around you; reconnecting...";
@@ -216,7 +240,11 @@ impl ZoneActor {
                 let _ = reply.send(result);
             }
             Msg::JoinOrReturn { player, reply } => {
-                let result = if self.stopping() || !self.lease_valid() {
+                // A handed-off arrival while another session of the same
+                // character is frozen here mid-move: not now (the attach
+                // retries, then resumes from the durable row).
+                let busy = self.frozen.contains_key(&player.character.key());
+                let result = if busy || self.stopping() || !self.lease_valid() {
                     Err(player)
                 } else {
                     Ok(self.join(*player).unwrap_or_default())
@@ -252,8 +280,12 @@ impl ZoneActor {
                     let _ = refused.send(transfer);
                 }
             }
-            Msg::RetryDeparture { key } => self.retry_departure(&key).await,
-            Msg::HandoffDone { key, result } => self.handoff_done(&key, result).await,
+            Msg::RetryDeparture { key, departure } => self.retry_departure(&key, departure).await,
+            Msg::HandoffDone {
+                key,
+                departure,
+                result,
+            } => self.handoff_done(&key, departure, result).await,
             Msg::Drain { deadline, reply } => self.start_drain(deadline, reply).await,
             Msg::Evacuate => self.evacuate().await,
             Msg::Unadopt { reply } => {
@@ -271,7 +303,7 @@ impl ZoneActor {
             }
             Msg::Shutdown { reason, reply } => {
                 self.stop_taking_players();
-                self.unfreeze_all().await;
+                self.settle_frozen_for_stop(&reason).await;
                 self.save_all(true).await;
                 for key in self.sessions.keys().cloned().collect::<Vec<_>>() {
                     self.close(&key, &reason, false);
@@ -289,38 +321,31 @@ impl ZoneActor {
         }
         let Joining {
             character,
-            mut meta,
-            attached,
+            meta,
+            mut attached,
         } = player;
         let key = character.key();
-        let ack = meta.applied_seq;
-        let mut attached = attached;
-        attached.ack_input_seq = ack;
-        if let Some(old) = self.sessions.get_mut(&key) {
-            // A second login of an online character takes over: the old
-            // session is closed with a line, the in-memory state (newer than
-            // the row) is kept, and the new claim's epoch writes from now on.
-            old.send(Frame::Output(telos_proto::v1::Output {
-                text: "Someone else has logged in as you. Goodbye.\n".into(),
-            }));
-            old.send(Frame::Closed(Closed {
-                reason: "Taken over by another login.".into(),
-                r#final: true,
-            }));
-            meta.state_version = meta.state_version.max(old.state_version);
-            meta.dirty = old.dirty;
-            *old = meta;
-            old.send(Frame::Attached(attached));
-            // A login is where a tier change takes effect, takeover or not.
-            if let Some(ch) = self.state.character_mut(&key)
-                && ch.tier != character.tier
-            {
-                ch.tier = character.tier;
-                apply_tier_flags(ch);
-                if let Some(m) = self.sessions.get_mut(&key) {
-                    m.dirty = true;
-                }
-            }
+        // A second login of an online character takes over: the old session
+        // is closed with a line, the in-memory state (newer than the row) is
+        // kept, and the new claim's epoch writes from now on. A player
+        // frozen mid-move is online here too: the move is abandoned.
+        if let Some((kept, old)) = self.abandon_departure(&key) {
+            let meta = takeover(old, meta);
+            attached.ack_input_seq = meta.applied_seq;
+            let ack = meta.applied_seq;
+            self.seat(&key, meta, attached);
+            let deliveries = self.state.enter(kept, None);
+            self.deliver(deliveries);
+            self.publish(&key);
+            self.take_tier(&key, &character);
+            return Ok(ack);
+        }
+        if let Some(old) = self.sessions.remove(&key) {
+            let meta = takeover(old, meta);
+            attached.ack_input_seq = meta.applied_seq;
+            let ack = meta.applied_seq;
+            self.seat(&key, meta, attached);
+            self.take_tier(&key, &character);
             let look = self.state.execute(
                 &key,
                 "look",
@@ -332,13 +357,34 @@ impl ZoneActor {
             self.deliver(look.deliveries);
             return Ok(ack);
         }
-        meta.send(Frame::Attached(attached));
+        let ack = meta.applied_seq;
+        attached.ack_input_seq = ack;
+        self.seat(&key, meta, attached);
         self.occupied = true;
-        self.sessions.insert(key.clone(), meta);
         let deliveries = self.state.enter(character, None);
         self.deliver(deliveries);
         self.publish(&key);
         Ok(ack)
+    }
+
+    /// Put `meta` in as `key`'s session, its `Attached` first of all.
+    fn seat(&mut self, key: &str, mut meta: SessionMeta, attached: telos_proto::v1::Attached) {
+        meta.send(Frame::Attached(attached));
+        self.sessions.insert(key.to_string(), meta);
+    }
+
+    /// A login is where a tier change takes effect, takeover or not: the
+    /// row's tier (`joining`'s) replaces the kept character's.
+    fn take_tier(&mut self, key: &str, joining: &Character) {
+        if let Some(ch) = self.state.character_mut(key)
+            && ch.tier != joining.tier
+        {
+            ch.tier = joining.tier;
+            apply_tier_flags(ch);
+            if let Some(m) = self.sessions.get_mut(key) {
+                m.dirty = true;
+            }
+        }
     }
 
     fn arrive(&mut self, player: Box<Transfer>) -> Result<(), Box<Transfer>> {
@@ -607,7 +653,7 @@ impl ZoneActor {
                 let (reason, is_final) = match saved {
                     Saved::Done => ("Goodbye.", true),
                     Saved::NotOwner { .. } => ("Claimed by a newer session.", true),
-                    Saved::Held | Saved::Failed => (RECONNECTING, false),
+                    Saved::Held | Saved::Failed | Saved::Reissued => (RECONNECTING, false),
                 };
                 meta.send(Frame::Closed(Closed {
                     reason: reason.to_string(),
@@ -630,13 +676,16 @@ impl ZoneActor {
         {
             warn!(zone = %self.id, player = %key, "Commit unresolved: not saving (the gate keeps the lines)");
         }
-        if let Saved::NotOwner {
-            carried,
-            winner,
-            version,
-        } = save_player(&self.env.store, &self.id, character, meta).await
-        {
-            self.ownership_lost(key, carried, winner, version);
+        match save_player(&self.env.store, &self.id, character, meta).await {
+            Saved::NotOwner {
+                carried,
+                winner,
+                version,
+            } => self.ownership_lost(key, carried, winner, version),
+            // Not provably ours to write, nor provably stale: the gate
+            // resumes from the durable row and replays what only it holds.
+            Saved::Reissued => self.close(key, RECONNECTING, false),
+            Saved::Done | Saved::Failed | Saved::Held => {}
         }
     }
 
@@ -712,6 +761,7 @@ impl ZoneActor {
     async fn fence(&mut self) {
         warn!(zone = %self.id, players = self.sessions.len(), "zone fenced: lease lost");
         self.stop_taking_players();
+        self.settle_frozen_for_stop("zone lease lost").await;
         let keys: Vec<String> = self.sessions.keys().cloned().collect();
         for key in &keys {
             if let Some(m) = self.sessions.get_mut(key) {

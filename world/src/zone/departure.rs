@@ -24,16 +24,19 @@
 
 use std::time::Duration;
 
-use telos_proto::v1::{InputAck, Redirect, server_frame::Frame};
+use telos_proto::v1::{Closed, InputAck, Redirect, server_frame::Frame};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
-use tracing::debug;
+use tracing::{debug, info, warn};
 
 use super::actor::ZoneActor;
 use super::session::{InputReply, SessionMeta, Transfer};
 use super::{Msg, ZoneHandle};
 use crate::game::{Character, Direction, zone_of};
-use crate::handoff::source::{Begun, HandoffRequest, MOVE_REFUSED, Refused, begin_handoff};
+use crate::handoff::source::{
+    Begun, HandoffRequest, MOVE_REFUSED, Refused, THIS_SHARD, begin_handoff, send_abort,
+};
+use crate::store::ClaimId;
 
 /// How long a walk keeps trying before it is refused: a lease in flight, an
 /// adoption's flip being observed (one 50 ms poll) or a Redis restart all
@@ -48,7 +51,8 @@ const RETRY_BACKOFF: Duration = Duration::from_millis(50);
 const RETRY_BACKOFF_MAX: Duration = Duration::from_millis(400);
 
 /// How often a walk into a sibling zone that is still opening here looks
-/// again: its confirmation polls the directory every 50 ms.
+/// again (the directory resolved the zone to this shard: the lease is ours,
+/// its confirmation is one 50 ms poll away).
 const OPENING_POLL: Duration = Duration::from_millis(20);
 
 /// The line a walk refused because the zone ahead never opened hears.
@@ -69,6 +73,11 @@ pub(super) struct FrozenPlayer {
     pub(super) in_flight: bool,
     /// The player walked (not a drain's fan-off).
     pub(super) walk: Option<Walk>,
+    /// This departure's id: the claim id every attempt mints the
+    /// destination's epoch under (so a retry after a lost reply gets the
+    /// same epoch back), and what tells this departure's timers and results
+    /// from those of a later departure of the same player.
+    pub(super) departure: ClaimId,
 }
 
 /// What a walk carries while it is attempted.
@@ -102,6 +111,23 @@ impl Walk {
             let _ = tx.send(reply);
         }
     }
+
+    fn expired(&self) -> bool {
+        Instant::now() >= self.until
+    }
+}
+
+impl FrozenPlayer {
+    /// Every caller waiting on this player is answered `Gone`: their lines
+    /// are replayed wherever the player is served next.
+    pub(super) fn release_callers(&mut self) {
+        for (_, _, reply) in self.queued.drain(..) {
+            let _ = reply.send(InputReply::Gone);
+        }
+        if let Some(walk) = &mut self.walk {
+            walk.answer(InputReply::Gone);
+        }
+    }
 }
 
 impl ZoneActor {
@@ -110,11 +136,7 @@ impl ZoneActor {
     /// or freeze them and attempt the move.
     pub(super) fn walk_out(&mut self, key: &str, to_room: &str, dir: Direction) -> InputReply {
         let until = Instant::now() + WALK_RETRY_WINDOW;
-        let zone = zone_of(to_room);
-        let sibling = (zone != self.id)
-            .then(|| self.env.hosted.get(zone))
-            .flatten();
-        match sibling {
+        match self.sibling(to_room) {
             Some(to) if to.accepts_arrivals() => {
                 self.move_to_sibling(key, to_room, Some(dir), until, to, None)
             }
@@ -128,8 +150,16 @@ impl ZoneActor {
         }
     }
 
+    /// The zone of `room` when another zone actor of this shard runs it.
+    fn sibling(&self, room: &str) -> Option<ZoneHandle> {
+        let zone = zone_of(room);
+        (zone != self.id)
+            .then(|| self.env.hosted.get(zone))
+            .flatten()
+    }
+
     /// Take the player out of play and hand them to `to` through the
-    /// session ([`InputReply::Moved`]). `character` when they are frozen
+    /// session ([`InputReply::Moved`]). `frozen` when they are frozen
     /// already (a departure that found the sibling open), else they are
     /// taken out of the room now.
     pub(super) fn move_to_sibling(
@@ -177,9 +207,10 @@ impl ZoneActor {
             return false;
         };
         self.deliver(deliveries);
-        let meta = self.sessions.remove(key).expect("player has a session");
+        let mut meta = self.sessions.remove(key).expect("player has a session");
         // The snapshot (and a save of it) reflects the applied move.
         let from_room = std::mem::replace(&mut character.room, to_room.to_string());
+        let departure = departure_id(&mut meta);
         self.frozen.insert(
             key.to_string(),
             FrozenPlayer {
@@ -190,6 +221,7 @@ impl ZoneActor {
                 queued: Vec::new(),
                 in_flight: false,
                 walk,
+                departure,
             },
         );
         true
@@ -215,9 +247,10 @@ impl ZoneActor {
         }
     }
 
-    /// One attempt at a frozen player's move: walk into the sibling zone
-    /// if it takes arrivals now, wait for one still opening here, or hand
-    /// the player off.
+    /// One attempt at a frozen player's move: walk into the sibling zone if
+    /// it takes arrivals now, or hand the player off (which resolves the
+    /// zone afresh: a zone still opening here resolves to this shard once
+    /// its lease is ours, and to its owner elsewhere until then).
     pub(super) fn attempt_departure(&mut self, key: &str) {
         let Some(f) = self.frozen.get(key) else {
             return;
@@ -225,38 +258,32 @@ impl ZoneActor {
         if f.in_flight {
             return;
         }
-        let zone = zone_of(&f.target_room).to_string();
-        let sibling = (zone != self.id)
-            .then(|| self.env.hosted.get(&zone))
-            .flatten();
-        if let (Some(to), Some(walk)) = (sibling, &f.walk) {
-            if to.accepts_arrivals() && walk.reply.is_some() {
-                let mut f = self.frozen.remove(key).expect("checked above");
-                let mut walk = f.walk.take().expect("checked above");
-                let moved = self.move_to_sibling(
-                    key,
-                    &f.target_room,
-                    walk.dir,
-                    walk.until,
-                    to,
-                    Some((f.character, f.meta)),
-                );
-                walk.answer(moved);
-                return;
-            }
-            if to.is_opening() && Instant::now() < walk.until {
-                return self.retry_after(key, OPENING_POLL);
-            }
+        if let (Some(to), Some(walk)) = (self.sibling(&f.target_room), &f.walk)
+            && to.accepts_arrivals()
+            && walk.reply.is_some()
+        {
+            let mut f = self.frozen.remove(key).expect("checked above");
+            let mut walk = f.walk.take().expect("checked above");
+            let moved = self.move_to_sibling(
+                key,
+                &f.target_room,
+                walk.dir,
+                walk.until,
+                to,
+                Some((f.character, f.meta)),
+            );
+            walk.answer(moved);
+            return;
         }
         self.start_handoff(key);
     }
 
     /// Try the frozen player's move again after `wait`.
-    fn retry_after(&mut self, key: &str, wait: Duration) {
+    fn retry_after(&mut self, key: &str, departure: ClaimId, wait: Duration) {
         let (tx, key) = (self.handle.tx.clone(), key.to_string());
         self.env.tracker.spawn(async move {
             tokio::time::sleep(wait).await;
-            let _ = tx.send(Msg::RetryDeparture { key }).await;
+            let _ = tx.send(Msg::RetryDeparture { key, departure }).await;
         });
     }
 
@@ -273,11 +300,12 @@ impl ZoneActor {
         }
         let Transfer {
             character,
-            meta,
+            mut meta,
             dir,
             from_room,
             until,
         } = *transfer;
+        let departure = departure_id(&mut meta);
         let key = character.key();
         let target_room = character.room.clone();
         let mut walk = Walk::new(dir, until);
@@ -292,11 +320,10 @@ impl ZoneActor {
                 queued: Vec::new(),
                 in_flight: false,
                 walk: Some(walk),
+                departure,
             },
         );
-        if self.drain.is_none() {
-            self.attempt_departure(&key);
-        }
+        self.attempt_departure(&key);
         Ok(())
     }
 
@@ -320,59 +347,110 @@ impl ZoneActor {
             applied_seq: f.meta.applied_seq,
             persist_id: f.meta.persist_id.clone(),
             conn_id: f.meta.conn_id.clone(),
+            claim: f.departure,
             commit,
         };
-        let (handoff, tx, key) = (
+        let (handoff, tx, key, departure) = (
             self.env.handoff.clone(),
             self.handle.tx.clone(),
             key.to_string(),
+            f.departure,
         );
         self.env.tracker.spawn(async move {
             let result = begin_handoff(&handoff, request).await;
-            let _ = tx.send(Msg::HandoffDone { key, result }).await;
+            let _ = tx
+                .send(Msg::HandoffDone {
+                    key,
+                    departure,
+                    result,
+                })
+                .await;
         });
     }
 
     /// Redirect the gate (success), try again (a transient refusal within
-    /// the walk's window) or put the player back with the refusal.
-    pub(super) async fn handoff_done(&mut self, key: &str, result: Result<Begun, Refused>) {
-        let Some(mut frozen) = self.frozen.remove(key) else {
+    /// the walk's window), or put the player back with the refusal. A
+    /// drain's own fan-off retries on the drain's tick.
+    pub(super) async fn handoff_done(
+        &mut self,
+        key: &str,
+        departure: ClaimId,
+        result: Result<Begun, Refused>,
+    ) {
+        if !self
+            .frozen
+            .get(key)
+            .is_some_and(|f| f.departure == departure)
+        {
+            // This departure ended meanwhile (taken over by a login): a
+            // prepared destination is told to drop its pending copy; its
+            // TTL save would be refused anyway (the login's epoch is newer).
+            if let Ok(begun) = result {
+                self.abort_prepared(begun);
+            }
             return;
-        };
-        frozen.in_flight = false;
-        if self.drain.is_some() {
-            self.drain_handoff_done(key, frozen, result);
-            // The zone is done the moment its last player is handed off,
-            // not at the next tick.
-            return self.check_drained().await;
         }
+        let mut frozen = self.frozen.remove(key).expect("checked above");
+        frozen.in_flight = false;
         match result {
+            Ok(begun) if self.drain.is_some() => self.drain_handoff_done(key, frozen, begun),
             Ok(begun) => {
                 self.redirect(key, frozen, begun);
             }
-            Err(refused) => {
-                if let Some(epoch) = refused.minted {
-                    // This attempt minted the newest epoch; the session
-                    // writes under it whether it stays or tries again.
-                    frozen.meta.epoch = frozen.meta.epoch.max(epoch);
-                }
-                let retry = refused.transient
-                    && frozen
-                        .walk
-                        .as_ref()
-                        .is_some_and(|w| Instant::now() < w.until);
-                if retry {
-                    let walk = frozen.walk.as_mut().expect("checked above");
-                    let wait = walk.backoff;
-                    walk.backoff = (walk.backoff * 2).min(RETRY_BACKOFF_MAX);
-                    walk.refusal = Some(refused.message.clone());
-                    debug!(zone = %self.id, player = %key, step = refused.step, ?wait, "move refused for now; trying again");
-                    self.frozen.insert(key.to_string(), frozen);
-                    return self.retry_after(key, wait);
-                }
-                self.unfreeze(key, frozen, &refused.message).await
-            }
+            Err(refused) => self.handoff_refused(key, frozen, refused).await,
         }
+        if self.drain.is_some() {
+            // The zone is done the moment its last player is handed off,
+            // not at the next tick.
+            self.check_drained().await;
+        }
+    }
+
+    async fn handoff_refused(&mut self, key: &str, mut frozen: FrozenPlayer, refused: Refused) {
+        if let Some(epoch) = refused.minted
+            && epoch > frozen.meta.epoch
+        {
+            // This attempt minted the newest epoch (under this departure's
+            // claim); the session writes under it whether it stays or tries
+            // again, so its next save is not refused as a stale owner's.
+            frozen.meta.epoch = epoch;
+            frozen.meta.claim = frozen.departure;
+        }
+        let Some(walk) = frozen.walk.as_mut() else {
+            // A drain's fan-off: retried on the drain's tick.
+            info!(zone = %self.id, player = %key, step = refused.step, "drain handoff refused; will retry");
+            self.frozen.insert(key.to_string(), frozen);
+            return;
+        };
+        if !refused.transient || walk.expired() {
+            return self.unfreeze(key, frozen, &refused.message).await;
+        }
+        // The zone ahead resolved to this shard: it is opening here and
+        // will take the player within a poll, not a backoff.
+        let opening = refused.step == THIS_SHARD
+            && self
+                .sibling(&frozen.target_room)
+                .is_some_and(|to| to.is_opening() || to.accepts_arrivals());
+        let wait = if opening {
+            OPENING_POLL
+        } else {
+            let wait = walk.backoff;
+            walk.backoff = (walk.backoff * 2).min(RETRY_BACKOFF_MAX);
+            wait
+        };
+        walk.refusal = Some(refused.message.clone());
+        debug!(zone = %self.id, player = %key, step = refused.step, ?wait, "move refused for now; trying again");
+        let departure = frozen.departure;
+        self.frozen.insert(key.to_string(), frozen);
+        self.retry_after(key, departure, wait);
+    }
+
+    /// Best-effort signed `Abort` of a prepared handoff nobody follows.
+    fn abort_prepared(&self, begun: Begun) {
+        let handoff = self.env.handoff.clone();
+        self.env.tracker.spawn(async move {
+            send_abort(&handoff, &begun.addr, &begun.to_shard, &begun.token).await;
+        });
     }
 
     /// The handoff is prepared: send the gate to the destination. The
@@ -380,28 +458,17 @@ impl ZoneActor {
     /// and `state_version` must never be raced by a stale flush. False when
     /// the `Redirect` found the out channel full (dropped: the gate stopped
     /// reading and never re-dials).
-    pub(super) fn redirect(&mut self, key: &str, frozen: FrozenPlayer, begun: Begun) -> bool {
-        let FrozenPlayer {
-            mut meta,
-            queued,
-            walk,
-            ..
-        } = frozen;
-        meta.send(Frame::Redirect(Redirect {
+    pub(super) fn redirect(&mut self, key: &str, mut frozen: FrozenPlayer, begun: Begun) -> bool {
+        frozen.meta.send(Frame::Redirect(Redirect {
             addr: begun.addr,
             token: begun.token,
             credential: String::new(),
         }));
-        for (_, _, reply) in queued {
-            let _ = reply.send(InputReply::Gone);
-        }
-        if let Some(mut walk) = walk {
-            walk.answer(InputReply::Gone);
-        }
+        frozen.release_callers();
         if self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str()) {
             self.env.roster.remove(key);
         }
-        !meta.wedged
+        !frozen.meta.wedged
     }
 
     /// A walk that did not land within its window: refused, with what the
@@ -428,10 +495,14 @@ impl ZoneActor {
             from_room,
             queued,
             walk,
+            departure,
             ..
         } = frozen;
         // Settle a resolved commit fence before comparing epochs.
         meta.writable();
+        // An attempt may have minted under this departure's claim with its
+        // reply lost: that epoch is this session's own.
+        meta.departure_claim = Some(departure);
         meta.dirty = true;
         meta.output(format!("{message}\n"));
         meta.send(Frame::InputAck(InputAck {
@@ -456,15 +527,46 @@ impl ZoneActor {
         }
     }
 
-    /// Shutdown while moves are in flight: keep those players here so
-    /// they are saved and closed like everyone else.
-    pub(super) async fn unfreeze_all(&mut self) {
+    /// The zone stops (shutdown, fence) while moves are in flight. A player
+    /// whose handoff is being prepared may already have an epoch minted for
+    /// a destination this zone will never hear about: saving them here
+    /// under the old epoch would be refused and read as a newer owner. So
+    /// they are closed *not final*, unsaved — the gate resumes them from the
+    /// durable row and replays every line above it. Everyone else is put
+    /// back, to be saved and closed with the zone's other players.
+    pub(super) async fn settle_frozen_for_stop(&mut self, reason: &str) {
         let keys: Vec<String> = self.frozen.keys().cloned().collect();
         for key in keys {
-            if let Some(f) = self.frozen.remove(&key) {
+            let Some(mut f) = self.frozen.remove(&key) else {
+                continue;
+            };
+            if f.in_flight {
+                warn!(zone = %self.id, player = %key, "stopping with a handoff in flight: closing not-final, unsaved (the gate replays)");
+                f.meta.send(Frame::Closed(Closed {
+                    reason: reason.to_string(),
+                    r#final: false,
+                }));
+                f.release_callers();
+                if self.env.roster.zone_of(&key).as_deref() == Some(self.id.as_str()) {
+                    self.env.roster.remove(&key);
+                }
+            } else {
                 self.unfreeze(&key, f, RESTARTING).await;
             }
         }
+    }
+
+    /// A login takes over a player frozen here mid-move: the move is
+    /// abandoned (its callers answered `Gone`; a handoff it prepared is
+    /// aborted when its result arrives), and the player, back in the room
+    /// they left, is returned with their old session's bookkeeping for the
+    /// takeover.
+    pub(super) fn abandon_departure(&mut self, key: &str) -> Option<(Character, SessionMeta)> {
+        let mut f = self.frozen.remove(key)?;
+        f.release_callers();
+        let mut character = f.character;
+        character.room = f.from_room;
+        Some((character, f.meta))
     }
 
     /// Reply to an input line, or hold the reply when the line started a
@@ -483,23 +585,36 @@ impl ZoneActor {
         }
     }
 
-    /// `Msg::RetryDeparture`: the wait before another attempt is over.
-    pub(super) async fn retry_departure(&mut self, key: &str) {
+    /// The wait before another attempt at `key`'s departure is over (a
+    /// timer), or a drain's tick retries it.
+    pub(super) async fn retry_departure(&mut self, key: &str, departure: ClaimId) {
+        match self.frozen.get(key) {
+            Some(f) if f.departure == departure && !f.in_flight => {}
+            _ => return,
+        }
+        self.retry_frozen(key).await;
+    }
+
+    /// Another attempt at a frozen player's move: a walk within its window
+    /// (refused once it has closed), a drain's fan-off until the drain's
+    /// deadline.
+    pub(super) async fn retry_frozen(&mut self, key: &str) {
         let Some(f) = self.frozen.get(key) else {
             return;
         };
-        if f.in_flight {
-            return;
-        }
-        let expired = f.walk.as_ref().is_some_and(|w| Instant::now() >= w.until);
-        if expired && self.drain.is_none() {
-            return self.refuse_walk(key).await;
-        }
-        // A drain retries its own players on its tick.
-        if self.drain.is_none() {
-            self.attempt_departure(key);
+        match &f.walk {
+            Some(walk) if walk.expired() => self.refuse_walk(key).await,
+            Some(_) => self.attempt_departure(key),
+            None => self.start_handoff(key),
         }
     }
+}
+
+/// The claim id for a departure of `meta`'s session: the last departure's
+/// that stayed (an epoch it may have minted unknown to us is answered
+/// again), or a fresh one.
+fn departure_id(meta: &mut SessionMeta) -> ClaimId {
+    meta.departure_claim.take().unwrap_or_else(ClaimId::random)
 }
 
 /// What a walk in flight hears when the shard stops under it.

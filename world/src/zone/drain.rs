@@ -20,10 +20,10 @@ use tracing::{info, warn};
 use super::actor::ZoneActor;
 use super::departure::FrozenPlayer;
 use super::persist::save_player;
-use super::session::{InputReply, Transfer};
+use super::session::Transfer;
 use crate::game::zone_of;
 use crate::handoff::fence::SETTLE_BOUND;
-use crate::handoff::source::{Begun, Refused};
+use crate::handoff::source::Begun;
 
 /// Per-player outcomes of one zone's drain.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -74,36 +74,19 @@ impl ZoneActor {
         self.check_drained().await;
     }
 
-    pub(super) fn drain_handoff_done(
-        &mut self,
-        key: &str,
-        mut frozen: FrozenPlayer,
-        result: Result<Begun, Refused>,
-    ) {
-        match result {
-            Ok(begun) => {
-                let delivered = self.redirect(key, frozen, begun);
-                // A Redirect that found the out channel full was dropped: the
-                // gate never re-dials, so this is a client fault, never a
-                // clean redirect. The prepared snapshot is saved at the
-                // pending TTL by the holder of the newest epoch.
-                if let Some(d) = &mut self.drain {
-                    if !delivered {
-                        warn!(zone = %self.id, player = %key, "Redirect dropped on a full out channel: client-fault straggler");
-                        d.report.client_fault += 1;
-                    } else {
-                        d.report.redirected += 1;
-                    }
-                }
-            }
-            Err(refused) => {
-                // Retried on the next tick until the deadline; the epoch this
-                // attempt minted is now ours.
-                if let Some(epoch) = refused.minted {
-                    frozen.meta.epoch = frozen.meta.epoch.max(epoch);
-                }
-                info!(zone = %self.id, player = %key, step = refused.step, "drain handoff refused; will retry");
-                self.frozen.insert(key.to_string(), frozen);
+    /// A drained player's handoff is prepared: redirect them and count it.
+    pub(super) fn drain_handoff_done(&mut self, key: &str, frozen: FrozenPlayer, begun: Begun) {
+        let delivered = self.redirect(key, frozen, begun);
+        // A Redirect that found the out channel full was dropped: the gate
+        // never re-dials, so this is a client fault, never a clean
+        // redirect. The prepared snapshot is saved at the pending TTL by the
+        // holder of the newest epoch.
+        if let Some(d) = &mut self.drain {
+            if delivered {
+                d.report.redirected += 1;
+            } else {
+                warn!(zone = %self.id, player = %key, "Redirect dropped on a full out channel: client-fault straggler");
+                d.report.client_fault += 1;
             }
         }
     }
@@ -113,14 +96,16 @@ impl ZoneActor {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             self.reclaim_stragglers().await;
         } else {
+            // A walk keeps its own window (retried on its timer); a drain's
+            // fan-off is retried here until the deadline.
             let retry: Vec<String> = self
                 .frozen
                 .iter()
-                .filter(|(_, f)| !f.in_flight)
+                .filter(|(_, f)| !f.in_flight && f.walk.is_none())
                 .map(|(k, _)| k.clone())
                 .collect();
             for key in retry {
-                self.start_handoff(&key);
+                self.retry_frozen(&key).await;
             }
             // A wedged player who started reading again is handed off too.
             let recovered: Vec<(String, String)> = self
@@ -150,12 +135,7 @@ impl ZoneActor {
                 reason: "The world shifts around you; reconnecting...".into(),
                 r#final: false,
             }));
-            for (_, _, reply) in f.queued {
-                let _ = reply.send(InputReply::Gone);
-            }
-            if let Some(reply) = f.walk.and_then(|w| w.reply) {
-                let _ = reply.send(InputReply::Gone);
-            }
+            f.release_callers();
             self.env.roster.remove(&key);
             if let Some(d) = &mut self.drain {
                 d.report.reclaimed += 1;

@@ -35,7 +35,7 @@ pub use session::{InputReply, Joining, SessionMeta, Transfer};
 
 use crate::directory::Directory;
 use crate::game::WorldDef;
-use crate::store::Store;
+use crate::store::{ClaimId, Store};
 use lease::LeaseState;
 
 /// Mailbox bound. Each session has at most one input in flight (it awaits the
@@ -91,8 +91,10 @@ pub(crate) enum Msg {
         refused: oneshot::Sender<Box<Transfer>>,
     },
     /// The wait before another attempt at a frozen player's move is over.
+    /// `departure` tells it from a later departure of the same player.
     RetryDeparture {
         key: String,
+        departure: ClaimId,
     },
     Shutdown {
         reason: String,
@@ -110,9 +112,11 @@ pub(crate) enum Msg {
     Unadopt {
         reply: oneshot::Sender<bool>,
     },
-    /// `begin_handoff` for a frozen player finished.
+    /// `begin_handoff` for a frozen player finished. `departure` tells it
+    /// from a later departure of the same player (the first was taken over).
     HandoffDone {
         key: String,
+        departure: ClaimId,
         result: Result<crate::handoff::source::Begun, crate::handoff::source::Refused>,
     },
 }

@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use telos_proto::v1::{DurableAck, server_frame::Frame};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::session::SessionMeta;
 use crate::game::{Character, to_state_json};
-use crate::store::{SaveOutcome, Store};
+use crate::store::{ClaimId, SaveOutcome, Store};
 
 /// One save round trip may take this long before we give up on it for this
 /// cadence (the player stays dirty and is retried): a sick Redis must not
@@ -24,10 +24,57 @@ pub enum Saved {
         winner: u64,
         version: u64,
     },
+    /// The row is at this session's epoch number under another claim: a
+    /// rollback let someone else mint it again. Not this session's to
+    /// overwrite, nor provably stale: close not-final, so the gate resumes
+    /// and replays from the durable row.
+    Reissued,
     /// Redis failed or timed out; still dirty.
     Failed,
     /// Held by an unresolved commit fence: not sent, still dirty.
     Held,
+}
+
+/// What a refused save says about the row, from the session's epoch,
+/// claim and version against the row's.
+#[derive(Debug, PartialEq, Eq)]
+enum Refusal {
+    /// A newer owner claimed the character: this session is stale.
+    NewerOwner,
+    /// A newer epoch minted under this session's last departure's claim,
+    /// whose reply was lost: this session's own. Adopt it.
+    OwnMint,
+    /// At our epoch and claim with a newer version: one of our own saves
+    /// whose reply was lost (a timeout) landed. Adopt its version.
+    LostReply,
+    /// The row went back (Redis lost acknowledged writes): an older epoch,
+    /// or our epoch and claim at an older version. Heal it from memory.
+    WentBack,
+    /// Our epoch number, another claim: see [`Saved::Reissued`].
+    Reissued,
+}
+
+fn classify(
+    ours: (u64, ClaimId, u64),
+    departure: Option<ClaimId>,
+    row_epoch: u64,
+    row_claim: ClaimId,
+    row_version: u64,
+) -> Refusal {
+    let (epoch, claim, version) = ours;
+    if row_epoch > epoch && departure == Some(row_claim) {
+        Refusal::OwnMint
+    } else if row_epoch > epoch {
+        Refusal::NewerOwner
+    } else if row_epoch < epoch {
+        Refusal::WentBack
+    } else if row_claim != claim {
+        Refusal::Reissued
+    } else if row_version < version {
+        Refusal::WentBack
+    } else {
+        Refusal::LostReply
+    }
 }
 
 /// Save `character` under `meta`'s epoch and version.
@@ -46,7 +93,8 @@ pub async fn save_player(
         return Saved::Held;
     }
     let json = to_state_json(character);
-    let (epoch, seq) = (meta.epoch, meta.applied_seq);
+    let seq = meta.applied_seq;
+    let epoch = meta.epoch;
     let mut result = tokio::time::timeout(
         SAVE_TIMEOUT,
         store.save(&key, epoch, meta.state_version, &json, &meta.conn_id, seq),
@@ -55,34 +103,75 @@ pub async fn save_player(
     if let Ok(Ok(SaveOutcome::Refused {
         current_epoch,
         current_version,
+        current_claim,
     })) = result
     {
-        if current_epoch == epoch && current_version > meta.state_version {
-            // At our own epoch with a newer version: only this session
-            // writes under this epoch, so the row holds one of our own
-            // saves whose reply was lost (a timeout). Adopt its version and
-            // write again, or the player would stay unsaveable for ever.
-            warn!(zone, player = %key, current_version, "adopting a row version our own lost save wrote");
-            meta.state_version = current_version;
-            result = tokio::time::timeout(
-                SAVE_TIMEOUT,
-                store.save(&key, epoch, meta.state_version, &json, &meta.conn_id, seq),
-            )
-            .await;
-        } else if current_epoch <= epoch {
-            // The row went back: Redis lost writes it had acknowledged (an
-            // older version at our epoch, or an older epoch: our claim lost
-            // too). We hold the newest epoch and every applied line in
-            // memory: heal the row from it, or everything after the loss
-            // would be refused for ever.
-            warn!(zone, player = %key, current_epoch, current_version, epoch, version = meta.state_version,
-                "durable row went back (Redis lost acknowledged writes): healing it from this session");
-            metrics::counter!("telos_rows_healed_total").increment(1);
-            result = tokio::time::timeout(
-                SAVE_TIMEOUT,
-                store.heal(&key, epoch, meta.state_version, &json, &meta.conn_id, seq),
-            )
-            .await;
+        let ours = (epoch, meta.claim, meta.state_version);
+        let refusal = classify(
+            ours,
+            meta.departure_claim,
+            current_epoch,
+            current_claim,
+            current_version,
+        );
+        match refusal {
+            Refusal::OwnMint => {
+                info!(zone, player = %key, current_epoch, "adopting the epoch our own departure minted (its reply was lost)");
+                meta.epoch = current_epoch;
+                meta.claim = current_claim;
+                result = tokio::time::timeout(
+                    SAVE_TIMEOUT,
+                    store.save(
+                        &key,
+                        current_epoch,
+                        meta.state_version,
+                        &json,
+                        &meta.conn_id,
+                        seq,
+                    ),
+                )
+                .await;
+            }
+            Refusal::LostReply => {
+                // Only this session writes under this epoch and claim, so
+                // the row holds one of our own saves whose reply was lost.
+                // Adopt its version and write again, or the player would
+                // stay unsaveable for ever.
+                warn!(zone, player = %key, current_version, "adopting a row version our own lost save wrote");
+                meta.state_version = current_version;
+                result = tokio::time::timeout(
+                    SAVE_TIMEOUT,
+                    store.save(&key, epoch, meta.state_version, &json, &meta.conn_id, seq),
+                )
+                .await;
+            }
+            Refusal::WentBack => {
+                // Redis lost writes it had acknowledged. We hold the newest
+                // epoch and every applied line in memory: heal the row from
+                // it, or everything after the loss would be refused for
+                // ever.
+                warn!(zone, player = %key, current_epoch, current_version, epoch, version = meta.state_version,
+                    "durable row went back (Redis lost acknowledged writes): healing it from this session");
+                metrics::counter!("telos_rows_healed_total").increment(1);
+                result = tokio::time::timeout(
+                    SAVE_TIMEOUT,
+                    store.heal(
+                        &key,
+                        epoch,
+                        meta.claim,
+                        meta.state_version,
+                        &json,
+                        &meta.conn_id,
+                        seq,
+                    ),
+                )
+                .await;
+            }
+            Refusal::Reissued => {
+                warn!(zone, player = %key, epoch, "our epoch was minted again by another claim (Redis lost writes): closing not-final");
+                return Saved::Reissued;
+            }
+            Refusal::NewerOwner => {}
         }
     }
     match result {
@@ -95,7 +184,13 @@ pub async fn save_player(
         }
         Ok(Ok(SaveOutcome::Refused {
             current_epoch,
+            current_claim,
+            ..
+        })) if current_epoch == epoch && current_claim != meta.claim => Saved::Reissued,
+        Ok(Ok(SaveOutcome::Refused {
+            current_epoch,
             current_version,
+            ..
         })) => Saved::NotOwner {
             carried: epoch,
             winner: current_epoch,
@@ -111,5 +206,44 @@ pub async fn save_player(
             warn!(zone, player = %key, "save timed out; will retry");
             Saved::Failed
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINE: ClaimId = ClaimId::NONE;
+
+    fn other() -> ClaimId {
+        ClaimId::from_u64(7)
+    }
+
+    #[test]
+    fn a_refusal_is_read_against_the_sessions_epoch_claim_and_version() {
+        let ours = (5, MINE, 10);
+        let c = |e, claim, v| classify(ours, None, e, claim, v);
+        assert_eq!(c(6, other(), 1), Refusal::NewerOwner);
+        assert_eq!(c(6, MINE, 99), Refusal::NewerOwner);
+        assert_eq!(c(4, other(), 99), Refusal::WentBack, "our claim lost too");
+        assert_eq!(c(5, MINE, 9), Refusal::WentBack, "our saves lost");
+        assert_eq!(c(5, MINE, 11), Refusal::LostReply);
+        assert_eq!(c(5, other(), 9), Refusal::Reissued);
+        assert_eq!(c(5, other(), 11), Refusal::Reissued);
+    }
+
+    #[test]
+    fn a_newer_epoch_under_our_own_departures_claim_is_ours() {
+        let ours = (5, MINE, 10);
+        let departed = Some(ClaimId::from_u64(42));
+        assert_eq!(
+            classify(ours, departed, 6, ClaimId::from_u64(42), 10),
+            Refusal::OwnMint
+        );
+        assert_eq!(
+            classify(ours, departed, 6, other(), 10),
+            Refusal::NewerOwner,
+            "anyone else's newer claim still evicts"
+        );
     }
 }

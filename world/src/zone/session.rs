@@ -6,6 +6,7 @@ use tokio::time::Instant;
 
 use crate::game::Character;
 use crate::handoff::fence::{CommitFence, Outcome, SETTLE_BOUND};
+use crate::store::ClaimId;
 
 /// Bound of a player's out channel (frames towards the gate). A gate that
 /// stops reading fills it; the player is then "wedged" and reclaimed rather
@@ -19,6 +20,16 @@ pub struct SessionMeta {
     pub conn_id: String,
     /// The ownership epoch this session writes the durable row under.
     pub epoch: u64,
+    /// The claim that minted `epoch` (the row's `owner_claim`): tells this
+    /// session's epoch from the same number minted again by someone else
+    /// after Redis lost writes.
+    pub claim: ClaimId,
+    /// The claim id of this session's last departure that ended with the
+    /// player staying. An attempt may have minted under it with its reply
+    /// lost: an epoch the row holds under this id is this session's own
+    /// (adopted at the next save), and the next departure reuses the id so
+    /// its claim is answered with that epoch instead of being refused.
+    pub departure_claim: Option<ClaimId>,
     /// The durable row's `state_version` (CAS base of the next save).
     pub state_version: u64,
     /// Highest input seq applied: a line with `seq <= applied_seq` is dropped.
@@ -77,12 +88,16 @@ impl SessionMeta {
             Some(outcome) => {
                 if let Outcome::Reclaimed {
                     epoch,
+                    claim,
                     state_version,
                 } = outcome
                 {
                     // Never lower: a refused handoff from here may have
                     // minted an even newer epoch meanwhile.
-                    self.epoch = self.epoch.max(epoch);
+                    if epoch > self.epoch {
+                        self.epoch = epoch;
+                        self.claim = claim;
+                    }
                     self.state_version = state_version;
                 }
                 // Committed: the snapshot's epoch stands. Superseded: it
@@ -165,6 +180,8 @@ mod tests {
         SessionMeta {
             conn_id: "c".into(),
             epoch,
+            claim: ClaimId::from_u64(epoch),
+            departure_claim: None,
             state_version,
             applied_seq: 5,
             saved_seq: 0,
@@ -201,10 +218,12 @@ mod tests {
         m.commit = Some(fence);
         resolver.resolve(Outcome::Reclaimed {
             epoch: 9,
+            claim: ClaimId::from_u64(99),
             state_version: 3,
         });
         assert!(m.writable());
         assert_eq!((m.epoch, m.state_version), (9, 3));
+        assert_eq!(m.claim, ClaimId::from_u64(99), "the claim that minted it");
     }
 
     #[test]
@@ -215,6 +234,7 @@ mod tests {
         m.epoch = 11; // a refused handoff from here minted 11
         resolver.resolve(Outcome::Reclaimed {
             epoch: 9,
+            claim: ClaimId::from_u64(99),
             state_version: 3,
         });
         assert!(m.writable());
