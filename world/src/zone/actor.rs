@@ -403,6 +403,11 @@ impl ZoneActor {
         let deliveries = self.state.enter(character, dir);
         self.deliver(deliveries);
         self.publish(&key);
+        // The move line's ack follows its answer, the room it led to.
+        if let Some(m) = self.sessions.get_mut(&key) {
+            let seq = m.applied_seq;
+            m.send(Frame::InputAck(InputAck { seq }));
+        }
         Ok(())
     }
 

@@ -182,9 +182,8 @@ impl ZoneActor {
                 (character, meta)
             }
         };
-        meta.send(Frame::InputAck(InputAck {
-            seq: meta.applied_seq,
-        }));
+        // Its InputAck comes from the sibling, after the room (see
+        // `arrive`), or with the refusal if the walk comes back.
         meta.dirty = true;
         let from_room = std::mem::replace(&mut character.room, to_room.to_string());
         InputReply::Moved {
