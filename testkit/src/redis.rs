@@ -1,5 +1,7 @@
 //! A private `redis-server` per test: its own port, its own temp dir, no
-//! persistence, killed by pid when dropped.
+//! persistence, killed by pid when dropped. [`RedisOptions`] turns the
+//! append-only file on and keeps the data folder, for runs that kill and
+//! restart the server ([`RedisServer::kill`], [`RedisServer::restart`]).
 //!
 //! Never port 6379 and never a kill by process name, so tests cannot touch a
 //! developer's Redis or each other's.
@@ -32,8 +34,21 @@ const START_ATTEMPTS: usize = 5;
 /// Distinguishes temp dirs of servers started by the same test process.
 static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
 
+/// How to run a private server; the default is [`RedisServer::start`]'s.
+#[derive(Debug, Clone, Default)]
+pub struct RedisOptions {
+    /// `appendonly yes`, `appendfsync everysec` (what a deployment runs,
+    /// README): the data survives a kill and restart.
+    pub aof: bool,
+    /// The data folder (created). It is the caller's and is kept; `None`:
+    /// a fresh temp folder, removed on drop.
+    pub dir: Option<PathBuf>,
+    /// The server's log file; `None`: no log.
+    pub log: Option<PathBuf>,
+}
+
 /// A running private `redis-server`. Dropping it kills the process and
-/// removes its directory.
+/// removes its directory (unless the caller gave it).
 #[derive(Debug)]
 pub struct RedisServer {
     pub port: u16,
@@ -41,14 +56,20 @@ pub struct RedisServer {
     pub url: String,
     child: Child,
     dir: PathBuf,
+    opts: RedisOptions,
 }
 
 impl RedisServer {
     /// Starts a server on a free port and returns once it answers `PING`.
     pub fn start() -> anyhow::Result<RedisServer> {
+        Self::start_with(RedisOptions::default())
+    }
+
+    /// [`start`](Self::start) with `opts`.
+    pub fn start_with(opts: RedisOptions) -> anyhow::Result<RedisServer> {
         let mut last_err = None;
         for _ in 0..START_ATTEMPTS {
-            match Self::try_start(free_port()) {
+            match Self::try_start(free_port(), &opts) {
                 Ok(server) => return Ok(server),
                 Err(e) => last_err = Some(e),
             }
@@ -56,33 +77,23 @@ impl RedisServer {
         Err(last_err.unwrap_or_else(|| anyhow::anyhow!("redis-server did not start")))
     }
 
-    fn try_start(port: u16) -> anyhow::Result<RedisServer> {
-        let dir = std::env::temp_dir().join(format!(
-            "telos-redis-{}-{}-{}",
-            std::process::id(),
-            port,
-            NEXT_DIR.fetch_add(1, Ordering::Relaxed)
-        ));
+    fn try_start(port: u16, opts: &RedisOptions) -> anyhow::Result<RedisServer> {
+        let dir = opts.dir.clone().unwrap_or_else(|| {
+            std::env::temp_dir().join(format!(
+                "telos-redis-{}-{}-{}",
+                std::process::id(),
+                port,
+                NEXT_DIR.fetch_add(1, Ordering::Relaxed)
+            ))
+        });
         std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-        let bin = std::env::var(REDIS_SERVER_ENV).unwrap_or_else(|_| REDIS_SERVER_DEFAULT.into());
-        let spawned = Command::new(&bin)
-            .args(["--port", &port.to_string()])
-            .args(["--bind", "127.0.0.1"])
-            .args(["--save", ""])
-            .args(["--appendonly", "no"])
-            .arg("--dir")
-            .arg(&dir)
-            // Key-space events let tests (and watchers) observe expiries.
-            .args(["--notify-keyspace-events", "KEA"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        let child = match spawned {
+        let child = match spawn_server(port, &dir, opts) {
             Ok(child) => child,
             Err(e) => {
-                remove_dir(&dir);
-                return Err(e).with_context(|| format!("spawn {bin}"));
+                if opts.dir.is_none() {
+                    remove_dir(&dir);
+                }
+                return Err(e);
             }
         };
         // From here on Drop cleans up, whatever happens.
@@ -91,9 +102,34 @@ impl RedisServer {
             url: format!("redis://127.0.0.1:{port}/"),
             child,
             dir,
+            opts: opts.clone(),
         };
         server.wait_ready()?;
         Ok(server)
+    }
+
+    /// SIGKILL the server and reap it (a crash: nothing is flushed beyond
+    /// what the append-only file already has).
+    pub fn kill(&mut self) {
+        let _ = self.resume();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Start the server again on the same port and folder (after
+    /// [`kill`](Self::kill)); returns once it answers `PING`, i.e. once it
+    /// has loaded its append-only file.
+    pub fn restart(&mut self) -> anyhow::Result<()> {
+        if self.child.try_wait()?.is_none() {
+            bail!("redis-server on port {} is still running", self.port);
+        }
+        self.child = spawn_server(self.port, &self.dir, &self.opts)?;
+        self.wait_ready()
+    }
+
+    /// Whether the process is running (not exited).
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
     }
 
     fn wait_ready(&mut self) -> anyhow::Result<()> {
@@ -155,8 +191,35 @@ impl Drop for RedisServer {
         let _ = self.resume();
         let _ = self.child.kill();
         let _ = self.child.wait();
-        remove_dir(&self.dir);
+        if self.opts.dir.is_none() {
+            remove_dir(&self.dir);
+        }
     }
+}
+
+/// Spawn `redis-server` on `port` with its data in `dir`.
+fn spawn_server(port: u16, dir: &Path, opts: &RedisOptions) -> anyhow::Result<Child> {
+    let bin = std::env::var(REDIS_SERVER_ENV).unwrap_or_else(|_| REDIS_SERVER_DEFAULT.into());
+    let mut cmd = Command::new(&bin);
+    cmd.args(["--port", &port.to_string()])
+        .args(["--bind", "127.0.0.1"])
+        .args(["--save", ""])
+        .arg("--dir")
+        .arg(dir)
+        // Key-space events let tests (and watchers) observe expiries.
+        .args(["--notify-keyspace-events", "KEA"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if opts.aof {
+        cmd.args(["--appendonly", "yes", "--appendfsync", "everysec"]);
+    } else {
+        cmd.args(["--appendonly", "no"]);
+    }
+    if let Some(log) = &opts.log {
+        cmd.arg("--logfile").arg(log);
+    }
+    cmd.spawn().with_context(|| format!("spawn {bin}"))
 }
 
 fn remove_dir(dir: &Path) {
@@ -211,6 +274,40 @@ mod tests {
         drop(server);
         assert!(!ping(port));
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn aof_data_survives_a_kill_and_restart_on_the_same_port() {
+        let dir = std::env::temp_dir().join(format!("telos-redis-aof-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut server = RedisServer::start_with(RedisOptions {
+            aof: true,
+            dir: Some(dir.clone()),
+            log: None,
+        })
+        .unwrap();
+        let port = server.port;
+        assert_eq!(command(port, "SET k v\r\n", 5), b"+OK\r\n");
+        server.kill();
+        assert!(!server.is_running());
+        assert!(!ping(port));
+        server.restart().unwrap();
+        assert_eq!(server.port, port);
+        assert_eq!(command(port, "GET k\r\n", 7), b"$1\r\nv\r\n");
+        drop(server);
+        // The caller's folder is kept.
+        assert!(dir.exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Send `req` and read exactly `n` reply bytes.
+    fn command(port: u16, req: &str, n: usize) -> Vec<u8> {
+        let mut s = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).unwrap();
+        s.set_read_timeout(Some(PROBE_TIMEOUT)).unwrap();
+        s.write_all(req.as_bytes()).unwrap();
+        let mut buf = vec![0u8; n];
+        s.read_exact(&mut buf).unwrap();
+        buf
     }
 
     #[test]

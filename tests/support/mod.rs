@@ -4,4 +4,3 @@
 
 pub mod driver;
 pub mod metrics;
-pub mod paths;
