@@ -5,13 +5,16 @@
 //! - [`redis`]: a private `redis-server` per test, killed by pid.
 //! - [`process`]: real `telos-world` / `telos-gate` processes on port 0.
 //! - [`play`]: a direct `Play` stream client.
-//! - [`world`]: facts about the starter world.
+//! - [`bot`]: a player through the gate (telnet lines, timed, pausable).
+//! - [`world`]: facts about the starter world, the path finder.
+//! - [`soak`]: the seeded chaos soak and its history checker (`telos-soak`).
 
 pub mod bot;
 pub mod cli;
 pub mod play;
 pub mod process;
 pub mod redis;
+pub mod soak;
 pub mod world;
 
 pub use redis::RedisServer;

@@ -174,6 +174,15 @@ impl WorldMap {
             .map(|(id, _)| id.as_str())
     }
 
+    /// The ids of `zone`'s rooms, in order.
+    pub fn rooms_in(&self, zone: &str) -> Vec<&str> {
+        self.rooms
+            .keys()
+            .filter(|id| zone_of(id) == zone)
+            .map(String::as_str)
+            .collect()
+    }
+
     /// Whether `room` belongs to an instanced zone template.
     pub fn is_instanced(&self, room: &str) -> bool {
         self.instanced.contains(zone_of(room))

@@ -116,6 +116,8 @@ struct Received {
     /// The bytes of the line being received (a prompt has no line end).
     partial: Mutex<String>,
     closed: AtomicBool,
+    /// When the reader saw the end of the stream.
+    closed_at: Mutex<Option<Instant>>,
     /// Keep at most about this many bytes of transcript (the newest); none:
     /// everything.
     transcript_limit: Mutex<Option<usize>>,
@@ -477,6 +479,12 @@ impl Bot {
     pub fn is_closed(&self) -> bool {
         self.received.closed.load(Ordering::Acquire)
     }
+
+    /// When the reader task saw the socket close (not when the bot noticed:
+    /// a bot that was sleeping notices later).
+    pub fn closed_at(&self) -> Option<Instant> {
+        *lock(&self.received.closed_at)
+    }
 }
 
 impl Received {
@@ -544,6 +552,7 @@ async fn read_loop(
         }
         *lock(&received.partial) = clean_line(&line);
     }
+    *lock(&received.closed_at) = Some(Instant::now());
     received.closed.store(true, Ordering::Release);
 }
 
@@ -586,8 +595,10 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        let before_close = Instant::now();
         drop(server);
         assert_eq!(bot.recv(later).await, Recv::Closed);
+        assert!(bot.closed_at().is_some_and(|t| t >= before_close));
     }
 
     #[tokio::test]
