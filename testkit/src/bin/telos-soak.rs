@@ -1,5 +1,6 @@
 //! `telos-soak`: the seeded chaos soak (docs/soak.md). Exit 0 when every
-//! check passed, 1 when one failed, 2 when the run itself could not be made.
+//! check passed, 1 when one failed, 2 when the run itself could not be made,
+//! 130 when interrupted (the cluster it started is stopped first).
 
 use std::process::ExitCode;
 
@@ -23,12 +24,43 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(soak::run(args)) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
-        Err(e) => {
+    let outcome = runtime.block_on(async {
+        // Interrupted: dropping the run kills every process it started
+        // (each is killed by pid when its handle drops).
+        tokio::select! {
+            r = soak::run(args) => Some(r),
+            _ = interrupted() => None,
+        }
+    });
+    match outcome {
+        Some(Ok(true)) => ExitCode::SUCCESS,
+        Some(Ok(false)) => ExitCode::from(1),
+        Some(Err(e)) => {
             eprintln!("telos-soak: {e:#}");
             ExitCode::from(2)
+        }
+        None => {
+            eprintln!("telos-soak: interrupted; the cluster is stopped");
+            ExitCode::from(INTERRUPTED)
+        }
+    }
+}
+
+/// The exit code of a run stopped by SIGINT or SIGTERM (the shell's 128+2).
+const INTERRUPTED: u8 = 130;
+
+/// SIGINT (Ctrl-C) or SIGTERM.
+async fn interrupted() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
         }
     }
 }

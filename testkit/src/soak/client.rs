@@ -288,6 +288,12 @@ fn record(
     outcome: Outcome,
     window: Vec<(Ms, String)>,
 ) -> CommandRecord {
+    // A socket found closed when the line went out closed before it: the
+    // record says when the command met the close, the session when it was.
+    let outcome = match outcome {
+        Outcome::Closed { at } => Outcome::Closed { at: at.max(sent) },
+        other => other,
+    };
     let from = read_from.unwrap_or(sent);
     let notable = match &outcome {
         Outcome::Answered { at, answer } => {

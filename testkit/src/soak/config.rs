@@ -157,6 +157,9 @@ pub struct SoakArgs {
     /// Folder of the binaries under test [default: next to telos-soak].
     #[arg(long, env = "TELOS_BIN_DIR")]
     pub bin_dir: Option<PathBuf>,
+    /// Print the schedule the seed draws for the run's length and exit.
+    #[arg(long)]
+    pub plan_only: bool,
     /// Check and report a kept run directory's history.json again instead
     /// of running (for work on the checker).
     #[arg(long, value_name = "RUN_DIR")]

@@ -82,10 +82,6 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
         .run_dir
         .clone()
         .unwrap_or_else(|| crate::process::repo_root().join(format!("target/soak/seed-{seed}")));
-    if run_dir.exists() {
-        std::fs::remove_dir_all(&run_dir)
-            .with_context(|| format!("clearing {}", run_dir.display()))?;
-    }
     let schedule = Schedule::draw(seed, &args.faults, args.run_length());
     println!(
         "{} bots, {} shards, {} min of play, {} faults planned; run directory {}",
@@ -97,6 +93,13 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
     );
     for line in schedule.lines() {
         println!("  {line}");
+    }
+    if args.plan_only {
+        return Ok(true);
+    }
+    if run_dir.exists() {
+        std::fs::remove_dir_all(&run_dir)
+            .with_context(|| format!("clearing {}", run_dir.display()))?;
     }
     let clock = Clock::start();
     let mut cluster =
