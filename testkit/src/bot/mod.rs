@@ -50,14 +50,14 @@
 //! sees plain text; it still strips every IAC sequence (the gate's opening
 //! `DO NAWS`/`DO TTYPE`, anything else) and never sends one.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -71,19 +71,17 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
 /// How many trailing characters of the transcript an error message shows.
 const ERROR_TAIL_CHARS: usize = 2000;
 
-/// Bytes per socket read in the reader task.
-const READ_CHUNK: usize = 16 * 1024;
-
 /// The last line of the gate's banner: the bot is at the login prompt.
 const BANNER_LAST_LINE: &str = "`create <name> <password>`";
 
 mod markers;
 mod parse;
+mod reader;
 mod telnet;
 
 pub use markers::{MARKER_WORDS, answered_marker, is_marker_answer, is_marker_line, marker_answer};
 pub use parse::{is_login_refusal, parse_journal, parse_where, welcome_name};
-use telnet::{IacStripper, clean_line};
+use reader::{Received, read_loop};
 
 /// What [`Bot::recv`] got.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,21 +104,6 @@ pub enum LoginReply {
     /// Any refusal (`Login failed...`, a bad name, the world unreachable):
     /// the gate's line.
     Refused(String),
-}
-
-/// State the reader task shares with the bot.
-#[derive(Debug, Default)]
-struct Received {
-    /// Every complete line received, IAC stripped, line ends removed.
-    transcript: Mutex<String>,
-    /// The bytes of the line being received (a prompt has no line end).
-    partial: Mutex<String>,
-    closed: AtomicBool,
-    /// When the reader saw the end of the stream.
-    closed_at: Mutex<Option<Instant>>,
-    /// Keep at most about this many bytes of transcript (the newest); none:
-    /// everything.
-    transcript_limit: Mutex<Option<usize>>,
 }
 
 /// One player connection through the gate. See the module docs.
@@ -487,73 +470,8 @@ impl Bot {
     }
 }
 
-impl Received {
-    /// Add one line to the transcript, dropping its oldest half once it
-    /// is twice over its limit (so trimming is rare).
-    fn append(&self, text: &str) {
-        let limit = *lock(&self.transcript_limit);
-        let mut t = lock(&self.transcript);
-        t.push_str(text);
-        t.push('\n');
-        if let Some(limit) = limit
-            && t.len() > 2 * limit
-        {
-            let mut cut = t.len() - limit;
-            while !t.is_char_boundary(cut) {
-                cut += 1;
-            }
-            t.drain(..cut);
-        }
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The reader task: socket bytes → telnet stripped → lines.
-async fn read_loop(
-    mut rd: OwnedReadHalf,
-    tx: mpsc::UnboundedSender<(Instant, String)>,
-    received: Arc<Received>,
-    mut reading: watch::Receiver<bool>,
-) {
-    let mut chunk = vec![0u8; READ_CHUNK];
-    let mut telnet = IacStripper::default();
-    let mut data = Vec::with_capacity(READ_CHUNK);
-    let mut line = Vec::new();
-    loop {
-        // Paused: leave the socket unread until resumed (or the bot is gone).
-        if reading.wait_for(|on| *on).await.is_err() {
-            break;
-        }
-        // A pause takes effect at once, even while a read waits (`read` is
-        // cancel safe: nothing is lost).
-        let n = tokio::select! {
-            got = rd.read(&mut chunk) => match got {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            },
-            _ = reading.wait_for(|on| !*on) => continue,
-        };
-        data.clear();
-        telnet.feed(&chunk[..n], &mut data);
-        for &b in &data {
-            match b {
-                b'\n' => {
-                    let text = clean_line(&line);
-                    line.clear();
-                    received.append(&text);
-                    // A closed receiver only means the bot is gone.
-                    let _ = tx.send((Instant::now(), text));
-                }
-                _ => line.push(b),
-            }
-        }
-        *lock(&received.partial) = clean_line(&line);
-    }
-    *lock(&received.closed_at) = Some(Instant::now());
-    received.closed.store(true, Ordering::Release);
 }
 
 #[cfg(test)]

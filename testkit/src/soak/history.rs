@@ -15,6 +15,10 @@ use super::config::FaultKind;
 pub enum Role {
     /// Walks across zone boundaries in both directions, journals, talks.
     Walker,
+    /// Paces back and forth across one zone boundary, fast, then another:
+    /// a crossing every few hundred milliseconds, so some land in the
+    /// moments a zone moves.
+    Pacer,
     /// A walker that also logs out and in (`quit`, reconnect, `connect`).
     Logger,
     /// Mostly idle: a command every several seconds.

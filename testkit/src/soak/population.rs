@@ -28,6 +28,11 @@ const SLOW_READERS: usize = 1;
 const IDLERS: usize = 2;
 const LOGGERS: usize = 2;
 const TALKERS: usize = 3;
+/// Enough boundary pacers that a zone move (which takes about 50 ms to be
+/// adopted) usually meets a crossing.
+const PACERS: usize = 6;
+/// How many times a pacer crosses one boundary before it picks another.
+const PACES: (u32, u32) = (3, 8);
 
 /// `n` bots: the special roles first, then walkers. Names are letters
 /// only (CONTRACT.md: 3–16 ASCII letters): a role word and two letters.
@@ -37,6 +42,7 @@ pub fn population(n: usize) -> Vec<BotSpec> {
     roles.extend(std::iter::repeat_n(Role::Idler, IDLERS));
     roles.extend(std::iter::repeat_n(Role::Logger, LOGGERS));
     roles.extend(std::iter::repeat_n(Role::Talker, TALKERS));
+    roles.extend(std::iter::repeat_n(Role::Pacer, PACERS));
     while roles.len() < n {
         roles.push(Role::Walker);
     }
@@ -59,6 +65,7 @@ fn name(role: Role, index: usize) -> String {
         Role::Idler => "Idle",
         Role::Talker => "Talk",
         Role::SlowReader => "Stall",
+        Role::Pacer => "Pace",
     };
     let letter = |k: usize| (b'a' + (k % 26) as u8) as char;
     format!("{word}{}{}", letter(index / 26), letter(index))
@@ -87,6 +94,11 @@ fn temper(role: Role) -> Temper {
         Role::Walker | Role::Logger | Role::SlowReader => Temper {
             weights: [55, 25, 8, 7, 5],
             think_ms: (150, 600),
+        },
+        // Mostly steps, quick ones; a journal line now and then.
+        Role::Pacer => Temper {
+            weights: [80, 12, 0, 8, 0],
+            think_ms: (100, 300),
         },
         // A command every several seconds: idle through most faults.
         Role::Idler => Temper {
@@ -134,7 +146,8 @@ pub fn between(rng: &mut Xoshiro256PlusPlus, lo: Duration, hi: Duration) -> Dura
 
 /// A new route from `room`: walkers head for a random zone boundary, cross
 /// it and half the time cross straight back (both directions of every
-/// boundary get walked); talkers wander to a room of their own zone.
+/// boundary get walked); pacers cross one back and forth several times;
+/// talkers wander to a room of their own zone.
 pub fn plan_route(
     role: Role,
     room: &str,
@@ -162,9 +175,20 @@ pub fn plan_route(
             None => return VecDeque::new(),
         }
     };
-    route.push_back(c.dir.clone());
-    if rng.random_bool(0.5) {
-        route.push_back(opposite(&c.dir).to_string());
+    let crossings = if role == Role::Pacer {
+        rng.random_range(PACES.0..=PACES.1)
+    } else if rng.random_bool(0.5) {
+        2
+    } else {
+        1
+    };
+    for i in 0..crossings {
+        let dir = if i % 2 == 0 {
+            c.dir.as_str()
+        } else {
+            opposite(&c.dir)
+        };
+        route.push_back(dir.to_string());
     }
     route
 }
@@ -183,6 +207,7 @@ mod tests {
             Role::Idler,
             Role::Logger,
             Role::Talker,
+            Role::Pacer,
             Role::Walker,
         ] {
             assert!(bots.iter().any(|b| b.role == role), "{role:?}");
@@ -227,6 +252,18 @@ mod tests {
             }
         }
         assert!(came_back > 0);
+        let pace = plan_route(Role::Pacer, "city:east_gate", &map, &crossings, &mut rng);
+        let mut room = "city:east_gate".to_string();
+        let mut crossed = 0;
+        for d in pace {
+            let next = map.exit(&room, &d).unwrap().to_string();
+            crossed += usize::from(zone_of(&next) != zone_of(&room));
+            room = next;
+        }
+        assert!(
+            crossed >= PACES.0 as usize,
+            "a pacer crosses again and again"
+        );
         let talk = plan_route(Role::Talker, "city:square", &map, &crossings, &mut rng);
         let mut room = "city:square".to_string();
         for d in talk {

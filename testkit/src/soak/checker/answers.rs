@@ -190,6 +190,9 @@ fn check_command(bot: &BotHistory, c: &CommandRecord, faults: &Faults) -> Vec<Vi
                 _ => {}
             }
         }
+        // Given up before its bound ran out: the run was ending, nothing
+        // to judge (a bot never gives up early otherwise).
+        Outcome::Abandoned { at } if *at < deadline => {}
         Outcome::Abandoned { at } => out.push(v(
             format!("unanswered {}", what(&c.kind)),
             *at,

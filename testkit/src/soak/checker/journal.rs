@@ -169,12 +169,25 @@ fn judge_session(
         _ => None,
     };
     let Some((closed_at, crash)) = crash else {
+        let ended = match closed {
+            Some((at, CloseCause::Quit)) => format!("quit at {}", secs(at)),
+            Some((at, CloseCause::Abandoned)) => {
+                format!(
+                    "dropped by the bot at {} after an unanswered command",
+                    secs(at)
+                )
+            }
+            Some((at, CloseCause::Remote)) => {
+                format!("closed by the gate at {}, not in a gate crash", secs(at))
+            }
+            None => "still open at the end".to_string(),
+        };
         for l in missing {
             out.violations.push(v(
                 "missing",
                 l,
                 format!(
-                    "acknowledged line {} ({:?}){} is not in the journal (its connection did not end in a gate crash)",
+                    "acknowledged line {} ({:?}){} is not in the journal (its connection: {ended})",
                     l.n,
                     l.text,
                     sent_acked(Some(l))

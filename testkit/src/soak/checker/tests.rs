@@ -234,8 +234,13 @@ fn an_unanswered_command_is_flagged() {
         3_000,
         None,
     ));
-    let v = check(&evidence(vec![b]));
+    let v = check(&evidence(vec![b.clone()]));
     assert_eq!(kinds(&v), ["unanswered move"]);
+    // Cut short by the end of the run before its bound ran out: not judged.
+    let last = b.commands.last_mut().unwrap();
+    last.outcome = Outcome::Abandoned { at: 3_500 };
+    let v = check(&evidence(vec![b]));
+    assert!(v.passed(), "{:?}", kinds(&v));
 }
 
 #[test]
