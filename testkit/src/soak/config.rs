@@ -17,6 +17,11 @@ pub const ANSWER_BOUND: Duration = Duration::from_secs(2);
 /// logs in at once, so a 2-core machine queues them for seconds.
 pub const LOGIN_BOUND: Duration = Duration::from_secs(10);
 
+/// The shards' save interval (`telos-world --save-interval-ms`, default
+/// 2000): a dirty player is saved this often, so an acknowledged line is
+/// durable within it (plus one answer bound) unless a fault stops saves.
+pub const SAVE_INTERVAL: Duration = Duration::from_secs(2);
+
 /// A bot stops waiting for an answer after this long and drops the
 /// connection. Longer than any fault window the schedule makes (a drain may
 /// take its whole 30 s deadline, a pause past the lease TTL about 15 s), so

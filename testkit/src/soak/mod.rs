@@ -82,6 +82,8 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
         .run_dir
         .clone()
         .unwrap_or_else(|| crate::process::repo_root().join(format!("target/soak/seed-{seed}")));
+    // Absolute: Redis opens its log relative to its own data folder.
+    let run_dir = std::path::absolute(&run_dir).context("the run directory")?;
     let schedule = Schedule::draw(seed, &args.faults, args.run_length());
     println!(
         "{} bots, {} shards, {} min of play, {} faults planned; run directory {}",

@@ -202,7 +202,18 @@ fn check_command(bot: &BotHistory, c: &CommandRecord, faults: &Faults) -> Vec<Vi
                 secs(at - from)
             ),
         )),
-        // A closed connection is judged with its session (below).
+        // Waited past its bound before the connection went: unanswered
+        // all the same (a later gate crash does not excuse it).
+        Outcome::Closed { at } if *at > deadline => out.push(v(
+            format!("unanswered {}", what(&c.kind)),
+            *at,
+            format!(
+                "{sent}: no answer by {}, when the connection closed ({})",
+                secs(*at),
+                faults.describe(*at)
+            ),
+        )),
+        // Closed within its bound: judged with its session (below).
         Outcome::Closed { .. } => {}
     }
     out

@@ -2,12 +2,15 @@
 //! journal exactly once and in order. The one allowed exception: lines of a
 //! connection that ended in a gate crash, which the world had applied but
 //! not saved when the gate died — only as a suffix of that connection's
-//! lines, and only if no sample ever saw them in the durable row. Each such
+//! lines, only if no sample ever saw them in the durable row, and only if
+//! the crash came before they were due to be saved (README: a gate crash
+//! loses at most the lines applied since the last cadence save). Each such
 //! loss is reported with its count and reason.
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::super::clock::{Ms, secs};
+use super::super::config::{ANSWER_BOUND, SAVE_INTERVAL};
 use super::super::history::{BotHistory, CloseCause, Evidence, JournalLine, Series};
 use super::{CheckResult, Faults, Violation};
 
@@ -236,6 +239,19 @@ fn judge_session(
                     crash.label()
                 ),
             ));
+        } else if let Some(due) = save_due(l, faults).filter(|due| *due < closed_at) {
+            out.violations.push(v(
+                "unsaved past the save interval",
+                l,
+                format!(
+                    "acknowledged line {} ({}) should have been saved by {} (the save interval and one bound, beyond the faults in progress) but was not, and was lost with gate crash {} at {}",
+                    l.n,
+                    sent_acked(Some(l)).trim_start_matches(", "),
+                    secs(due),
+                    crash.label(),
+                    secs(closed_at)
+                ),
+            ));
         } else {
             allowed.push(*l);
         }
@@ -266,6 +282,14 @@ fn judge_session(
         crash.label(),
         secs(closed_at),
     ));
+}
+
+/// By when an acknowledged line must be durable: a shard saves a dirty
+/// player every save interval, give or take one answer bound, and not
+/// while a fault stops it (the deadline runs beyond the faults in progress).
+fn save_due(l: &JournalLine, faults: &Faults) -> Option<Ms> {
+    let bound = (SAVE_INTERVAL + ANSWER_BOUND).as_millis() as Ms;
+    l.acked.map(|at| faults.deadline(at, bound))
 }
 
 fn by_text_n(bot: &BotHistory, n: u64) -> Option<&JournalLine> {

@@ -122,18 +122,21 @@ impl<'a> Faults<'a> {
     /// The fault whose window holds `t`, or that ended less than one answer
     /// bound before it.
     pub fn around(&self, t: Ms) -> Option<&'a FaultRecord> {
+        self.find(t, |_| true)
+    }
+
+    /// The gate crash whose window (kill to restart, plus one answer
+    /// bound) holds `t`.
+    pub fn gate_crash_at(&self, t: Ms) -> Option<&'a FaultRecord> {
+        self.find(t, |f| f.kind == super::config::FaultKind::Gate)
+    }
+
+    fn find(&self, t: Ms, which: impl Fn(&FaultRecord) -> bool) -> Option<&'a FaultRecord> {
         let slack = ANSWER_BOUND.as_millis() as Ms;
         self.list.iter().copied().find(|f| {
             let (a, b) = self.window(f);
-            a <= t && t <= b + slack
+            which(f) && a <= t && t <= b + slack
         })
-    }
-
-    /// Gate crashes: windows of `gate` faults from the kill to the
-    /// restart (plus slack).
-    pub fn gate_crash_at(&self, t: Ms) -> Option<&'a FaultRecord> {
-        self.around(t)
-            .filter(|f| f.kind == super::config::FaultKind::Gate)
     }
 
     /// "during #3 kill shard-b" / "1.2s after #3 kill shard-b" / "no fault

@@ -173,6 +173,30 @@ fn a_missing_suffix_after_a_gate_crash_is_allowed_and_counted() {
 }
 
 #[test]
+fn a_suffix_older_than_the_save_interval_is_not_excused_by_a_gate_crash() {
+    // Acknowledged at 1.05..5.05 s; the crash at 5.5 s: line 1 was due by
+    // 5.05 s (2 s save interval + 2 s bound), so it should have been saved.
+    let v = check(&crashed(&[]));
+    assert_eq!(kinds(&v), ["unsaved past the save interval"]);
+    // A fault in progress pushes the due time out: a Redis outage from
+    // 1.5 s to 4 s (no saves possible) makes line 1 due at 7.55 s.
+    let mut e = crashed(&[]);
+    e.faults.push(fault(2, FaultKind::Redis, 1_500, 4_000));
+    assert!(check(&e).passed(), "{:?}", kinds(&check(&e)));
+}
+
+#[test]
+fn a_command_still_waiting_when_a_gate_crash_closes_it_was_unanswered() {
+    let mut e = crashed(&[1, 2, 3, 4, 5]);
+    let b = &mut e.bots[0];
+    b.commands.push(CommandRecord {
+        outcome: Outcome::Closed { at: 5_500 },
+        ..command(Kind::Where, 2_000, None)
+    });
+    assert_eq!(kinds(&check(&e)), ["unanswered where"]);
+}
+
+#[test]
 fn a_gap_after_a_gate_crash_is_not_a_suffix() {
     let v = check(&crashed(&[1, 2, 3, 5]));
     assert_eq!(kinds(&v), ["missing (not a suffix)"]);
