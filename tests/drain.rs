@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use support::driver::Driver;
-use support::paths::path_to_zone;
 use telos_testkit::RedisServer;
 use telos_testkit::process::{WorldOpts, start_world};
+use telos_testkit::world::path_to_zone;
 use telos_testkit::world::starter_zones;
 
 const PASSWORD: &str = "correct horse";

@@ -71,11 +71,11 @@ async fn a_hundred_players_drained_through_the_gate_with_zero_drop() -> anyhow::
             let (z, room, shard) = bot.where_().await?;
             anyhow::ensure!(z == zone && shard == "shard-a", "{name} at {z} on {shard}");
             // A neighbouring room in the same zone to pace back and forth to.
-            let exits = support::paths::exits();
+            let exits = telos_testkit::world::exits();
             let (there, back) = exits[&room]
                 .iter()
                 .find(|(_, to)| to.starts_with(&format!("{zone}:")))
-                .map(|(d, _)| (d.clone(), support::paths::opposite(d).to_string()))
+                .map(|(d, _)| (d.clone(), telos_testkit::world::opposite(d).to_string()))
                 .expect("a same-zone neighbour");
             ready.fetch_add(1, Ordering::Relaxed);
             let mut written = Vec::new();

@@ -6,10 +6,10 @@ mod support;
 use std::path::PathBuf;
 
 use support::driver::Driver;
-use support::paths::{opposite, path_to_zone};
 use telos_testkit::RedisServer;
 use telos_testkit::process::{Proc, WorldOpts, start_world};
 use telos_testkit::world::starter_zones;
+use telos_testkit::world::{opposite, path_to_zone};
 
 const PASSWORD: &str = "correct horse";
 

@@ -26,11 +26,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use support::metrics::{sample, scrape};
-use support::paths::{opposite, path_to_zone};
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
 use telos_testkit::process::{Proc, WorldOpts, start_gate, start_world};
 use telos_testkit::redis::free_port;
+use telos_testkit::world::{opposite, path_to_zone};
 use telos_testkit::world::{start_room, starter_zones};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;

@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 
 use ed25519_dalek::SigningKey;
 use support::driver::Driver;
-use support::paths::path_to_zone;
 use telos_proto::v1::handoff_client::HandoffClient;
 use telos_proto::v1::server_frame::Frame;
 use telos_proto::v1::{AbortRequest, CommitRequest, PrepareRequest};
 use telos_testkit::RedisServer;
 use telos_testkit::play::PlayStream;
 use telos_testkit::process::{Proc, WorldOpts, start_world};
+use telos_testkit::world::path_to_zone;
 use telos_testkit::world::starter_zones;
 use telos_world::game::{Character, Tier};
 use telos_world::handoff::keys::{self, ClusterKeys};

@@ -19,11 +19,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use support::driver::Driver;
-use support::paths::path_to_zone;
 use telos_proto::v1::AdoptZoneRequest;
 use telos_proto::v1::handoff_client::HandoffClient;
 use telos_testkit::RedisServer;
 use telos_testkit::process::{Proc, start_keyed_world};
+use telos_testkit::world::path_to_zone;
 use telos_testkit::world::starter_zones;
 use telos_world::directory::{Claim, Directory};
 use tokio::time::Instant;

@@ -8,19 +8,17 @@
 
 mod support;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use support::paths::{exits, opposite, path};
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
 use telos_testkit::cli::telosctl;
 use telos_testkit::process::{Proc, start_gate, start_keyed_world};
-use telos_testkit::world::world_dir;
+use telos_testkit::world::{WorldMap, exits, opposite, path};
 use telos_world::directory::Directory;
 use tokio::sync::Mutex;
 
@@ -170,26 +168,6 @@ fn boundaries() -> Vec<(String, String, String, String)> {
     out
 }
 
-/// Room names by id, from the zone files.
-fn room_names() -> HashMap<String, String> {
-    let mut names = HashMap::new();
-    for entry in std::fs::read_dir(world_dir()).expect("world dir") {
-        let path = entry.expect("entry").path();
-        if path.extension().and_then(|e| e.to_str()) != Some("json") {
-            continue;
-        }
-        let zone: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
-        for room in zone["rooms"].as_array().expect("rooms") {
-            names.insert(
-                room["id"].as_str().expect("id").to_string(),
-                room["name"].as_str().expect("name").to_string(),
-            );
-        }
-    }
-    names
-}
-
 /// One walker: log in, go to `home`, then cross to `across` and back until
 /// told to stop, journaling between steps. Returns its steps, the lines
 /// it journaled, and the bot.
@@ -289,7 +267,7 @@ where
     tokio::time::sleep(CALM).await;
     stop.store(true, Ordering::Relaxed);
 
-    let names = room_names();
+    let map = WorldMap::starter();
     let (fault_start, fault_end) = {
         let w = window.lock().await;
         (
@@ -302,7 +280,10 @@ where
         let (steps, written, mut bot) = task.await??;
         anyhow::ensure!(!bot.is_closed(), "{}: socket closed", bot.name);
         for s in &steps {
-            let arrived = s.text.lines().any(|l| l.trim() == names[&s.to].as_str());
+            let arrived = s
+                .text
+                .lines()
+                .any(|l| map.room(&s.to).is_some_and(|r| l.trim() == r.name));
             let refused = s.text.lines().any(|l| l.starts_with(REFUSED));
             if !arrived && !refused {
                 problems.push(format!(

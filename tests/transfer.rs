@@ -91,7 +91,7 @@ async fn proposals_are_validated_and_idempotent() -> anyhow::Result<()> {
     assert!(!ok && out.contains("unknown shard"), "{out}");
     // shard-b full: one player on a capacity of one.
     let mut p = Driver::login(&c.a.addr, "Quill", PASSWORD, true).await?;
-    for dir in support::paths::path_to_zone("city:square", "forest") {
+    for dir in telos_testkit::world::path_to_zone("city:square", "forest") {
         p.command(&dir).await?;
     }
     tokio::time::sleep(Duration::from_millis(1500)).await; // one heartbeat

@@ -7,7 +7,9 @@
 //! - [`play`]: a direct `Play` stream client.
 //! - [`procfs`]: a process's memory and threads, from `/proc`.
 //! - [`storm`]: login storms through the gate.
-//! - [`world`]: facts about the starter world.
+//! - [`bot`]: a player through the gate (telnet lines, timed, pausable).
+//! - [`world`]: facts about the starter world, the path finder.
+//! - [`soak`]: the seeded chaos soak and its history checker (`telos-soak`).
 
 pub mod bot;
 pub mod cli;
@@ -15,6 +17,7 @@ pub mod play;
 pub mod process;
 pub mod procfs;
 pub mod redis;
+pub mod soak;
 pub mod storm;
 pub mod world;
 

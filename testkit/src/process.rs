@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::sync::{OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -21,14 +21,32 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Where [`bin`] looks instead of next to the running executable, once
+/// [`set_bin_dir`] was called.
+static BIN_DIR: OnceLock<PathBuf> = OnceLock::new();
+
+/// Run the binaries in `dir` from now on (the soak's `TELOS_BIN_DIR`: the
+/// binaries under test need not be the ones built beside the tool). Only
+/// the first call counts; tests never call it.
+pub fn set_bin_dir(dir: PathBuf) {
+    let _ = BIN_DIR.set(dir);
+}
+
 /// A workspace binary next to the running test executable
-/// (`target/<profile>/deps/test-xxx` → `target/<profile>/<name>`).
+/// (`target/<profile>/deps/test-xxx` → `target/<profile>/<name>`), or in
+/// the folder given to [`set_bin_dir`].
 pub fn bin(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let mut dir = exe.parent().expect("exe dir").to_path_buf();
-    if dir.ends_with("deps") {
-        dir.pop();
-    }
+    let dir = match BIN_DIR.get() {
+        Some(dir) => dir.clone(),
+        None => {
+            let exe = std::env::current_exe().expect("current exe");
+            let mut dir = exe.parent().expect("exe dir").to_path_buf();
+            if dir.ends_with("deps") {
+                dir.pop();
+            }
+            dir
+        }
+    };
     let path = dir.join(name);
     assert!(
         path.exists(),
@@ -45,18 +63,31 @@ pub struct Proc {
     pub addr: String,
     pub log: PathBuf,
     name: String,
+    /// The log belongs to the caller (kept after the process is dropped).
+    keep_log: bool,
 }
 
 impl Proc {
     /// Spawn `cmd` and wait for a stdout line containing `listening on <addr>`.
-    pub fn spawn(name: &str, mut cmd: Command) -> anyhow::Result<Proc> {
+    /// Its stderr goes to a temp file, removed when the `Proc` is dropped
+    /// (unless a test is panicking).
+    pub fn spawn(name: &str, cmd: Command) -> anyhow::Result<Proc> {
         let log = std::env::temp_dir().join(format!(
             "telos-test-{}-{}-{}.log",
             name,
             std::process::id(),
             crate::unique()
         ));
-        let log_file = std::fs::File::create(&log)?;
+        let mut proc_ = Proc::spawn_logging_to(name, cmd, log)?;
+        proc_.keep_log = false;
+        Ok(proc_)
+    }
+
+    /// [`spawn`](Self::spawn) with stderr written to `log` (created or
+    /// truncated), which is the caller's and is kept.
+    pub fn spawn_logging_to(name: &str, mut cmd: Command, log: PathBuf) -> anyhow::Result<Proc> {
+        let log_file =
+            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log_file))
@@ -82,6 +113,7 @@ impl Proc {
                 addr,
                 log,
                 name: name.to_string(),
+                keep_log: true,
             }),
             Err(_) => {
                 let _ = child.kill();
@@ -152,6 +184,9 @@ impl Proc {
 impl Drop for Proc {
     fn drop(&mut self) {
         self.kill();
+        if self.keep_log {
+            return;
+        }
         if !std::thread::panicking() {
             let _ = std::fs::remove_file(&self.log);
         } else {
@@ -187,6 +222,13 @@ impl<'a> WorldOpts<'a> {
 
 /// Start a real `telos-world` on the starter world.
 pub fn start_world(opts: WorldOpts<'_>) -> anyhow::Result<Proc> {
+    let name = format!("world-{}", opts.shard_id);
+    Proc::spawn(&name, world_command(opts))
+}
+
+/// The command [`start_world`] runs, for callers that spawn it themselves
+/// ([`Proc::spawn_logging_to`]).
+pub fn world_command(opts: WorldOpts<'_>) -> Command {
     let mut cmd = Command::new(bin("telos-world"));
     cmd.current_dir(repo_root())
         .env("RUST_LOG", "info")
@@ -203,7 +245,7 @@ pub fn start_world(opts: WorldOpts<'_>) -> anyhow::Result<Proc> {
     if !opts.zones.is_empty() {
         cmd.arg("--zones").arg(opts.zones.join(","));
     }
-    Proc::spawn(&format!("world-{}", opts.shard_id), cmd)
+    cmd
 }
 
 /// Start a keyed `telos-world` (`--keys`: a shard that hands players off)
@@ -217,6 +259,19 @@ pub fn start_keyed_world(
     listen: Option<&str>,
     extra: &[impl AsRef<str>],
 ) -> anyhow::Result<Proc> {
+    let cmd = keyed_world_command(id, redis_url, zones, keys, listen, extra);
+    Proc::spawn(&format!("world-{id}"), cmd)
+}
+
+/// The command [`start_keyed_world`] runs.
+pub fn keyed_world_command(
+    id: &str,
+    redis_url: &str,
+    zones: &[impl AsRef<str>],
+    keys: &Path,
+    listen: Option<&str>,
+    extra: &[impl AsRef<str>],
+) -> Command {
     let zones: Vec<&str> = zones.iter().map(AsRef::as_ref).collect();
     let mut o = WorldOpts::new(id, redis_url, &zones);
     if let Some(addr) = listen {
@@ -224,7 +279,7 @@ pub fn start_keyed_world(
     }
     o.extra = vec!["--keys".into(), keys.display().to_string()];
     o.extra.extend(extra.iter().map(|s| s.as_ref().to_string()));
-    start_world(o)
+    world_command(o)
 }
 
 /// Run a blocking wait without starving an async test: on a multi-thread
@@ -240,15 +295,21 @@ pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
 
 /// Start a real `telos-gate` on port 0.
 pub fn start_gate(redis_url: &str, extra: &[&str]) -> anyhow::Result<Proc> {
+    Proc::spawn("gate", gate_command("127.0.0.1:0", redis_url, extra))
+}
+
+/// The command that runs a `telos-gate` listening on `listen` (players'
+/// address; port 0 for any).
+pub fn gate_command(listen: &str, redis_url: &str, extra: &[&str]) -> Command {
     let mut cmd = Command::new(bin("telos-gate"));
     cmd.current_dir(repo_root())
         .env("RUST_LOG", "info")
         .arg("--listen")
-        .arg("127.0.0.1:0")
+        .arg(listen)
         .arg("--redis-url")
         .arg(redis_url)
         .args(extra);
-    Proc::spawn("gate", cmd)
+    cmd
 }
 
 /// Text without its terminal colour escapes (CSI: ESC [ parameters

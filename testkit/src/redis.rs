@@ -1,8 +1,7 @@
-//! A private `redis-server` per test: its own port, its own temp dir, killed
-//! by pid when dropped. No persistence by default; [`RedisServer::start_durable`]
-//! keeps an append-only file so a test can SIGKILL the server and restart it
-//! on the same port from its data ([`RedisServer::kill`],
-//! [`RedisServer::restart`]).
+//! A private `redis-server` per test: its own port, its own temp dir, no
+//! persistence, killed by pid when dropped. [`RedisOptions`] turns the
+//! append-only file on and keeps the data folder, for runs that kill and
+//! restart the server ([`RedisServer::kill`], [`RedisServer::restart`]).
 //!
 //! Never port 6379 and never a kill by process name, so tests cannot touch a
 //! developer's Redis or each other's.
@@ -16,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
-/// Overrides the binary to run (`redis-server` from `PATH`) on machines
-/// where it is not on `PATH`.
+/// The binary to run; `TELOS_REDIS_SERVER` overrides it for machines where it
+/// is not on `PATH`.
 const REDIS_SERVER_ENV: &str = "TELOS_REDIS_SERVER";
 
 /// 10 s: a cold redis-server starts in milliseconds; this only bounds a
@@ -34,8 +33,21 @@ const START_ATTEMPTS: usize = 5;
 /// Distinguishes temp dirs of servers started by the same test process.
 static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
 
+/// How to run a private server; the default is [`RedisServer::start`]'s.
+#[derive(Debug, Clone, Default)]
+pub struct RedisOptions {
+    /// `appendonly yes`, `appendfsync everysec` (what a deployment runs,
+    /// README): the data survives a kill and restart.
+    pub aof: bool,
+    /// The data folder (created). It is the caller's and is kept; `None`:
+    /// a fresh temp folder, removed on drop.
+    pub dir: Option<PathBuf>,
+    /// The server's log file; `None`: no log.
+    pub log: Option<PathBuf>,
+}
+
 /// A running private `redis-server`. Dropping it kills the process and
-/// removes its directory.
+/// removes its directory (unless the caller gave it).
 #[derive(Debug)]
 pub struct RedisServer {
     pub port: u16,
@@ -43,102 +55,90 @@ pub struct RedisServer {
     pub url: String,
     child: Child,
     dir: PathBuf,
-    durable: bool,
+    opts: RedisOptions,
 }
 
 impl RedisServer {
-    /// Starts a server without persistence on a free port and returns once
-    /// it answers `PING`.
+    /// Starts a server on a free port and returns once it answers `PING`.
     pub fn start() -> anyhow::Result<RedisServer> {
-        Self::start_with(false)
+        Self::start_with(RedisOptions::default())
     }
 
-    /// Starts a server with the append-only file on (`appendonly yes`,
+    /// A server with the append-only file on (`appendonly yes`,
     /// `appendfsync everysec`, as docs/operations.md asks of a deployment),
     /// so [`RedisServer::restart`] brings its data back.
     pub fn start_durable() -> anyhow::Result<RedisServer> {
-        Self::start_with(true)
+        Self::start_with(RedisOptions {
+            aof: true,
+            ..RedisOptions::default()
+        })
     }
 
-    fn start_with(durable: bool) -> anyhow::Result<RedisServer> {
+    /// [`start`](Self::start) with `opts`.
+    pub fn start_with(opts: RedisOptions) -> anyhow::Result<RedisServer> {
         let mut last_err = None;
         for _ in 0..START_ATTEMPTS {
-            let port = free_port();
-            let dir = std::env::temp_dir().join(format!(
-                "telos-redis-{}-{}-{}",
-                std::process::id(),
-                port,
-                NEXT_DIR.fetch_add(1, Ordering::Relaxed)
-            ));
-            std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-            match Self::spawn(port, &dir, durable) {
-                Ok(child) => {
-                    // From here on Drop cleans up, whatever happens.
-                    let mut server = RedisServer {
-                        port,
-                        url: format!("redis://127.0.0.1:{port}/"),
-                        child,
-                        dir,
-                        durable,
-                    };
-                    match server.wait_ready() {
-                        Ok(()) => return Ok(server),
-                        Err(e) => last_err = Some(e),
-                    }
-                }
-                Err(e) => {
-                    remove_dir(&dir);
-                    last_err = Some(e);
-                }
+            match Self::try_start(free_port(), &opts) {
+                Ok(server) => return Ok(server),
+                Err(e) => last_err = Some(e),
             }
         }
         Err(last_err.unwrap_or_else(|| anyhow::anyhow!("redis-server did not start")))
     }
 
-    fn spawn(port: u16, dir: &Path, durable: bool) -> anyhow::Result<Child> {
-        // A literal program name, so tests/tools/ sees that tests run it.
-        let (mut cmd, bin) = match std::env::var(REDIS_SERVER_ENV) {
-            Ok(path) => (Command::new(&path), path),
-            Err(_) => (Command::new("redis-server"), "redis-server".to_string()),
+    fn try_start(port: u16, opts: &RedisOptions) -> anyhow::Result<RedisServer> {
+        let dir = opts.dir.clone().unwrap_or_else(|| {
+            std::env::temp_dir().join(format!(
+                "telos-redis-{}-{}-{}",
+                std::process::id(),
+                port,
+                NEXT_DIR.fetch_add(1, Ordering::Relaxed)
+            ))
+        });
+        std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+        let child = match spawn_server(port, &dir, opts) {
+            Ok(child) => child,
+            Err(e) => {
+                if opts.dir.is_none() {
+                    remove_dir(&dir);
+                }
+                return Err(e);
+            }
         };
-        cmd.args(["--port", &port.to_string()])
-            .args(["--bind", "127.0.0.1"])
-            .args(["--save", ""])
-            .arg("--dir")
-            .arg(dir)
-            // Key-space events let tests (and watchers) observe expiries.
-            .args(["--notify-keyspace-events", "KEA"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if durable {
-            cmd.args(["--appendonly", "yes", "--appendfsync", "everysec"]);
-        } else {
-            cmd.args(["--appendonly", "no"]);
-        }
-        cmd.spawn().with_context(|| format!("spawn {bin}"))
+        // From here on Drop cleans up, whatever happens.
+        let mut server = RedisServer {
+            port,
+            url: format!("redis://127.0.0.1:{port}/"),
+            child,
+            dir,
+            opts: opts.clone(),
+        };
+        server.wait_ready()?;
+        Ok(server)
     }
 
-    /// SIGKILLs the server and reaps it: a crash, with no chance to write
-    /// anything more. Its directory (and append-only file) stays for
-    /// [`RedisServer::restart`].
-    pub fn kill(&mut self) -> anyhow::Result<()> {
+    /// SIGKILL the server and reap it (a crash: nothing is flushed beyond
+    /// what the append-only file already has).
+    pub fn kill(&mut self) {
         let _ = self.resume();
-        self.child.kill().context("kill redis-server")?;
-        self.child.wait().context("reap redis-server")?;
-        Ok(())
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
-    /// Starts the server again on the same port from the same directory
-    /// (after [`RedisServer::kill`]) and returns once it answers `PING`:
-    /// with [`RedisServer::start_durable`], the data is what the append-only
-    /// file held. Fails if the process is still running.
+    /// Start the server again on the same port and folder (after
+    /// [`kill`](Self::kill)); returns once it answers `PING`, i.e. once it
+    /// has loaded its append-only file.
     pub fn restart(&mut self) -> anyhow::Result<()> {
         if self.child.try_wait()?.is_none() {
             bail!("redis-server on port {} is still running", self.port);
         }
-        self.child = Self::spawn(self.port, &self.dir, self.durable)?;
+        self.child = spawn_server(self.port, &self.dir, &self.opts)?;
         self.wait_ready()
+    }
+
+    /// Whether the process is running (not exited).
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
     }
 
     fn wait_ready(&mut self) -> anyhow::Result<()> {
@@ -200,8 +200,38 @@ impl Drop for RedisServer {
         let _ = self.resume();
         let _ = self.child.kill();
         let _ = self.child.wait();
-        remove_dir(&self.dir);
+        if self.opts.dir.is_none() {
+            remove_dir(&self.dir);
+        }
     }
+}
+
+/// Spawn `redis-server` on `port` with its data in `dir`.
+fn spawn_server(port: u16, dir: &Path, opts: &RedisOptions) -> anyhow::Result<Child> {
+    // A literal program name, so tests/tools/ sees that tests run it.
+    let (mut cmd, bin) = match std::env::var(REDIS_SERVER_ENV) {
+        Ok(path) => (Command::new(&path), path),
+        Err(_) => (Command::new("redis-server"), "redis-server".to_string()),
+    };
+    cmd.args(["--port", &port.to_string()])
+        .args(["--bind", "127.0.0.1"])
+        .args(["--save", ""])
+        .arg("--dir")
+        .arg(dir)
+        // Key-space events let tests (and watchers) observe expiries.
+        .args(["--notify-keyspace-events", "KEA"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if opts.aof {
+        cmd.args(["--appendonly", "yes", "--appendfsync", "everysec"]);
+    } else {
+        cmd.args(["--appendonly", "no"]);
+    }
+    if let Some(log) = &opts.log {
+        cmd.arg("--logfile").arg(log);
+    }
+    cmd.spawn().with_context(|| format!("spawn {bin}"))
 }
 
 fn remove_dir(dir: &Path) {
@@ -259,27 +289,37 @@ mod tests {
     }
 
     #[test]
-    fn a_durable_server_restarts_on_its_port_with_its_data() {
-        let mut server = RedisServer::start_durable().unwrap();
+    fn aof_data_survives_a_kill_and_restart_on_the_same_port() {
+        let dir = std::env::temp_dir().join(format!("telos-redis-aof-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut server = RedisServer::start_with(RedisOptions {
+            aof: true,
+            dir: Some(dir.clone()),
+            log: None,
+        })
+        .unwrap();
         let port = server.port;
-        let reply = command(port, b"SET k v\r\n");
-        assert_eq!(reply, "+OK\r\n");
-        server.kill().unwrap();
-        assert!(!server.is_ready());
+        assert_eq!(command(port, "SET k v\r\n", 5), b"+OK\r\n");
+        server.kill();
+        assert!(!server.is_running());
+        assert!(!ping(port));
         server.restart().unwrap();
         assert_eq!(server.port, port);
-        assert_eq!(command(port, b"GET k\r\n"), "$1\r\nv\r\n");
-        assert!(server.restart().is_err(), "restart while running");
+        assert_eq!(command(port, "GET k\r\n", 7), b"$1\r\nv\r\n");
+        drop(server);
+        // The caller's folder is kept.
+        assert!(dir.exists());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
-    /// One raw command and whatever its reply fits in one read.
-    fn command(port: u16, cmd: &[u8]) -> String {
-        let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).unwrap();
-        stream.set_read_timeout(Some(PROBE_TIMEOUT)).unwrap();
-        stream.write_all(cmd).unwrap();
-        let mut buf = [0u8; 64];
-        let n = stream.read(&mut buf).unwrap();
-        String::from_utf8_lossy(&buf[..n]).into_owned()
+    /// Send `req` and read exactly `n` reply bytes.
+    fn command(port: u16, req: &str, n: usize) -> Vec<u8> {
+        let mut s = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).unwrap();
+        s.set_read_timeout(Some(PROBE_TIMEOUT)).unwrap();
+        s.write_all(req.as_bytes()).unwrap();
+        let mut buf = vec![0u8; n];
+        s.read_exact(&mut buf).unwrap();
+        buf
     }
 
     #[test]

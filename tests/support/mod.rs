@@ -5,5 +5,4 @@
 pub mod driver;
 pub mod keys;
 pub mod metrics;
-pub mod paths;
 pub mod rows;

@@ -37,21 +37,28 @@
 //! meanwhile and unsolicited lines; do not send `alias <command word> ...`
 //! yourself through `command`.
 //!
+//! # Timestamps and a client that stops reading
+//!
+//! Every received line carries the instant the reader task took it off the
+//! socket ([`Bot::recv`]), so a caller can time each answer. The reader can
+//! be paused ([`Bot::pause_reading`]): the socket is then not read at all,
+//! as a stuck client would do, and the gate's output backs up.
+//!
 //! # Telnet
 //!
 //! The gate only negotiates with clients that negotiate, so this raw client
 //! sees plain text; it still strips every IAC sequence (the gate's opening
 //! `DO NAWS`/`DO TTYPE`, anything else) and never sends one.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::mpsc;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -64,114 +71,28 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
 /// How many trailing characters of the transcript an error message shows.
 const ERROR_TAIL_CHARS: usize = 2000;
 
-/// Bytes per socket read in the reader task.
-const READ_CHUNK: usize = 16 * 1024;
-
 /// The last line of the gate's banner: the bot is at the login prompt.
 const BANNER_LAST_LINE: &str = "`create <name> <password>`";
 
-/// Command words used as markers, in rotation. Each is a command word the
-/// world refuses as an alias name (the full words of the player protocol
-/// and their accepted abbreviations), so `alias <word> x` changes nothing.
-/// The rotation length bounds how far back a replayed marker answer can be
-/// told apart from the current one.
-pub const MARKER_WORDS: &[&str] = &[
-    "look",
-    "loo",
-    "lo",
-    "l",
-    "north",
-    "nort",
-    "nor",
-    "no",
-    "n",
-    "south",
-    "sout",
-    "sou",
-    "so",
-    "s",
-    "east",
-    "eas",
-    "ea",
-    "e",
-    "west",
-    "wes",
-    "we",
-    "w",
-    "up",
-    "u",
-    "down",
-    "dow",
-    "do",
-    "d",
-    "inventory",
-    "inventor",
-    "invento",
-    "invent",
-    "inven",
-    "inve",
-    "inv",
-    "in",
-    "i",
-    "journal",
-    "journa",
-    "journ",
-    "jour",
-    "jou",
-    "jo",
-    "j",
-    "wizinvis",
-    "wizinvi",
-    "wizinv",
-    "wizin",
-    "wizi",
-    "wiz",
-    "where",
-    "wher",
-    "whe",
-    "who",
-    "wh",
-    "say",
-    "sa",
-    "score",
-    "scor",
-    "sco",
-    "sc",
-    "get",
-    "ge",
-    "g",
-    "drop",
-    "dro",
-    "dr",
-    "alias",
-    "alia",
-    "ali",
-    "al",
-    "help",
-    "hel",
-    "he",
-    "h",
-    "quit",
-];
+mod markers;
+mod parse;
+mod reader;
+mod telnet;
 
-/// The line the world answers a marker with.
-fn marker_answer(word: &str) -> String {
-    format!("'{word}' is a command and can't be an alias.")
-}
+pub use markers::{MARKER_WORDS, answered_marker, is_marker_answer, is_marker_line, marker_answer};
+pub use parse::{is_login_refusal, parse_journal, parse_where, welcome_name};
+use reader::{Received, read_loop};
 
-/// Whether `line` is the world's answer to some marker (current or old).
-pub fn is_marker_answer(line: &str) -> bool {
-    line.strip_prefix('\'')
-        .and_then(|rest| rest.strip_suffix("' is a command and can't be an alias."))
-        .is_some_and(|word| MARKER_WORDS.contains(&word))
-}
-
-/// Whether `line` is a marker line as the bot sends it (for filtering
-/// [`Bot::sent`]).
-pub fn is_marker_line(line: &str) -> bool {
-    line.strip_prefix("alias ")
-        .and_then(|rest| rest.strip_suffix(" x"))
-        .is_some_and(|word| MARKER_WORDS.contains(&word))
+/// What [`Bot::recv`] got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recv {
+    /// A line, and when the reader task took it off the socket.
+    Line(Instant, String),
+    /// The gate closed the connection (or it failed) and every line before
+    /// that has been consumed.
+    Closed,
+    /// Nothing arrived before the deadline.
+    TimedOut,
 }
 
 /// How a login attempt ended.
@@ -185,24 +106,16 @@ pub enum LoginReply {
     Refused(String),
 }
 
-/// State the reader task shares with the bot.
-#[derive(Debug, Default)]
-struct Received {
-    /// Every complete line received, IAC stripped, line ends removed.
-    transcript: Mutex<String>,
-    /// The bytes of the line being received (a prompt has no line end).
-    partial: Mutex<String>,
-    closed: AtomicBool,
-}
-
 /// One player connection through the gate. See the module docs.
 pub struct Bot {
     /// The character's name as the world spells it (after login), else as typed.
     pub name: String,
     wr: OwnedWriteHalf,
-    lines: mpsc::UnboundedReceiver<String>,
+    lines: mpsc::UnboundedReceiver<(Instant, String)>,
     received: Arc<Received>,
     reader: JoinHandle<()>,
+    /// `false` while the reader task must leave the socket alone.
+    reading: watch::Sender<bool>,
     sent: Vec<String>,
     markers: usize,
     timeout: Duration,
@@ -236,13 +149,15 @@ impl Bot {
         let (rd, wr) = stream.into_split();
         let received = Arc::new(Received::default());
         let (tx, lines) = mpsc::unbounded_channel();
-        let reader = tokio::spawn(read_loop(rd, tx, received.clone()));
+        let (reading, reading_rx) = watch::channel(true);
+        let reader = tokio::spawn(read_loop(rd, tx, received.clone(), reading_rx));
         let mut bot = Bot {
             name: String::new(),
             wr,
             lines,
             received,
             reader,
+            reading,
             sent: Vec::new(),
             markers: 0,
             timeout: DEFAULT_TIMEOUT,
@@ -378,10 +293,43 @@ impl Bot {
         }
     }
 
+    /// The next received line with the instant it came off the socket,
+    /// waiting until `deadline`.
+    pub async fn recv(&mut self, deadline: Instant) -> Recv {
+        match tokio::time::timeout_at(deadline, self.lines.recv()).await {
+            Ok(Some((at, line))) => Recv::Line(at, line),
+            Ok(None) => Recv::Closed,
+            Err(_) => Recv::TimedOut,
+        }
+    }
+
+    /// Stop reading the socket at once: a client that stopped reading.
+    /// Lines already received stay available.
+    pub fn pause_reading(&self) {
+        self.reading.send_replace(false);
+    }
+
+    /// Undo [`pause_reading`](Self::pause_reading).
+    pub fn resume_reading(&self) {
+        self.reading.send_replace(true);
+    }
+
+    /// Whether the reader task reads the socket (see
+    /// [`pause_reading`](Self::pause_reading)).
+    pub fn is_reading(&self) -> bool {
+        *self.reading.borrow()
+    }
+
+    /// Keep only about the newest `bytes` of [`transcript`](Self::transcript)
+    /// (long-running bots); unlimited to start with.
+    pub fn limit_transcript(&self, bytes: usize) {
+        *lock(&self.received.transcript_limit) = Some(bytes);
+    }
+
     /// The next received line, waiting until `deadline`.
     async fn next_line(&mut self, deadline: Instant) -> anyhow::Result<String> {
         match tokio::time::timeout_at(deadline, self.lines.recv()).await {
-            Ok(Some(line)) => Ok(line),
+            Ok(Some((_, line))) => Ok(line),
             Ok(None) => bail!(
                 "{}: the gate closed the connection; transcript ends:\n{}",
                 self.name,
@@ -398,7 +346,7 @@ impl Bot {
     /// Every line received and not yet consumed, without waiting.
     pub fn drain_received(&mut self) -> Vec<String> {
         let mut out = Vec::new();
-        while let Ok(line) = self.lines.try_recv() {
+        while let Ok((_, line)) = self.lines.try_recv() {
             out.push(line);
         }
         out
@@ -408,9 +356,7 @@ impl Bot {
     /// (see the module docs). After it, every line sent so far has been
     /// applied by the world and its output read.
     pub async fn sync(&mut self) -> anyhow::Result<String> {
-        let word = MARKER_WORDS[self.markers % MARKER_WORDS.len()];
-        self.markers += 1;
-        self.send(&format!("alias {word} x")).await?;
+        let word = self.send_marker().await?;
         let answer = marker_answer(word);
         let deadline = Instant::now() + self.timeout;
         let mut text = String::new();
@@ -432,6 +378,16 @@ impl Bot {
             text.push_str(&line);
             text.push('\n');
         }
+    }
+
+    /// Send the next marker line without waiting for its answer; returns
+    /// the marker's word ([`marker_answer`] is the line that answers it).
+    /// For callers that pipeline commands and match answers themselves.
+    pub async fn send_marker(&mut self) -> anyhow::Result<&'static str> {
+        let word = MARKER_WORDS[self.markers % MARKER_WORDS.len()];
+        self.markers += 1;
+        self.send(&format!("alias {word} x")).await?;
+        Ok(word)
     }
 
     /// Send `line` and return its output (plus anything else received
@@ -506,247 +462,83 @@ impl Bot {
     pub fn is_closed(&self) -> bool {
         self.received.closed.load(Ordering::Acquire)
     }
+
+    /// When the reader task saw the socket close (not when the bot noticed:
+    /// a bot that was sleeping notices later).
+    pub fn closed_at(&self) -> Option<Instant> {
+        *lock(&self.received.closed_at)
+    }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// `Welcome, <Name>.` → `<Name>`.
-fn welcome_name(line: &str) -> Option<&str> {
-    let rest = line.strip_prefix("Welcome, ")?;
-    let name = rest.trim_end_matches(['.', '!', ' ']);
-    (!name.is_empty()).then_some(name)
-}
-
-/// Gate and world lines that end a login attempt without a welcome.
-fn is_login_refusal(line: &str) -> bool {
-    const REFUSALS: &[&str] = &[
-        "Login failed",
-        "Names are",
-        "Passwords must",
-        "Too many failed logins",
-        "The world is not reachable",
-        "The world could not be reached",
-        "The world cannot be reached",
-        crate::storm::BUSY_PREFIX,
-        "The gate is full",
-        "The gate is shutting down",
-        "Type `connect <name> <password>` or",
-    ];
-    REFUSALS.iter().any(|p| line.starts_with(p))
-}
-
-/// `where: zone=<z> room=<r> shard=<s>` → `(z, r, s)`.
-pub fn parse_where(line: &str) -> Option<(String, String, String)> {
-    let rest = line.strip_prefix("where: ")?;
-    let mut parts = rest.split(' ');
-    let zone = parts.next()?.strip_prefix("zone=")?;
-    let room = parts.next()?.strip_prefix("room=")?;
-    let shard = parts.next()?.strip_prefix("shard=")?;
-    if parts.next().is_some() {
-        return None;
-    }
-    Some((zone.into(), room.into(), shard.into()))
-}
-
-/// The last complete `journal <n>: <text>` … `journal end <count>` listing
-/// in `text` (a replay after an outage may have printed one twice). Lines
-/// of other kinds in between (other players talking) are ignored.
-pub fn parse_journal(text: &str) -> anyhow::Result<Vec<String>> {
-    let mut entries: Vec<String> = Vec::new();
-    let mut done: Option<Vec<String>> = None;
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("journal ") else {
-            continue;
-        };
-        if let Some(count) = rest.strip_prefix("end ") {
-            let count: usize = count.trim().parse().context("journal end count")?;
-            if count != entries.len() {
-                bail!("`journal end {count}` after {} entries", entries.len());
-            }
-            done = Some(std::mem::take(&mut entries));
-            continue;
-        }
-        let Some((n, entry)) = rest.split_once(": ") else {
-            continue;
-        };
-        let Ok(n) = n.parse::<usize>() else {
-            continue;
-        };
-        if n == 1 {
-            entries.clear();
-        }
-        if n != entries.len() + 1 {
-            bail!("journal entry {n} after {} entries", entries.len());
-        }
-        entries.push(entry.to_string());
-    }
-    done.context("no `journal end` line")
-}
-
-/// The reader task: socket bytes → telnet stripped → lines.
-async fn read_loop(
-    mut rd: OwnedReadHalf,
-    tx: mpsc::UnboundedSender<String>,
-    received: Arc<Received>,
-) {
-    let mut chunk = vec![0u8; READ_CHUNK];
-    let mut telnet = IacStripper::default();
-    let mut data = Vec::with_capacity(READ_CHUNK);
-    let mut line = Vec::new();
-    loop {
-        let n = match rd.read(&mut chunk).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        data.clear();
-        telnet.feed(&chunk[..n], &mut data);
-        for &b in &data {
-            match b {
-                b'\n' => {
-                    let text = clean_line(&line);
-                    line.clear();
-                    {
-                        let mut t = lock(&received.transcript);
-                        t.push_str(&text);
-                        t.push('\n');
-                    }
-                    // A closed receiver only means the bot is gone.
-                    let _ = tx.send(text);
-                }
-                _ => line.push(b),
-            }
-        }
-        *lock(&received.partial) = clean_line(&line);
-    }
-    received.closed.store(true, Ordering::Release);
-}
-
-/// Lossy UTF-8 without `\r` and NUL (telnet's `\r\n` and `\r\0`).
-fn clean_line(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes)
-        .chars()
-        .filter(|c| *c != '\r' && *c != '\0')
-        .collect()
-}
-
-const IAC: u8 = 255;
-const SB: u8 = 250;
-const SE: u8 = 240;
-const WILL: u8 = 251;
-const DONT: u8 = 254;
-
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-enum IacState {
-    #[default]
-    Data,
-    Iac,
-    /// After `IAC WILL|WONT|DO|DONT`: the option byte.
-    Option,
-    Sub,
-    SubIac,
-}
-
-/// Removes telnet command sequences from a byte stream; state carries over
-/// between reads. `IAC IAC` is a literal 255.
-#[derive(Debug, Default)]
-struct IacStripper {
-    state: IacState,
-}
-
-impl IacStripper {
-    fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        use IacState::*;
-        for &b in input {
-            self.state = match (self.state, b) {
-                (Data, IAC) => Iac,
-                (Data, _) => {
-                    out.push(b);
-                    Data
-                }
-                (Iac, IAC) => {
-                    out.push(IAC);
-                    Data
-                }
-                (Iac, WILL..=DONT) => Option,
-                (Iac, SB) => Sub,
-                (Iac, _) | (Option, _) => Data,
-                (Sub, IAC) => SubIac,
-                (Sub, _) => Sub,
-                (SubIac, SE) => Data,
-                (SubIac, _) => Sub,
-            };
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::net::TcpListener;
 
-    fn strip(chunks: &[&[u8]]) -> Vec<u8> {
-        let mut s = IacStripper::default();
-        let mut out = Vec::new();
-        for c in chunks {
-            s.feed(c, &mut out);
+    /// A fake gate: sends the banner, then whatever the test writes.
+    async fn gate() -> (String, tokio::task::JoinHandle<TcpStream>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let accept = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            s.write_all(format!("=== Telos ===\r\n{BANNER_LAST_LINE}\r\n").as_bytes())
+                .await
+                .unwrap();
+            s
+        });
+        (addr, accept)
+    }
+
+    #[tokio::test]
+    async fn a_paused_reader_leaves_the_socket_alone_and_lines_carry_their_time() {
+        let (addr, accept) = gate().await;
+        let mut bot = Bot::open(&addr).await.unwrap();
+        let mut server = accept.await.unwrap();
+        bot.pause_reading();
+        assert!(!bot.is_reading());
+        server.write_all(b"one\r\n").await.unwrap();
+        let soon = Instant::now() + Duration::from_millis(200);
+        assert_eq!(bot.recv(soon).await, Recv::TimedOut);
+        let resumed = Instant::now();
+        bot.resume_reading();
+        let later = Instant::now() + DEFAULT_TIMEOUT;
+        match bot.recv(later).await {
+            Recv::Line(at, line) => {
+                assert_eq!(line, "one");
+                assert!(at >= resumed, "read only after the resume");
+            }
+            other => panic!("{other:?}"),
         }
-        out
+        let before_close = Instant::now();
+        drop(server);
+        assert_eq!(bot.recv(later).await, Recv::Closed);
+        assert!(bot.closed_at().is_some_and(|t| t >= before_close));
     }
 
-    #[test]
-    fn iac_sequences_are_removed_even_split_across_reads() {
-        assert_eq!(
-            strip(&[&[IAC, 253, 31, IAC, 253, 24], b"=== Telos"]),
-            b"=== Telos"
-        );
-        assert_eq!(strip(&[b"a", &[IAC], &[251], &[1, b'b']]), b"ab");
-        assert_eq!(strip(&[&[IAC, SB, 24, 1, IAC], &[SE], b"c"]), b"c");
-        assert_eq!(strip(&[&[b'x', IAC, IAC, b'y']]), vec![b'x', IAC, b'y']);
-        assert_eq!(strip(&[&[IAC, 241, b'z']]), b"z");
-    }
-
-    #[test]
-    fn marker_words_are_distinct_and_recognised() {
-        let mut words = MARKER_WORDS.to_vec();
-        words.sort_unstable();
-        words.dedup();
-        assert_eq!(words.len(), MARKER_WORDS.len());
-        for w in MARKER_WORDS {
-            assert!(is_marker_answer(&marker_answer(w)));
-            assert!(is_marker_line(&format!("alias {w} x")));
+    #[tokio::test]
+    async fn a_limited_transcript_keeps_the_newest_lines() {
+        let (addr, accept) = gate().await;
+        let mut bot = Bot::open(&addr).await.unwrap();
+        let mut server = accept.await.unwrap();
+        bot.limit_transcript(10);
+        for i in 0..20 {
+            server
+                .write_all(format!("line{i:02}\r\n").as_bytes())
+                .await
+                .unwrap();
         }
-        assert!(!is_marker_answer(
-            "Alice says, ''look' is a command and can't be an alias.'"
-        ));
-        assert!(!is_marker_line("alias foo x"));
-    }
-
-    #[test]
-    fn where_and_journal_parse() {
-        assert_eq!(
-            parse_where("where: zone=city room=city:square shard=shard-a"),
-            Some(("city".into(), "city:square".into(), "shard-a".into()))
-        );
-        assert_eq!(parse_where("where: zone=city"), None);
-        let text = "Bob says, 'journal 1: no'\njournal 1: a\njournal 2: b: c\njournal end 2\n";
-        assert_eq!(parse_journal(text).unwrap(), ["a", "b: c"]);
-        // A listing printed twice (a replay): the last one counts.
-        let twice = "journal 1: a\njournal end 1\njournal 1: a\njournal end 1\n";
-        assert_eq!(parse_journal(twice).unwrap(), ["a"]);
-        assert_eq!(
-            parse_journal("journal end 0\n").unwrap(),
-            Vec::<String>::new()
-        );
-        assert!(parse_journal("journal 1: a\njournal end 2\n").is_err());
-        assert!(parse_journal("journal 1: a\n").is_err());
-    }
-
-    #[test]
-    fn welcome_and_refusals() {
-        assert_eq!(welcome_name("Welcome, Alice."), Some("Alice"));
-        assert_eq!(welcome_name("Welcome back"), None);
-        assert!(is_login_refusal("Login failed."));
-        assert!(!is_login_refusal("Alice says, 'Login failed'"));
+        let lines = bot
+            .read_until(|l| l == "line19", DEFAULT_TIMEOUT)
+            .await
+            .unwrap();
+        assert_eq!(lines.len(), 20);
+        let text = bot.transcript();
+        assert!(text.ends_with("line19\n"), "{text:?}");
+        assert!(text.len() <= 20, "{text:?}");
+        assert!(!text.contains("line00"));
     }
 }

@@ -1,0 +1,112 @@
+//! Fences never go back: a zone's generation counter, its lease's
+//! generation and every character's `owner_epoch`, as sampled from Redis
+//! during the run; and a lease never carries a generation above the
+//! counter it was minted from.
+
+use std::collections::BTreeMap;
+
+use super::super::clock::{Ms, secs};
+use super::super::history::{Evidence, Series};
+use super::{CheckResult, Faults, Violation};
+
+pub fn check(e: &Evidence, faults: &Faults) -> CheckResult {
+    let s = &e.samples;
+    let mut violations = Vec::new();
+    let mut changes = 0usize;
+    let families: [(&str, &BTreeMap<String, Series>, &str); 3] = [
+        ("zone generation", &s.zone_gen, "telos:zone:{}:gen"),
+        ("lease generation", &s.lease_gen, "telos:zone:{}:lease gen"),
+        ("owner epoch", &s.owner_epoch, "telos:char:{} owner_epoch"),
+    ];
+    for (what, family, key) in families {
+        for (name, series) in family {
+            changes += series.len();
+            violations.extend(went_back(
+                what,
+                &key.replace("{}", &name.to_lowercase()),
+                series,
+                faults,
+            ));
+        }
+    }
+    for (zone, lease) in &s.lease_gen {
+        let Some(counter) = s.zone_gen.get(zone) else {
+            continue;
+        };
+        violations.extend(above_counter(zone, lease, counter, faults));
+    }
+    CheckResult {
+        name: "fences",
+        summary: format!(
+            "{} sample rounds, {changes} values over {} zones and {} characters; {} violations",
+            s.rounds,
+            s.zone_gen.len(),
+            s.owner_epoch.len(),
+            violations.len()
+        ),
+        notes: Vec::new(),
+        violations,
+    }
+}
+
+/// Each time a value falls below the highest one seen before.
+fn went_back(what: &str, key: &str, series: &Series, faults: &Faults) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let mut high: Option<(Ms, u64)> = None;
+    for (t, v) in series {
+        let Some(v) = *v else {
+            continue;
+        };
+        match high {
+            Some((seen_at, h)) if v < h => out.push(Violation {
+                check: "fences",
+                kind: format!("{what} went back"),
+                bot: None,
+                at: Some(*t),
+                window: Some((seen_at, *t)),
+                detail: format!(
+                    "{key} was {h} at {} and {v} at {} ({})",
+                    secs(seen_at),
+                    secs(*t),
+                    faults.describe(*t)
+                ),
+                excerpt: Vec::new(),
+            }),
+            Some((_, h)) if v == h => {}
+            _ => high = Some((*t, v)),
+        }
+    }
+    out
+}
+
+/// The value of a change-only series at `t`.
+fn value_at(series: &Series, t: Ms) -> Option<u64> {
+    series
+        .iter()
+        .rev()
+        .find(|(at, _)| *at <= t)
+        .and_then(|(_, v)| *v)
+}
+
+/// A lease generation above its zone's counter at the same sample.
+fn above_counter(zone: &str, lease: &Series, counter: &Series, faults: &Faults) -> Vec<Violation> {
+    lease
+        .iter()
+        .filter_map(|(t, v)| {
+            let (lg, c) = ((*v)?, value_at(counter, *t)?);
+            (lg > c).then(|| Violation {
+                check: "fences",
+                kind: "lease generation above the counter".into(),
+                bot: None,
+                at: Some(*t),
+                window: Some((t.saturating_sub(1_000), *t)),
+                detail: format!(
+                    "zone {zone}: lease gen {lg} but telos:zone:{zone}:gen {c} at {} ({})",
+                    secs(*t),
+                    faults.describe(*t)
+                ),
+                excerpt: Vec::new(),
+            })
+        })
+        .collect()
+}

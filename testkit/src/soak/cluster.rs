@@ -1,0 +1,364 @@
+//! The cluster driver: a private Redis with its append-only file, the
+//! keyed world shards splitting the starter world, and the gate, each
+//! startable, killable, pausable and restartable on the same address, with
+//! every incarnation's log kept in the run directory.
+//!
+//! Everything here blocks (process spawns wait for readiness); the fault
+//! driver calls it through `block_in_place`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use crate::cli::{Finished, clean_command, run_to_exit, telosctl};
+use crate::process::{Proc, gate_command, keyed_world_command};
+use crate::redis::{RedisOptions, RedisServer, free_port};
+use crate::world::starter_zones;
+
+use super::config::GATE_LOGIN_BURST;
+use super::history::{ProcessEnd, StatusShard, StatusView, StatusZone};
+
+/// `telosctl transfer --wait` gives a transfer this many seconds: far more
+/// than one takes (well under a second), so only a stuck one fails.
+const TRANSFER_WAIT_SECS: &str = "30";
+/// A `telosctl transfer --wait` run is killed after this.
+const TRANSFER_EXIT_TIMEOUT: Duration = Duration::from_secs(40);
+
+/// Process name → pid of every process running now (`shard-a#2`), shared
+/// with the sampler that reads their RSS.
+pub type Pids = Arc<Mutex<BTreeMap<String, i32>>>;
+
+/// One shard's place in the cluster: its id, pinned address and boot zones
+/// stay the same across restarts.
+pub struct ShardSlot {
+    pub id: String,
+    pub addr: String,
+    pub boot_zones: Vec<String>,
+    proc_: Option<Proc>,
+    incarnation: u32,
+}
+
+impl ShardSlot {
+    /// `shard-a#2`.
+    pub fn incarnation_name(&self) -> String {
+        format!("{}#{}", self.id, self.incarnation)
+    }
+}
+
+pub struct Cluster {
+    pub run_dir: PathBuf,
+    pub redis_url: String,
+    pub gate_addr: String,
+    pub zones: Vec<String>,
+    pub shards: Vec<ShardSlot>,
+    redis: RedisServer,
+    redis_incarnation: u32,
+    keys: PathBuf,
+    gate: Option<Proc>,
+    gate_incarnation: u32,
+    log_level: String,
+    pids: Pids,
+}
+
+impl Cluster {
+    /// Redis (AOF), keys, `shards` keyed shards splitting the starter
+    /// zones round robin, and the gate, all ready.
+    pub fn start(run_dir: &Path, shards: u32, log_level: &str) -> anyhow::Result<Cluster> {
+        let logs = run_dir.join("logs");
+        std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+        let redis = RedisServer::start_with(RedisOptions {
+            aof: true,
+            dir: Some(run_dir.join("redis")),
+            log: Some(logs.join("redis.log")),
+        })?;
+        let keys = run_dir.join("keys");
+        let mut keygen = clean_command("telosctl");
+        keygen.arg("keygen").arg(&keys);
+        let done = run_to_exit("telosctl-keygen", keygen, Duration::from_secs(30))?;
+        if !done.success() {
+            bail!("telosctl keygen failed: {}", done.stderr);
+        }
+        let zones = starter_zones();
+        let n = shards as usize;
+        let slots = (0..n)
+            .map(|i| ShardSlot {
+                id: format!("shard-{}", (b'a' + i as u8) as char),
+                addr: format!("127.0.0.1:{}", free_port()),
+                boot_zones: zones.iter().skip(i).step_by(n).cloned().collect(),
+                proc_: None,
+                incarnation: 0,
+            })
+            .collect();
+        let mut cluster = Cluster {
+            run_dir: run_dir.to_path_buf(),
+            redis_url: redis.url.clone(),
+            gate_addr: format!("127.0.0.1:{}", free_port()),
+            zones,
+            shards: slots,
+            redis,
+            redis_incarnation: 1,
+            keys,
+            gate: None,
+            gate_incarnation: 0,
+            log_level: log_level.to_string(),
+            pids: Pids::default(),
+        };
+        cluster.publish_redis_pid();
+        for i in 0..n {
+            cluster.start_shard(i)?;
+        }
+        cluster.start_gate()?;
+        Ok(cluster)
+    }
+
+    pub fn pids(&self) -> Pids {
+        self.pids.clone()
+    }
+
+    pub fn logs_dir(&self) -> PathBuf {
+        self.run_dir.join("logs")
+    }
+
+    pub fn shard_index(&self, id: &str) -> Option<usize> {
+        self.shards.iter().position(|s| s.id == id)
+    }
+
+    /// Start (or restart) shard `i` on its pinned address.
+    pub fn start_shard(&mut self, i: usize) -> anyhow::Result<()> {
+        let url = self.redis_url.clone();
+        let slot = &mut self.shards[i];
+        slot.incarnation += 1;
+        let name = slot.incarnation_name();
+        let cmd = keyed_world_command(
+            &slot.id,
+            &url,
+            &slot.boot_zones,
+            &self.keys,
+            Some(&slot.addr),
+            &[] as &[&str],
+        );
+        let log = self
+            .run_dir
+            .join("logs")
+            .join(format!("{}.{}.log", slot.id, slot.incarnation));
+        let proc_ = Proc::spawn_logging_to(&name, self.configure(cmd), log)?;
+        lock(&self.pids).insert(name, proc_.pid());
+        self.shards[i].proc_ = Some(proc_);
+        Ok(())
+    }
+
+    pub fn shard_pid(&self, i: usize) -> Option<i32> {
+        self.shards[i].proc_.as_ref().map(Proc::pid)
+    }
+
+    /// Send `sig` to shard `i` (SIGTERM, SIGSTOP, SIGCONT).
+    pub fn signal_shard(&self, i: usize, sig: i32) {
+        if let Some(p) = &self.shards[i].proc_ {
+            p.signal(sig);
+        }
+    }
+
+    /// Shard `i`'s exit status once it has exited (reaped, forgotten).
+    pub fn shard_exit(&mut self, i: usize) -> anyhow::Result<Option<ExitStatus>> {
+        let slot = &mut self.shards[i];
+        let Some(p) = slot.proc_.as_mut() else {
+            return Ok(None);
+        };
+        let status = p.child.try_wait()?;
+        if status.is_some() {
+            lock(&self.pids).remove(&slot.incarnation_name());
+            slot.proc_ = None;
+        }
+        Ok(status)
+    }
+
+    /// SIGKILL shard `i` and reap it.
+    pub fn kill_shard(&mut self, i: usize) {
+        let slot = &mut self.shards[i];
+        if let Some(mut p) = slot.proc_.take() {
+            p.kill();
+            lock(&self.pids).remove(&slot.incarnation_name());
+        }
+    }
+
+    /// The text of shard `i`'s current (or last) incarnation's log.
+    pub fn shard_log(&self, i: usize) -> String {
+        let slot = &self.shards[i];
+        let path = self
+            .logs_dir()
+            .join(format!("{}.{}.log", slot.id, slot.incarnation));
+        std::fs::read_to_string(path).unwrap_or_default()
+    }
+
+    /// Start (or restart) the gate on its pinned address.
+    pub fn start_gate(&mut self) -> anyhow::Result<()> {
+        self.gate_incarnation += 1;
+        let burst = GATE_LOGIN_BURST.to_string();
+        let extra = ["--login-ip-burst", &burst, "--login-ip-per-sec", &burst];
+        let cmd = gate_command(&self.gate_addr, &self.redis_url, &extra);
+        let name = format!("gate#{}", self.gate_incarnation);
+        let log = self
+            .logs_dir()
+            .join(format!("gate.{}.log", self.gate_incarnation));
+        let proc_ = Proc::spawn_logging_to(&name, self.configure(cmd), log)?;
+        lock(&self.pids).insert(name, proc_.pid());
+        self.gate = Some(proc_);
+        Ok(())
+    }
+
+    /// SIGKILL the gate and reap it.
+    pub fn kill_gate(&mut self) {
+        if let Some(mut p) = self.gate.take() {
+            p.kill();
+            lock(&self.pids).remove(&format!("gate#{}", self.gate_incarnation));
+        }
+    }
+
+    /// SIGKILL Redis (its AOF has every write it acknowledged).
+    pub fn kill_redis(&mut self) {
+        self.redis.kill();
+        lock(&self.pids).remove(&format!("redis#{}", self.redis_incarnation));
+    }
+
+    /// Start Redis again on the same port from the same folder.
+    pub fn restart_redis(&mut self) -> anyhow::Result<()> {
+        self.redis.restart()?;
+        self.redis_incarnation += 1;
+        self.publish_redis_pid();
+        Ok(())
+    }
+
+    fn publish_redis_pid(&self) {
+        let pid = i32::try_from(self.redis.pid()).unwrap_or(-1);
+        lock(&self.pids).insert(format!("redis#{}", self.redis_incarnation), pid);
+    }
+
+    /// `telosctl transfer ZONE --to SHARD --wait`.
+    pub fn transfer(&self, zone: &str, to: &str) -> anyhow::Result<Finished> {
+        let mut cmd = clean_command("telosctl");
+        cmd.arg("--redis-url").arg(&self.redis_url).args([
+            "transfer",
+            zone,
+            "--to",
+            to,
+            "--wait",
+            TRANSFER_WAIT_SECS,
+        ]);
+        run_to_exit("telosctl-transfer", cmd, TRANSFER_EXIT_TIMEOUT)
+    }
+
+    /// `telosctl status --json`, parsed.
+    pub fn status(&self) -> anyhow::Result<StatusView> {
+        let done = telosctl(&self.redis_url, &["status", "--json"])?;
+        if !done.success() {
+            bail!("telosctl status failed: {}", done.stderr.trim());
+        }
+        parse_status(&done.stdout)
+    }
+
+    /// Every process that should be running, and whether it is.
+    pub fn processes_end(&mut self) -> Vec<ProcessEnd> {
+        let mut out = Vec::new();
+        for slot in &mut self.shards {
+            let name = slot.incarnation_name();
+            out.push(match slot.proc_.as_mut() {
+                Some(p) => ProcessEnd {
+                    name,
+                    pid: p.pid(),
+                    alive: matches!(p.child.try_wait(), Ok(None)),
+                },
+                None => ProcessEnd {
+                    name,
+                    pid: -1,
+                    alive: false,
+                },
+            });
+        }
+        let gate = format!("gate#{}", self.gate_incarnation);
+        out.push(match self.gate.as_mut() {
+            Some(p) => ProcessEnd {
+                name: gate,
+                pid: p.pid(),
+                alive: matches!(p.child.try_wait(), Ok(None)),
+            },
+            None => ProcessEnd {
+                name: gate,
+                pid: -1,
+                alive: false,
+            },
+        });
+        out.push(ProcessEnd {
+            name: format!("redis#{}", self.redis_incarnation),
+            pid: i32::try_from(self.redis.pid()).unwrap_or(-1),
+            alive: self.redis.is_running() && self.redis.is_ready(),
+        });
+        out
+    }
+
+    /// The log level, and no `TELOS_*` setting of the soak's own
+    /// environment: only the flags configure the processes.
+    fn configure(&self, mut cmd: Command) -> Command {
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("TELOS_") {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("RUST_LOG", &self.log_level);
+        cmd
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `telosctl status --json` → the checker's view of it.
+pub fn parse_status(json: &str) -> anyhow::Result<StatusView> {
+    let v: serde_json::Value = serde_json::from_str(json.trim()).context("status JSON")?;
+    let text = |v: &serde_json::Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
+    let shards = v["shards"]
+        .as_array()
+        .context("status: no shards")?
+        .iter()
+        .map(|s| StatusShard {
+            id: text(s, "id"),
+            state: text(s, "state"),
+            players: s["players"].as_u64().unwrap_or(0),
+        })
+        .collect();
+    let zones = v["zones"]
+        .as_array()
+        .context("status: no zones")?
+        .iter()
+        .map(|z| StatusZone {
+            id: text(z, "id"),
+            owner: z["owner"].as_str().map(str::to_string),
+            players: z["players"].as_u64().unwrap_or(0),
+            transfer: !z["transfer"].is_null(),
+        })
+        .collect();
+    Ok(StatusView { shards, zones })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_json_parses_as_the_contract_shapes_it() {
+        let json = r#"{"shards":[{"id":"shard-a","addr":"127.0.0.1:1","state":"live","players":2,"capacity":2000}],
+            "zones":[{"id":"city","owner":"shard-a","gen":3,"players":2,"transfer":null},
+                     {"id":"hills","owner":null,"gen":1,"players":0,"transfer":{"from":"a","to":"b","age_s":0.1}}]}"#;
+        let s = parse_status(json).unwrap();
+        assert_eq!(s.shards[0].state, "live");
+        assert_eq!(s.zones[0].owner.as_deref(), Some("shard-a"));
+        assert!(!s.zones[0].transfer);
+        assert_eq!(s.zones[1].owner, None);
+        assert!(s.zones[1].transfer);
+        assert!(parse_status("{}").is_err());
+    }
+}

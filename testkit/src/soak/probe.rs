@@ -1,0 +1,304 @@
+//! Reading the cluster's coordination state straight from Redis (the key
+//! scheme of `world/src/directory` and `world/src/store`): who leases each
+//! zone, which shards are live, what the fences and durable rows say.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+/// One Redis round trip may take this long before the probe counts Redis
+/// as unreachable (a killed Redis must not stall the sampler).
+const REDIS_TIMEOUT: Duration = Duration::from_millis(800);
+/// Reconnect attempts back off to at most this (Redis restarts in well
+/// under a second).
+const RECONNECT_MAX_DELAY: Duration = Duration::from_millis(300);
+
+/// The last journal entry of a character's durable row, decoded on the
+/// server (Redis's bundled cjson), so sampling costs one small reply.
+const JOURNAL_TAIL: &str = r"
+local s = redis.call('HGET', KEYS[1], 'state')
+if not s then return false end
+local ok, v = pcall(cjson.decode, s)
+if not ok or type(v) ~= 'table' or type(v.journal) ~= 'table' then return false end
+local j = v.journal
+if #j == 0 then return '' end
+return j[#j]
+";
+
+/// The cluster as Redis sees it at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct View {
+    /// Zone → its lease owner (none: unleased).
+    pub owners: BTreeMap<String, Option<String>>,
+    /// Shard id → registry `state` (none: not registered, i.e. not live).
+    pub shards: BTreeMap<String, Option<String>>,
+    /// Pending transfer records.
+    pub transfers: u64,
+}
+
+impl View {
+    /// Registered and `live` (not draining).
+    pub fn is_live(&self, shard: &str) -> bool {
+        self.shards.get(shard).and_then(|s| s.as_deref()) == Some("live")
+    }
+
+    /// Every shard live, every zone leased by a live shard, no transfer
+    /// pending.
+    pub fn healthy(&self) -> bool {
+        self.shards.keys().all(|s| self.is_live(s))
+            && self
+                .owners
+                .values()
+                .all(|o| o.as_deref().is_some_and(|o| self.is_live(o)))
+            && self.transfers == 0
+    }
+
+    pub fn zones_of(&self, shard: &str) -> Vec<String> {
+        self.owners
+            .iter()
+            .filter(|(_, o)| o.as_deref() == Some(shard))
+            .map(|(z, _)| z.clone())
+            .collect()
+    }
+
+    /// Every zone in `zones` leased by a live shard other than `not`.
+    pub fn served_without(&self, zones: &[String], not: &str) -> bool {
+        zones.iter().all(|z| {
+            self.owners
+                .get(z)
+                .and_then(|o| o.as_deref())
+                .is_some_and(|o| o != not && self.is_live(o))
+        })
+    }
+}
+
+/// One sampling round: fences and durable journal tails.
+#[derive(Debug, Clone, Default)]
+pub struct Round {
+    pub zone_gen: BTreeMap<String, Option<u64>>,
+    pub lease_gen: BTreeMap<String, Option<u64>>,
+    pub owner_epoch: BTreeMap<String, Option<u64>>,
+    /// The last journal entry's text per bot (none: no row or no entry).
+    pub journal_tail: BTreeMap<String, Option<String>>,
+}
+
+/// A handle on the cluster's Redis for the soak's own reads.
+#[derive(Clone)]
+pub struct Probe {
+    conn: ConnectionManager,
+    zones: Vec<String>,
+    shards: Vec<String>,
+}
+
+impl Probe {
+    pub async fn connect(
+        url: &str,
+        zones: Vec<String>,
+        shards: Vec<String>,
+    ) -> anyhow::Result<Probe> {
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(REDIS_TIMEOUT))
+            .set_response_timeout(Some(REDIS_TIMEOUT))
+            .set_max_delay(RECONNECT_MAX_DELAY);
+        let conn = ConnectionManager::new_with_config(redis::Client::open(url)?, config).await?;
+        Ok(Probe {
+            conn,
+            zones,
+            shards,
+        })
+    }
+
+    /// Leases, registry and transfers in one round trip.
+    pub async fn view(&self) -> anyhow::Result<View> {
+        let mut pipe = redis::pipe();
+        for z in &self.zones {
+            pipe.hget(format!("telos:zone:{z}:lease"), "owner");
+        }
+        for s in &self.shards {
+            pipe.hget(format!("telos:shard:{s}"), "state");
+        }
+        pipe.scard("telos:transfers");
+        let mut conn = self.conn.clone();
+        let mut values: Vec<redis::Value> = timed(pipe.query_async(&mut conn)).await?;
+        let transfers =
+            redis::from_redis_value(values.pop().unwrap_or(redis::Value::Nil)).unwrap_or(0);
+        let mut values = values.into_iter();
+        let owners = self
+            .zones
+            .iter()
+            .map(|z| (z.clone(), opt_string(values.next())))
+            .collect();
+        let shards = self
+            .shards
+            .iter()
+            .map(|s| (s.clone(), opt_string(values.next())))
+            .collect();
+        Ok(View {
+            owners,
+            shards,
+            transfers,
+        })
+    }
+
+    /// Fences of every zone and of `names`' rows; their journal tails too
+    /// when `tails`.
+    pub async fn round(&self, names: &[String], tails: bool) -> anyhow::Result<Round> {
+        let mut pipe = redis::pipe();
+        for z in &self.zones {
+            pipe.get(format!("telos:zone:{z}:gen"));
+            pipe.hget(format!("telos:zone:{z}:lease"), "gen");
+        }
+        for n in names {
+            pipe.hget(row_key(n), "owner_epoch");
+        }
+        if tails {
+            for n in names {
+                pipe.cmd("EVAL").arg(JOURNAL_TAIL).arg(1).arg(row_key(n));
+            }
+        }
+        let mut conn = self.conn.clone();
+        let values: Vec<redis::Value> = timed(pipe.query_async(&mut conn)).await?;
+        let mut values = values.into_iter();
+        let mut round = Round::default();
+        for z in &self.zones {
+            round.zone_gen.insert(z.clone(), opt_u64(values.next()));
+            round.lease_gen.insert(z.clone(), opt_u64(values.next()));
+        }
+        for n in names {
+            round.owner_epoch.insert(n.clone(), opt_u64(values.next()));
+        }
+        if tails {
+            for n in names {
+                round
+                    .journal_tail
+                    .insert(n.clone(), opt_string(values.next()));
+            }
+        }
+        Ok(round)
+    }
+
+    /// A character's durable journal and `owner_epoch`.
+    pub async fn durable_row(&self, name: &str) -> anyhow::Result<(Vec<String>, Option<u64>)> {
+        let mut conn = self.conn.clone();
+        let (state, epoch): (Option<String>, Option<u64>) = timed(
+            redis::pipe()
+                .hget(row_key(name), "state")
+                .hget(row_key(name), "owner_epoch")
+                .query_async(&mut conn),
+        )
+        .await?;
+        let journal = match state {
+            Some(s) => {
+                let v: serde_json::Value = serde_json::from_str(&s)?;
+                v["journal"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|e| e.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            }
+            None => Vec::new(),
+        };
+        Ok((journal, epoch))
+    }
+}
+
+/// A character's row (`telos:char:{lowercase name}`).
+fn row_key(name: &str) -> String {
+    format!("telos:char:{}", name.to_ascii_lowercase())
+}
+
+async fn timed<T>(
+    f: impl std::future::Future<Output = redis::RedisResult<T>>,
+) -> anyhow::Result<T> {
+    match tokio::time::timeout(REDIS_TIMEOUT, f).await {
+        Ok(r) => Ok(r?),
+        Err(_) => anyhow::bail!("Redis did not answer within {REDIS_TIMEOUT:?}"),
+    }
+}
+
+fn opt_string(v: Option<redis::Value>) -> Option<String> {
+    v.and_then(|v| redis::from_redis_value::<Option<String>>(v).ok().flatten())
+}
+
+fn opt_u64(v: Option<redis::Value>) -> Option<u64> {
+    v.and_then(|v| redis::from_redis_value::<Option<u64>>(v).ok().flatten())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(
+        owners: &[(&str, Option<&str>)],
+        shards: &[(&str, Option<&str>)],
+        transfers: u64,
+    ) -> View {
+        View {
+            owners: owners
+                .iter()
+                .map(|(z, o)| (z.to_string(), o.map(str::to_string)))
+                .collect(),
+            shards: shards
+                .iter()
+                .map(|(s, st)| (s.to_string(), st.map(str::to_string)))
+                .collect(),
+            transfers,
+        }
+    }
+
+    #[test]
+    fn healthy_means_every_zone_on_a_live_shard_and_nothing_moving() {
+        let live = [("a", Some("live")), ("b", Some("live"))];
+        assert!(view(&[("city", Some("a")), ("hills", Some("b"))], &live, 0).healthy());
+        assert!(!view(&[("city", None)], &live, 0).healthy());
+        assert!(!view(&[("city", Some("a"))], &live, 1).healthy());
+        let draining = [("a", Some("draining")), ("b", Some("live"))];
+        assert!(!view(&[("city", Some("b"))], &draining, 0).healthy());
+        let gone = [("a", None), ("b", Some("live"))];
+        let v = view(&[("city", Some("b")), ("hills", Some("b"))], &gone, 0);
+        assert!(!v.healthy());
+        assert!(v.served_without(&["city".into()], "a"));
+        assert!(!view(&[("city", Some("a"))], &gone, 0).served_without(&["city".into()], "a"));
+        assert_eq!(v.zones_of("b"), ["city", "hills"]);
+    }
+
+    #[tokio::test]
+    async fn a_round_reads_fences_and_journal_tails_from_redis() {
+        let server = crate::RedisServer::start().unwrap();
+        let probe = Probe::connect(&server.url, vec!["city".into()], vec!["shard-a".into()])
+            .await
+            .unwrap();
+        let mut conn = probe.conn.clone();
+        let _: () = redis::pipe()
+            .set("telos:zone:city:gen", 4)
+            .hset("telos:zone:city:lease", "owner", "shard-a")
+            .hset("telos:zone:city:lease", "gen", 4)
+            .hset("telos:shard:shard-a", "state", "live")
+            .hset("telos:char:ann", "owner_epoch", 2)
+            .hset(
+                "telos:char:ann",
+                "state",
+                r#"{"name":"Ann","journal":["Ann 1","Ann 2"]}"#,
+            )
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let names = vec!["Ann".to_string(), "Bob".to_string()];
+        let round = probe.round(&names, true).await.unwrap();
+        assert_eq!(round.zone_gen["city"], Some(4));
+        assert_eq!(round.lease_gen["city"], Some(4));
+        assert_eq!(round.owner_epoch["Ann"], Some(2));
+        assert_eq!(round.owner_epoch["Bob"], None);
+        assert_eq!(round.journal_tail["Ann"].as_deref(), Some("Ann 2"));
+        assert_eq!(round.journal_tail["Bob"], None);
+        let v = probe.view().await.unwrap();
+        assert!(v.healthy());
+        let (journal, epoch) = probe.durable_row("ann").await.unwrap();
+        assert_eq!(journal, ["Ann 1", "Ann 2"]);
+        assert_eq!(epoch, Some(2));
+    }
+}
