@@ -5,6 +5,7 @@
 //! - [`redis`]: a private `redis-server` per test, killed by pid.
 //! - [`process`]: real `telos-world` / `telos-gate` processes on port 0.
 //! - [`play`]: a direct `Play` stream client.
+//! - [`imports`]: a crate's file import graph (the layering test).
 //! - [`procfs`]: a process's memory and threads, from `/proc`.
 //! - [`storm`]: login storms through the gate.
 //! - [`bot`]: a player through the gate (telnet lines, timed, pausable).
@@ -13,6 +14,7 @@
 
 pub mod bot;
 pub mod cli;
+pub mod imports;
 pub mod play;
 pub mod process;
 pub mod procfs;
