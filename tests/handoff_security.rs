@@ -7,6 +7,7 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use ed25519_dalek::SigningKey;
 use support::driver::Driver;
@@ -26,6 +27,8 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 const PASSWORD: &str = "correct horse";
+/// Bounds a shard's start (a hang, not a performance claim).
+const READY: Duration = Duration::from_secs(20);
 
 struct Cluster {
     _redis: RedisServer,
@@ -48,8 +51,10 @@ fn keyed<'a>(id: &'a str, url: &'a str, zones: &'a [&'a str], keys: &Path) -> Wo
     o
 }
 
-/// `shard-a` hosts the city, `shard-b` everything else; both keyed.
-fn cluster() -> anyhow::Result<Cluster> {
+/// `shard-a` hosts the city, `shard-b` everything else; both keyed, and
+/// both serving their zones (a shard prints its address before its zones'
+/// leases are claimed).
+async fn cluster() -> anyhow::Result<Cluster> {
     let redis = RedisServer::start()?;
     let keys_dir = std::env::temp_dir().join(format!(
         "telos-sec-keys-{}-{}",
@@ -64,6 +69,11 @@ fn cluster() -> anyhow::Result<Cluster> {
     let others: Vec<&str> = others.iter().map(String::as_str).collect();
     let a = start_world(keyed("shard-a", &redis.url, &["city"], &keys_dir))?;
     let b = start_world(keyed("shard-b", &redis.url, &others, &keys_dir))?;
+    a.wait_log("zone started zone=city", READY).await?;
+    for zone in &others {
+        b.wait_log(&format!("zone started zone={zone}"), READY)
+            .await?;
+    }
     Ok(Cluster {
         redis_url: redis.url.clone(),
         _redis: redis,
@@ -104,7 +114,7 @@ fn request(s: &PlayerSnapshot, key: &SigningKey) -> PrepareRequest {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepare_refuses_every_forged_or_misdirected_snapshot() -> anyhow::Result<()> {
-    let c = cluster()?;
+    let c = cluster().await?;
     let mut b = client(&c.b.addr).await?;
     let good = snapshot("Ivy", "shard-b", "forest:eaves", 3);
 
@@ -189,7 +199,7 @@ async fn prepare_refuses_every_forged_or_misdirected_snapshot() -> anyhow::Resul
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forged_and_replayed_phase_two_messages_are_refused() -> anyhow::Result<()> {
-    let c = cluster()?;
+    let c = cluster().await?;
     let mut b = client(&c.b.addr).await?;
     // The character exists (a row to fence), but is not online.
     Driver::login(&c.a.addr, "Jade", PASSWORD, true)
@@ -312,7 +322,7 @@ async fn forged_and_replayed_phase_two_messages_are_refused() -> anyhow::Result<
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_aliases_are_resanitized_on_arrival() -> anyhow::Result<()> {
-    let c = cluster()?;
+    let c = cluster().await?;
     let mut b = client(&c.b.addr).await?;
     Driver::login(&c.a.addr, "Lark", PASSWORD, true)
         .await?
@@ -349,8 +359,8 @@ async fn hostile_aliases_are_resanitized_on_arrival() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admin_keeps_elevation_across_shards_and_loses_wizinvis() -> anyhow::Result<()> {
-    let c = cluster()?;
-    let store = telos_world::store::Store::connect(&c.redis_url).await?;
+    let c = cluster().await?;
+    let store = telos_redis::store::Store::connect(&c.redis_url).await?;
     // Create, then raise the tier (takes effect at the next login).
     drop(Driver::login(&c.a.addr, "Mara", PASSWORD, true).await?);
     store.set_tier("mara", "admin").await?;

@@ -269,6 +269,8 @@ esac
 if [[ "$(uname)" = Linux ]]; then timeout 2 redis-cli ping; fi
 "$BIN/telos-world" --id a &
 setsid "$BIN/telos-gate" &
+target/debug/telos-soak --seed 1
+target/debug/not-ours
 scripts/ensure-tools redis-server telnet
 "#,
     )
@@ -283,6 +285,7 @@ scripts/ensure-tools redis-server telnet
             "cat",
             "dirname",
             "jq",
+            "not-ours",
             "redis-cli",
             "rm",
             "setsid",

@@ -12,8 +12,10 @@ use brush_parser::ast::{
 use brush_parser::word::{WordPiece, WordPieceWithSource};
 use brush_parser::{Parser, ParserOptions};
 
-/// The workspace's own binaries, run from a computed path (`$BIN/...`).
-const WORKSPACE_BINARIES: &[&str] = &["telos-world", "telos-gate", "telosctl"];
+/// The workspace's own binaries, which cargo builds, run from a computed
+/// path (`"$BIN/telos-world"`) or from the target folder
+/// (`target/release/telos-soak`).
+const WORKSPACE_BINARIES: &[&str] = &["telos-world", "telos-gate", "telosctl", "telos-soak"];
 
 /// Shell builtins and keywords: never an external tool.
 const BUILTINS: &[&str] = &[
@@ -307,6 +309,11 @@ impl Script {
                 .iter()
                 .filter_map(|w| literal(w).ok().flatten())
                 .collect();
+            let tail = name.rsplit('/').next().unwrap_or(&name);
+            if name.starts_with("target/") && WORKSPACE_BINARIES.contains(&tail) {
+                // A workspace binary that cargo built (`target/debug/telos-soak`).
+                return Ok(());
+            }
             if name.starts_with("scripts/") {
                 if name == ENSURE_TOOLS {
                     self.installs.extend(args.iter().cloned());
