@@ -18,13 +18,13 @@ use anyhow::{Context, bail, ensure};
 use support::driver::Driver;
 use telos_proto::v1::AdoptZoneRequest;
 use telos_proto::v1::handoff_client::HandoffClient;
+use telos_redis::directory::Directory;
+use telos_redis::store::Store;
 use telos_testkit::RedisServer;
 use telos_testkit::cli::{SIGINT, SIGTERM, telosctl, wait_exit};
 use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::world::path_to_zone;
-use telos_world::directory::Directory;
 use telos_world::game::from_state_json;
-use telos_world::store::Store;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 

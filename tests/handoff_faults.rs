@@ -14,6 +14,7 @@ use anyhow::{Context, bail};
 use support::driver::Driver;
 use support::metrics::{sample, scrape};
 use telos_proto::v1::Redirect;
+use telos_redis::store::{CharacterRow, Store};
 use telos_testkit::RedisServer;
 use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::redis::free_port;
@@ -23,7 +24,6 @@ use telos_world::game::from_state_json;
 use telos_world::handoff::fence::SETTLE_BOUND;
 use telos_world::handoff::runtime::{PENDING_TTL, RPC_TIMEOUT};
 use telos_world::handoff::snapshot::handoff_token;
-use telos_world::store::{CharacterRow, Store};
 use tokio::time::Instant;
 
 const PASSWORD: &str = "correct horse";

@@ -16,12 +16,12 @@ use std::time::Duration;
 
 use support::keys::Keys;
 use support::rows::wait_journal;
+use telos_redis::directory::Directory;
+use telos_redis::store::Store;
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
 use telos_testkit::process::{Proc, start_gate, start_keyed_world};
 use telos_testkit::world::{path_to_zone, start_room, zone_of};
-use telos_world::directory::Directory;
-use telos_world::store::Store;
 use tokio::time::Instant;
 
 const PASSWORD: &str = "correct horse";

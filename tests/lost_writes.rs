@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use support::driver::Driver;
+use telos_redis::store::Store;
 use telos_testkit::RedisServer;
 use telos_testkit::process::{WorldOpts, start_world};
 use telos_world::game::from_state_json;
-use telos_world::store::Store;
 
 const PASSWORD: &str = "correct horse";
 

@@ -21,11 +21,11 @@ use anyhow::Context;
 use support::driver::Driver;
 use telos_proto::v1::AdoptZoneRequest;
 use telos_proto::v1::handoff_client::HandoffClient;
+use telos_redis::directory::{Claim, Directory};
 use telos_testkit::RedisServer;
 use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::world::path_to_zone;
 use telos_testkit::world::starter_zones;
-use telos_world::directory::{Claim, Directory};
 use tokio::time::Instant;
 
 const PASSWORD: &str = "correct horse";

@@ -14,12 +14,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use telos_redis::directory::Directory;
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
 use telos_testkit::cli::telosctl;
 use telos_testkit::process::{Proc, start_gate, start_keyed_world};
 use telos_testkit::world::{WorldMap, exits, opposite, path};
-use telos_world::directory::Directory;
 use tokio::sync::Mutex;
 
 const PASSWORD: &str = "correct horse";

@@ -21,12 +21,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use support::rows::wait_journal;
+use telos_redis::directory::Directory;
+use telos_redis::store::Store;
 use telos_testkit::RedisServer;
 use telos_testkit::bot::{Bot, LoginReply};
 use telos_testkit::process::{Proc, WorldOpts, start_gate, start_world};
 use telos_testkit::world::starter_zones;
-use telos_world::directory::Directory;
-use telos_world::store::Store;
 use tokio::time::Instant;
 
 const PASSWORD: &str = "correct horse";

@@ -21,11 +21,11 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 };
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use support::driver::Driver;
+use telos_telemetry::CARVE_OUT;
 use telos_testkit::RedisServer;
 use telos_testkit::process::{Proc, WorldOpts, start_world};
 use telos_testkit::world::starter_zones;
 use telos_testkit::world::{path, path_to_zone};
-use telos_world::telemetry::CARVE_OUT;
 use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};

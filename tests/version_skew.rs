@@ -43,7 +43,7 @@ async fn a_peer_with_another_handoff_version_is_never_trusted() -> anyhow::Resul
     let b = start_world(b_opts)?;
 
     // The registry advertises both versions.
-    let dir = telos_world::directory::Directory::connect(&redis.url).await?;
+    let dir = telos_redis::directory::Directory::connect(&redis.url).await?;
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     loop {
         let shards = dir.shards().await?;
@@ -99,7 +99,7 @@ async fn a_peer_with_another_handoff_version_is_never_trusted() -> anyhow::Resul
         .unwrap_or_else(|| panic!("no summary:\n{log}"));
     assert!(summary.contains("redirected=0 reclaimed=1"), "{summary}");
     // The reclaimed player's state is durable.
-    let store = telos_world::store::Store::connect(&redis.url).await?;
+    let store = telos_redis::store::Store::connect(&redis.url).await?;
     let row = store.load("skew").await?.expect("row");
     let ch = telos_world::game::from_state_json(&row.state_json)?;
     assert!(ch.journal.iter().any(|j| j == "before the drain"));

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use telos_proto::v1::server_frame::Frame;
+use telos_redis::store::Store;
 use telos_testkit::RedisServer;
 use telos_testkit::cli::{
     EXIT_TIMEOUT, Finished, SIGINT, clean_command, run_to_exit, telosctl, wait_exit,
@@ -26,7 +27,6 @@ use telos_testkit::world::{
 };
 use telos_world::game::{Character, HUH, load_world, to_state_json};
 use telos_world::handoff::source::KEYLESS;
-use telos_world::store::Store;
 use tokio::time::Instant;
 
 const PASSWORD: &str = "correct horse";

@@ -1,14 +1,14 @@
 //! The real [`ShardRegistry`]: the shard registry in Redis, read through
-//! `telos_world::directory::Directory`.
+//! `telos_redis::directory::Directory`.
 //!
 //! The Redis connection is made on first use, not at start, so a gate may
 //! come up before Redis; once made it reconnects by itself (see
-//! `telos_world::directory::connection`). A lookup that cannot reach Redis
+//! `telos_redis::directory::connection`). A lookup that cannot reach Redis
 //! is a transient "unavailable" the caller retries.
 
 use std::time::Duration;
 
-use telos_world::directory::{Directory, ShardInfo, ShardState};
+use telos_redis::directory::{Directory, ShardInfo, ShardState};
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 

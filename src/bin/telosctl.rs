@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use telos_world::directory::Directory;
-use telos_world::directory::transfer::Proposal;
-use telos_world::status::{cluster_status, render};
-use telos_world::store::Store;
+use telos_redis::directory::Directory;
+use telos_redis::directory::transfer::Proposal;
+use telos_redis::status::{cluster_status, render};
+use telos_redis::store::Store;
 use tokio::time::Instant;
 
 /// Operate a Telos cluster.

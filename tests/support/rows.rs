@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use anyhow::Context;
+use telos_redis::store::Store;
 use telos_world::game::from_state_json;
-use telos_world::store::Store;
 use tokio::time::Instant;
 
 /// How often [`wait_journal`] looks again.

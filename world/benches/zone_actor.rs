@@ -24,10 +24,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use telos_proto::v1::{Attached, ServerFrame};
+use telos_redis::directory::Claim;
 use telos_testkit::RedisServer;
 use telos_testkit::world::world_dir;
 use telos_world::config::{Cli, WorldConfig};
-use telos_world::directory::Claim;
 use telos_world::game::{
     Character, Ctx, ZoneDef, ZoneState, from_state_json, load_world, sanitize_loaded,
     to_state_json, zone_of,

@@ -32,7 +32,7 @@ const HISTOGRAM_BUCKETS: &[f64] = &[
 const SERVER_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Run a shard until SIGINT or SIGTERM. Logs and traces
-/// ([`crate::telemetry`]) come up first; buffered spans are flushed last,
+/// ([`telos_telemetry`]) come up first; buffered spans are flushed last,
 /// after the drain or stop, so the handoff spans of a drain are exported.
 ///
 /// The last line logged says how the process ended: the drain summary after
@@ -40,7 +40,7 @@ const SERVER_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2)
 /// SIGINT — after the shutdown, the server's stop and the trace flush, which
 /// log their own troubles before it.
 pub async fn run(cfg: WorldConfig) -> anyhow::Result<()> {
-    let telemetry = crate::telemetry::init("telos-world");
+    let telemetry = telos_telemetry::init("telos-world");
     let result = serve(cfg).await;
     telemetry.shutdown().await;
     match result? {

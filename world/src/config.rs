@@ -235,7 +235,7 @@ impl WorldConfig {
             login_hash_queue: cli
                 .login_hash_queue
                 .or(file.login_hash_queue)
-                .unwrap_or(crate::store::DEFAULT_LOGIN_HASH_QUEUE),
+                .unwrap_or(telos_redis::store::DEFAULT_LOGIN_HASH_QUEUE),
         })
     }
 }
@@ -285,7 +285,10 @@ mod tests {
     #[test]
     fn login_hash_queue_defaults_and_may_be_zero() {
         let c = WorldConfig::resolve(cli(&["--shard-id", "a"])).unwrap();
-        assert_eq!(c.login_hash_queue, crate::store::DEFAULT_LOGIN_HASH_QUEUE);
+        assert_eq!(
+            c.login_hash_queue,
+            telos_redis::store::DEFAULT_LOGIN_HASH_QUEUE
+        );
         let c = WorldConfig::resolve(cli(&["--shard-id", "a", "--login-hash-queue", "0"])).unwrap();
         assert_eq!(c.login_hash_queue, 0);
         assert!(Cli::try_parse_from(["telos-world", "--login-hash-queue", "-1"]).is_err());

@@ -2,8 +2,9 @@
 //! `telos-world`, one world shard.
 //! - [`game`]: the pure game model (rooms, items, mobs, characters, commands). No I/O.
 //! - [`zone`]: the zone actor: one task per hosted zone, tick, sessions, exactly-once input.
-//! - [`directory`]: Redis coordination: zone leases, shard registry, presence.
-//! - [`store`]: durable character rows: create, claim (owner epochs), load, fenced save.
+//! - Redis coordination (zone leases, registry, presence) and the durable
+//!   character rows live in the `telos-redis` crate; logs, traces and spans
+//!   in `telos-telemetry`.
 //! - [`play`]: one player session: login, resume, routing, forwarding input.
 //! - [`shard`]: the runtime: hosted zones, lease loops, heartbeat, shutdown.
 //! - [`rpc`]: thin tonic service impls.
@@ -11,13 +12,9 @@
 
 pub mod app;
 pub mod config;
-pub mod directory;
 pub mod game;
 pub mod handoff;
 pub mod play;
 pub mod rpc;
 pub mod shard;
-pub mod status;
-pub mod store;
-pub mod telemetry;
 pub mod zone;

@@ -24,8 +24,8 @@ use crate::game::{
 use crate::handoff::destination::{Activated, activate};
 use crate::handoff::fence::{Outcome, SETTLE_BOUND};
 use crate::shard::{Shard, ZoneRoute};
-use crate::store::StoreError;
 use crate::zone::{InputReply, Joining, SessionMeta, ZoneHandle};
+use telos_redis::store::StoreError;
 
 /// A resume credential lives this long after its last use: long enough to
 /// ride out a shard restart or a long outage, short enough that a leaked one

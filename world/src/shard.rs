@@ -15,13 +15,13 @@ use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 use crate::config::WorldConfig;
-use crate::directory::{Claim, Directory, ShardInfo, ShardState};
 use crate::game::{WorldDef, is_instance_id};
 use crate::handoff::keys;
 use crate::handoff::runtime::Handoff;
-use crate::store::Store;
 use crate::zone::lease::{LeaseState, renew_loop};
 use crate::zone::{Hosted, ZoneEnv, ZoneHandle, roster::Roster, spawn_zone};
+use telos_redis::directory::{Claim, Directory, ShardInfo, ShardState};
+use telos_redis::store::Store;
 
 /// Registry heartbeat period.
 const HEARTBEAT: Duration = Duration::from_secs(1);

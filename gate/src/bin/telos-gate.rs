@@ -22,7 +22,7 @@ async fn main() -> ExitCode {
         Err(e) => return fail(e),
     };
     // Logs, and OTLP traces when OTEL_EXPORTER_OTLP_ENDPOINT is set.
-    let telemetry = telos_world::telemetry::init("telos-gate");
+    let telemetry = telos_telemetry::init("telos-gate");
     if let Some(addr) = settings.metrics_listen
         && let Err(e) = telos_gate::metrics::install_prometheus(addr)
     {

@@ -1,5 +1,5 @@
 //! Reading the cluster's coordination state straight from Redis (the key
-//! scheme of `world/src/directory` and `world/src/store`): who leases each
+//! scheme of `redis/src/directory` and `redis/src/store`): who leases each
 //! zone, which shards are live, what the fences and durable rows say.
 
 use std::collections::BTreeMap;

@@ -18,10 +18,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{Instrument, info, info_span, warn};
 
-use crate::directory::Claim;
 use crate::game::{ZoneDef, is_instance_id, template_of};
 use crate::shard::Shard;
 use crate::zone::{ZoneHandle, lease::LeaseState, spawn_adopted_zone};
+use telos_redis::directory::Claim;
 
 /// How often the adopting shard tries `ClaimZone` to observe the flip.
 const CONFIRM_POLL: Duration = Duration::from_millis(50);

@@ -31,9 +31,9 @@ use crate::game::{
     Character, Tier, WIZINVIS, alias::sanitize_aliases, from_state_json, is_instance_id,
     sanitize_loaded, zone_of,
 };
-use crate::store::{ClaimFrom, ClaimId, StoreError};
-use crate::telemetry::traced;
 use crate::zone::Hosted;
+use telos_redis::store::{ClaimFrom, ClaimId, StoreError};
+use telos_telemetry::traced;
 
 /// Why `Prepare` was refused. Every variant is a refusal: nothing was built.
 #[derive(Debug, thiserror::Error)]

@@ -23,11 +23,11 @@ use tokio::time::Instant;
 use tracing::{Instrument, info, info_span, warn};
 
 use super::runtime::RPC_TIMEOUT;
-use crate::directory::drain::drain_reservation_ttl;
 use crate::game::{is_instance_id, template_of};
 use crate::shard::{HeldLease, Shard};
-use crate::telemetry::traced;
 use crate::zone::DrainReport;
+use telos_redis::directory::drain::drain_reservation_ttl;
+use telos_telemetry::traced;
 
 /// Handovers in flight at once: enough to drain many zones quickly, few
 /// enough not to stampede a peer.

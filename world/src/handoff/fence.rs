@@ -29,7 +29,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::runtime::RPC_TIMEOUT;
-use crate::store::ClaimId;
+use telos_redis::store::ClaimId;
 
 /// How long a save that must not be skipped (quit, link loss, shutdown,
 /// drain, another handoff) waits for an in-flight `Commit`: its RPC bound

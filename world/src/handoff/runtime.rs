@@ -12,8 +12,8 @@ use super::destination::PendingPlayers;
 use super::keys::ClusterKeys;
 use super::peers::Peers;
 use super::source::Outbound;
-use crate::directory::Directory;
-use crate::store::Store;
+use telos_redis::directory::Directory;
+use telos_redis::store::Store;
 
 /// How long a prepared handoff may wait for its phase 2 (the gate's attach
 /// on the destination, the destination's `Commit` on the source). A redirect

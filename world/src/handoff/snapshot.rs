@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::wire::{Reader, WireError, Writer};
 use crate::game::{Character, to_state_json};
-use crate::store::ClaimId;
+use telos_redis::store::ClaimId;
 
 /// Domain separator of the snapshot encoding (and so of its signature).
 /// Bump the version when the layout changes: a rolling deploy's skew then

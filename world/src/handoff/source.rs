@@ -7,7 +7,7 @@
 //! 2. `ClaimCharacter` mints the next `owner_epoch` for the destination
 //!    (an unreadable store refuses the handoff: never proceed unfenced).
 //!    Steps 1 and 2 are one Redis script, in that order
-//!    ([`Store::claim_for_handoff`](crate::store::Store::claim_for_handoff)):
+//!    ([`Store::claim_for_handoff`](telos_redis::store::Store::claim_for_handoff)):
 //!    one round trip on the player's pause instead of two;
 //! 3. build and sign the `PlayerSnapshot`, then `Handoff.Prepare`.
 //!
@@ -40,8 +40,8 @@ use super::phase2::{Phase2, sign_phase2, verify_phase2};
 use super::runtime::{Handoff, RPC_TIMEOUT};
 use super::snapshot::{PlayerSnapshot, sign_snapshot};
 use crate::game::{Character, is_instance_id, template_of, zone_of};
-use crate::store::{ClaimId, HandoffClaim, SaveOutcome};
-use crate::telemetry::traced;
+use telos_redis::store::{ClaimId, HandoffClaim, SaveOutcome};
+use telos_telemetry::traced;
 
 /// Remember refused (expired) tokens this long, to answer a late `Commit`
 /// with "refused" rather than "unknown".

@@ -29,13 +29,13 @@ use tokio_stream::StreamExt;
 use tracing::{Instrument, info, info_span, warn};
 
 use super::adopt::spawn_unconfirmed;
-use crate::directory::connection::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
-use crate::directory::keys;
-use crate::directory::transfer::{Completion, Transfer};
 use crate::game::{ZoneDef, template_of};
 use crate::shard::Shard;
 use crate::zone::ZoneHandle;
 use crate::zone::lease::LeaseState;
+use telos_redis::directory::connection::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
+use telos_redis::directory::keys;
+use telos_redis::directory::transfer::{Completion, Transfer};
 
 /// The safety poll: every shard re-reads every pending transfer this often.
 pub const TRANSFER_POLL: Duration = Duration::from_secs(1);

@@ -7,9 +7,9 @@ use telos_proto::v1::admin_server::Admin;
 use telos_proto::v1::{StatusRequest, StatusResponse, TransferZoneRequest, TransferZoneResponse};
 use tonic::{Request, Response, Status};
 
-use crate::directory::transfer::Proposal;
 use crate::shard::Shard;
-use crate::status::cluster_status;
+use telos_redis::directory::transfer::Proposal;
+use telos_redis::status::cluster_status;
 
 pub struct AdminService {
     shard: Arc<Shard>,

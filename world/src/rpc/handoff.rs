@@ -13,7 +13,7 @@ use crate::handoff::destination::{self, PrepareRefused};
 use crate::handoff::drain;
 use crate::handoff::source::CommitRefused;
 use crate::shard::Shard;
-use crate::telemetry::with_remote_parent;
+use telos_telemetry::with_remote_parent;
 
 pub struct HandoffService {
     shard: Arc<Shard>,

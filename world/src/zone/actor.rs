@@ -19,13 +19,13 @@ use super::lease::LeaseState;
 use super::persist::{Saved, save_player};
 use super::session::{InputReply, Joining, SessionMeta, Transfer};
 use super::{JoinError, MAILBOX, Msg, ZoneEnv, ZoneHandle};
-use crate::directory::OnlinePlayer;
 use crate::game::{
     Action, Character, Ctx, Delivery, Direction, Outcome, WIZINVIS, ZoneDef, ZoneState,
     apply_tier_flags, format_who, instance_room, is_instance_id, zone_of,
 };
 use crate::handoff::fence::SETTLE_BOUND;
 use crate::play::MAX_LINE;
+use telos_redis::directory::OnlinePlayer;
 
 /// Save early once this many applied lines are not yet durable, so a flood
 /// does not hold the gate's replay buffer full until the next cadence.

@@ -36,7 +36,7 @@ use crate::game::{Character, Direction, zone_of};
 use crate::handoff::source::{
     Begun, HandoffRequest, MOVE_REFUSED, Refused, THIS_SHARD, begin_handoff, send_abort,
 };
-use crate::store::ClaimId;
+use telos_redis::store::ClaimId;
 
 /// How long a walk keeps trying before it is refused: a lease in flight, an
 /// adoption's flip being observed (one 50 ms poll) or a Redis restart all

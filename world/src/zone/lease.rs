@@ -6,6 +6,7 @@
 //! before it applies anything (see `actor.rs`). The Lua scripts check the
 //! generation before they write.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::directory::Directory;
+use telos_redis::directory::{Directory, DirectoryError};
 
 /// Fraction of the TTL we trust locally. The server's TTL starts when Redis
 /// runs the script, which is after we sent it; counting from the send time
@@ -22,6 +23,12 @@ const TRUSTED_FRACTION: f64 = 0.8;
 
 /// Renew this many times per TTL, so two lost renewals still leave one chance.
 const RENEWS_PER_TTL: u32 = 3;
+
+/// After a renew that failed (Redis unreachable, restarting, slow), try
+/// again this soon rather than a whole period later: Redis back from a
+/// restart must be seen well before the local deadline, or a blip of a few
+/// seconds fences zones whose leases Redis still holds.
+const RENEW_RETRY: Duration = Duration::from_millis(200);
 
 #[derive(Debug)]
 struct Inner {
@@ -101,11 +108,36 @@ impl LeaseState {
     }
 }
 
+/// The one question the renew loop asks: renew `zone`, held by `shard` at
+/// `generation`, for `ttl` (true: renewed; false: refused, not ours).
+pub trait RenewLease: Send + Sync + 'static {
+    fn renew_zone(
+        &self,
+        zone: &str,
+        shard: &str,
+        generation: u64,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<bool, DirectoryError>> + Send;
+}
+
+impl RenewLease for Directory {
+    fn renew_zone(
+        &self,
+        zone: &str,
+        shard: &str,
+        generation: u64,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<bool, DirectoryError>> + Send {
+        Directory::renew_zone(self, zone, shard, generation, ttl)
+    }
+}
+
 /// Renew `zone`'s lease until `stop` is cancelled. When the local deadline
 /// passes without a successful renew, or Redis refuses the renew, cancel
 /// `fence`: the zone stops at once, without a drain (we no longer own it).
+/// A failed renew is retried every [`RENEW_RETRY`] until the deadline.
 pub async fn renew_loop(
-    directory: Directory,
+    directory: impl RenewLease,
     zone: String,
     shard: String,
     lease: LeaseState,
@@ -113,8 +145,10 @@ pub async fn renew_loop(
     stop: CancellationToken,
 ) {
     let period = lease.ttl / RENEWS_PER_TTL;
+    let mut next = period;
     loop {
-        let wake = (Instant::now() + period).min(lease.deadline());
+        let wake = (Instant::now() + next).min(lease.deadline());
+        next = period;
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = fence.cancelled() => return,
@@ -159,6 +193,7 @@ pub async fn renew_loop(
             Ok(Err(e)) => {
                 metrics::counter!("telos_redis_errors_total", "op" => "renew_zone").increment(1);
                 warn!(zone, error = %e, "lease renew failed; will retry until the deadline");
+                next = RENEW_RETRY;
             }
             Err(_) => info!(zone, "lease renew timed out at the deadline"),
         }
@@ -168,6 +203,98 @@ pub async fn renew_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// Redis as the loop sees it through an outage: every renew sent before
+    /// `back_at` fails after `fails_after` (a request timeout), every renew
+    /// after it succeeds.
+    struct Outage {
+        back_at: Instant,
+        fails_after: Duration,
+        renews: Arc<AtomicU32>,
+    }
+
+    impl RenewLease for Outage {
+        async fn renew_zone(
+            &self,
+            _zone: &str,
+            _shard: &str,
+            _generation: u64,
+            _ttl: Duration,
+        ) -> Result<bool, DirectoryError> {
+            if Instant::now() < self.back_at {
+                tokio::time::sleep(self.fails_after).await;
+                return Err(DirectoryError::Invalid("redis is restarting".into()));
+            }
+            self.renews.fetch_add(1, Ordering::SeqCst);
+            Ok(true)
+        }
+    }
+
+    /// The soak's seeds 979656572 and 345546677: Redis down ~3 s; the renew
+    /// sent into the outage failed at the 2 s request timeout, and the next
+    /// try came only at the local deadline, so zones whose leases Redis
+    /// still held were fenced just after Redis came back.
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_renew_is_retried_soon_and_a_short_outage_fences_nothing() {
+        let ttl = Duration::from_secs(10); // period 3.33 s, deadline 8 s
+        let start = Instant::now();
+        let renews = Arc::new(AtomicU32::new(0));
+        let redis = Outage {
+            back_at: start + Duration::from_millis(6300),
+            fails_after: Duration::from_secs(2),
+            renews: renews.clone(),
+        };
+        let lease = LeaseState::new(1, ttl, start);
+        let (fence, stop) = (CancellationToken::new(), CancellationToken::new());
+        let task = tokio::spawn(renew_loop(
+            redis,
+            "city".into(),
+            "shard-a".into(),
+            lease.clone(),
+            fence.clone(),
+            stop.clone(),
+        ));
+        tokio::time::sleep(Duration::from_secs(12)).await;
+        // The renew sent at 3.3 s fails at 5.3 s, the retry at 5.5 s fails
+        // at 7.5 s, the one at 7.7 s lands before the 8 s deadline.
+        assert!(
+            !fence.is_cancelled(),
+            "a 6.3 s outage within an 8 s deadline fenced the zone"
+        );
+        assert!(lease.is_valid());
+        assert!(renews.load(Ordering::SeqCst) >= 1);
+        stop.cancel();
+        task.await.unwrap();
+    }
+
+    /// An outage past the deadline still fences: retrying never stretches
+    /// the lease beyond what Redis granted.
+    #[tokio::test(start_paused = true)]
+    async fn an_outage_past_the_deadline_fences_the_zone_at_the_deadline() {
+        let ttl = Duration::from_secs(10);
+        let start = Instant::now();
+        let redis = Outage {
+            back_at: start + Duration::from_secs(60),
+            fails_after: Duration::from_millis(10),
+            renews: Arc::new(AtomicU32::new(0)),
+        };
+        let lease = LeaseState::new(1, ttl, start);
+        let (fence, stop) = (CancellationToken::new(), CancellationToken::new());
+        let task = tokio::spawn(renew_loop(
+            redis,
+            "city".into(),
+            "shard-a".into(),
+            lease.clone(),
+            fence.clone(),
+            stop,
+        ));
+        tokio::time::sleep(Duration::from_millis(7900)).await;
+        assert!(!fence.is_cancelled(), "fenced before the deadline");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(fence.is_cancelled(), "not fenced at the deadline");
+        task.await.unwrap();
+    }
 
     #[tokio::test(start_paused = true)]
     async fn deadline_trusts_only_part_of_the_ttl_from_the_send_time() {

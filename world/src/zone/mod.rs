@@ -33,10 +33,10 @@ pub use departure::WALK_RETRY_WINDOW;
 pub use drain::DrainReport;
 pub use session::{InputReply, Joining, SessionMeta, Transfer};
 
-use crate::directory::Directory;
 use crate::game::WorldDef;
-use crate::store::{ClaimId, Store};
 use lease::LeaseState;
+use telos_redis::directory::Directory;
+use telos_redis::store::{ClaimId, Store};
 
 /// Mailbox bound. Each session has at most one input in flight (it awaits the
 /// reply), so the depth is about the number of sessions plus timers; 4096

@@ -8,7 +8,7 @@ use tracing::{debug, info, warn};
 
 use super::session::SessionMeta;
 use crate::game::{Character, to_state_json};
-use crate::store::{ClaimId, SaveOutcome, Store};
+use telos_redis::store::{ClaimId, SaveOutcome, Store};
 
 /// One save round trip may take this long before we give up on it for this
 /// cadence (the player stays dirty and is retried): a sick Redis must not

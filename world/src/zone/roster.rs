@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
-use crate::directory::OnlinePlayer;
+use telos_redis::directory::OnlinePlayer;
 
 #[derive(Clone, Default)]
 pub struct Roster {

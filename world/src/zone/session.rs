@@ -6,7 +6,7 @@ use tokio::time::Instant;
 
 use crate::game::Character;
 use crate::handoff::fence::{CommitFence, Outcome, SETTLE_BOUND};
-use crate::store::ClaimId;
+use telos_redis::store::ClaimId;
 
 /// Bound of a player's out channel (frames towards the gate). A gate that
 /// stops reading fills it; the player is then "wedged" and reclaimed rather

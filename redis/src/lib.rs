@@ -1,0 +1,15 @@
+//! # Layout
+//! Everything Telos keeps in Redis, below every process that uses it.
+//! - [`directory`]: cluster coordination: zone leases, the shard registry and
+//!   presence, drain reservations, pending transfers, the online list, and
+//!   [`directory::connection::RedisConn`], the one way to talk to Redis.
+//! - [`store`]: durable character rows: create, claim (owner epochs), load,
+//!   fenced save, heal; passwords; resume credentials.
+//! - [`status`]: the cluster view `telosctl status` and `Admin.Status` print.
+//!
+//! Every decision is one Lua script (the `*.lua` files beside the modules),
+//! atomic on the server and on the server's clock.
+
+pub mod directory;
+pub mod status;
+pub mod store;
