@@ -44,7 +44,11 @@ impl Graph {
                 &file,
             )?));
             let mut out = BTreeMap::new();
-            for path in paths_in(&text) {
+            let children: Vec<String> = modules
+                .iter()
+                .filter_map(|m| child_name(&module, m))
+                .collect();
+            for path in paths_in(&text, &children) {
                 let Some(target) = resolve(&module, &path, &modules) else {
                     continue;
                 };
@@ -218,9 +222,21 @@ fn resolve(module: &str, path: &[String], modules: &[String]) -> Option<String> 
     best
 }
 
+/// `m`'s last segment when it is a direct child module of `module`.
+fn child_name(module: &str, m: &str) -> Option<String> {
+    let rest = if module.is_empty() {
+        m
+    } else {
+        m.strip_prefix(module)?.strip_prefix("::")?
+    };
+    (!rest.is_empty() && !rest.contains("::")).then(|| rest.to_string())
+}
+
 /// Every `crate|super|self::…` path written in `text`, with `use` trees
-/// (`use crate::zone::{Hosted, roster::Roster}`) expanded.
-fn paths_in(text: &str) -> Vec<Vec<String>> {
+/// (`use crate::zone::{Hosted, roster::Roster}`) expanded, and every path
+/// that starts at one of the file's own child modules (`use actor::spawn`,
+/// `lease::LeaseState`), read as `self::…`.
+fn paths_in(text: &str, children: &[String]) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let bytes = text.as_bytes();
     let mut i = 0;
@@ -230,9 +246,20 @@ fn paths_in(text: &str) -> Vec<Vec<String>> {
         let head = ["crate::", "super::", "self::"]
             .into_iter()
             .find(|h| rest.starts_with(h));
+        let child = children
+            .iter()
+            .find(|c| rest.starts_with(c.as_str()) && rest[c.len()..].starts_with("::"));
         if let (true, Some(_)) = (at_word, head) {
             let (tree, used) = read_tree(rest);
             out.extend(tree);
+            i += used.max(1);
+        } else if let (true, Some(_)) = (at_word, child) {
+            let (tree, used) = read_tree(rest);
+            out.extend(tree.into_iter().map(|p| {
+                let mut p2 = vec!["self".to_string()];
+                p2.extend(p);
+                p2
+            }));
             i += used.max(1);
         } else {
             i += 1;
@@ -431,7 +458,7 @@ mod tests {
              let s = \"crate::in_a::string\";\n\
              let x = super::sibling::thing(crate::game::zone_of(a));\n",
         );
-        let paths: Vec<String> = paths_in(&text).iter().map(|p| p.join("::")).collect();
+        let paths: Vec<String> = paths_in(&text, &[]).iter().map(|p| p.join("::")).collect();
         assert_eq!(
             paths,
             [
@@ -442,6 +469,30 @@ mod tests {
                 "crate::game::zone_of",
             ]
         );
+    }
+
+    #[test]
+    fn a_path_from_a_child_module_is_an_import_of_it() {
+        let text = "pub use actor::{spawn, Leaving};
+let r = roster::Roster::default();
+let t = telos_redis::actor::X;
+";
+        let children = ["actor".to_string(), "roster".to_string()];
+        let paths: Vec<String> = paths_in(text, &children)
+            .iter()
+            .map(|p| p.join("::"))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "self::actor::spawn",
+                "self::actor::Leaving",
+                "self::roster::Roster::default"
+            ]
+        );
+        assert_eq!(child_name("zone", "zone::actor"), Some("actor".into()));
+        assert_eq!(child_name("zone", "zone::actor::input"), None);
+        assert_eq!(child_name("", "zone"), Some("zone".into()));
     }
 
     #[test]
@@ -472,7 +523,7 @@ mod tests {
     #[test]
     fn inline_test_modules_are_left_out() {
         let src = "use crate::a::X;\n#[cfg(test)]\nmod tests {\n use crate::b::Y;\n fn f() { {} }\n}\nuse crate::c::Z;\n";
-        let paths: Vec<String> = paths_in(&strip_tests(src))
+        let paths: Vec<String> = paths_in(&strip_tests(src), &[])
             .iter()
             .map(|p| p.join("::"))
             .collect();
