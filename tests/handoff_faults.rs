@@ -21,8 +21,8 @@ use telos_testkit::redis::free_port;
 use telos_testkit::world::opposite;
 use telos_testkit::world::{path_to_zone, start_room, starter_zones, walk};
 use telos_world::game::from_state_json;
+use telos_world::handoff::context::{PENDING_TTL, RPC_TIMEOUT};
 use telos_world::handoff::fence::SETTLE_BOUND;
-use telos_world::handoff::runtime::{PENDING_TTL, RPC_TIMEOUT};
 use telos_world::handoff::snapshot::handoff_token;
 use tokio::time::Instant;
 

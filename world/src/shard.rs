@@ -16,8 +16,8 @@ use tracing::{info, warn};
 
 use crate::config::WorldConfig;
 use crate::game::{WorldDef, is_instance_id};
+use crate::handoff::context::Handoff;
 use crate::handoff::keys;
-use crate::handoff::runtime::Handoff;
 use crate::zone::lease::{LeaseState, renew_loop};
 use crate::zone::{Hosted, ZoneEnv, ZoneHandle, roster::Roster, spawn_zone};
 use telos_redis::directory::{Claim, Directory, ShardInfo, ShardState};
@@ -106,7 +106,7 @@ impl Shard {
             directory.clone(),
             store.clone(),
             cfg.handoff_version,
-            crate::handoff::runtime::Tasks {
+            crate::handoff::context::Tasks {
                 tracker: tracker.clone(),
                 stop: root.clone(),
             },

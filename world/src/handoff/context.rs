@@ -8,10 +8,10 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::destination::PendingPlayers;
 use super::keys::ClusterKeys;
+use super::outbound::Outbound;
 use super::peers::Peers;
-use super::source::Outbound;
+use super::pending::PendingPlayers;
 use telos_redis::directory::Directory;
 use telos_redis::store::Store;
 

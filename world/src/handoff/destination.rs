@@ -15,23 +15,22 @@
 //! A pending record that nobody attaches to within the TTL is saved by this
 //! shard (it holds the newest epoch) — never lost.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use telos_proto::v1::{CommitRequest, PrepareRequest};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
+use super::context::{Handoff, RPC_TIMEOUT};
 use super::fence::{CommitFence, CommitResolver, Outcome, commit_fence};
+use super::pending::PendingPlayer;
 use super::phase2::{Phase2, sign_phase2, verify_phase2};
-use super::runtime::{Handoff, RPC_TIMEOUT};
 use super::snapshot::{PlayerSnapshot, handoff_token, verify_snapshot};
 use crate::game::{
     Character, Tier, WIZINVIS, alias::sanitize_aliases, from_state_json, is_instance_id,
     sanitize_loaded, zone_of,
 };
-use crate::zone::Hosted;
 use telos_redis::store::{ClaimFrom, ClaimId, StoreError};
 use telos_telemetry::traced;
 
@@ -52,46 +51,6 @@ pub enum PrepareRefused {
     NotOwner(String),
     #[error("handoff protocol version {theirs} is not this shard's {ours}")]
     Version { theirs: u32, ours: u32 },
-}
-
-/// A player held PENDING until the gate attaches.
-pub struct PendingPlayer {
-    pub snapshot: PlayerSnapshot,
-    pub character: Character,
-    pub expires: Instant,
-    /// The source's address as it sent it (empty: look it up).
-    pub from_addr: String,
-}
-
-/// Pending records by token.
-#[derive(Default)]
-pub struct PendingPlayers {
-    map: Mutex<HashMap<String, PendingPlayer>>,
-}
-
-impl PendingPlayers {
-    pub fn take(&self, token: &str) -> Option<PendingPlayer> {
-        self.map.lock().expect("pending lock").remove(token)
-    }
-
-    /// Return a record taken by an attach that could not complete; it gets
-    /// a fresh TTL timer (its first one may have fired while it was out).
-    pub fn put_back(&self, h: &Arc<Handoff>, token: String, p: PendingPlayer) {
-        self.map
-            .lock()
-            .expect("pending lock")
-            .insert(token.clone(), p);
-        let h2 = h.clone();
-        h.after_ttl(async move { expire_pending(&h2, &token).await });
-    }
-
-    pub fn len(&self) -> usize {
-        self.map.lock().expect("pending lock").len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// `applyStateComponents`: rehydrate the character from a verified
@@ -119,10 +78,11 @@ pub fn apply_state_components(snapshot: &PlayerSnapshot) -> Result<Character, Pr
     Ok(ch)
 }
 
-/// `Handoff.Prepare` on the destination.
+/// `Handoff.Prepare` on the destination; `hosts` says whether this shard
+/// serves a zone now.
 pub fn prepare(
     h: &Arc<Handoff>,
-    hosted: &Hosted,
+    hosts: impl Fn(&str) -> bool,
     req: &PrepareRequest,
 ) -> Result<String, PrepareRefused> {
     let keys = h.keys.as_ref().ok_or(PrepareRefused::Keyless)?;
@@ -154,26 +114,30 @@ pub fn prepare(
     if is_instance_id(zone) {
         return Err(PrepareRefused::InstanceZone(zone.to_string()));
     }
-    if hosted.get(zone).is_none() {
+    if !hosts(zone) {
         return Err(PrepareRefused::NotOwner(zone.to_string()));
     }
     let character = apply_state_components(&snapshot)?;
     let token = handoff_token(&snapshot.character, snapshot.epoch);
-    let mut map = h.pending.map.lock().expect("pending lock");
-    if !map.contains_key(&token) {
-        map.insert(
-            token.clone(),
-            PendingPlayer {
-                snapshot,
-                character,
-                expires: Instant::now() + h.pending_ttl,
-                from_addr: req.from_shard_addr.clone(),
-            },
-        );
+    let recorded = h.pending.insert_new(&token, || PendingPlayer {
+        snapshot,
+        character,
+        expires: Instant::now() + h.pending_ttl,
+        from_addr: req.from_shard_addr.clone(),
+    });
+    if recorded {
         let (h2, t) = (h.clone(), token.clone());
         h.after_ttl(async move { expire_pending(&h2, &t).await });
     }
     Ok(token)
+}
+
+/// Return a record taken by an attach that could not complete; it gets a
+/// fresh TTL timer (its first one may have fired while it was out).
+fn put_back(h: &Arc<Handoff>, token: &str, p: PendingPlayer) {
+    h.pending.put(token, p);
+    let (h2, token) = (h.clone(), token.to_string());
+    h.after_ttl(async move { expire_pending(&h2, &token).await });
 }
 
 /// Nobody attached within the TTL: save the snapshot under the newest epoch.
@@ -248,7 +212,7 @@ pub enum AttachRefused {
 pub fn activate(h: &Arc<Handoff>, token: &str, conn_id: &str) -> Result<Activated, AttachRefused> {
     let p = h.pending.take(token).ok_or(AttachRefused::Unknown)?;
     if p.snapshot.conn_id != conn_id {
-        h.pending.put_back(h, token.to_string(), p);
+        put_back(h, token, p);
         return Err(AttachRefused::WrongConnection);
     }
     let (resolver, commit) = commit_fence();

@@ -22,7 +22,7 @@ use telos_proto::v1::AdoptZoneRequest;
 use tokio::time::Instant;
 use tracing::{Instrument, info, info_span, warn};
 
-use super::runtime::RPC_TIMEOUT;
+use super::context::RPC_TIMEOUT;
 use crate::game::{is_instance_id, template_of};
 use crate::shard::{HeldLease, Shard};
 use crate::zone::DrainReport;

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::runtime::RPC_TIMEOUT;
+use super::context::RPC_TIMEOUT;
 use telos_redis::store::ClaimId;
 
 /// How long a save that must not be skipped (quit, link loss, shutdown,

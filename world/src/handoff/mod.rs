@@ -9,15 +9,19 @@
 //! - [`fence`]: a handed-off session plays before its `Commit` resolves but
 //!   never writes until it has.
 //! - [`peers`]: pooled channels to other shards.
+//! - [`context`]: the shard-wide handoff state ([`context::Handoff`]) the
+//!   other modules share; [`pending`] and [`outbound`] its two tables.
 
 pub mod adopt;
+pub mod context;
 pub mod destination;
 pub mod drain;
 pub mod fence;
 pub mod keys;
+pub mod outbound;
 pub mod peers;
+pub mod pending;
 pub mod phase2;
-pub mod runtime;
 pub mod snapshot;
 pub mod source;
 pub mod transfer;

@@ -27,25 +27,20 @@
 //!
 //! Either way exactly one side writes, and the player's state survives.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use telos_proto::v1::{AbortRequest, PrepareRequest};
 use tokio::time::Instant;
 use tracing::{Instrument, debug, info, info_span, warn};
 
+use super::context::{Handoff, RPC_TIMEOUT};
 use super::fence::{CommitFence, Outcome, SETTLE_BOUND};
-use super::phase2::{Phase2, sign_phase2, verify_phase2};
-use super::runtime::{Handoff, RPC_TIMEOUT};
+pub use super::outbound::CommitRefused;
+use super::phase2::{Phase2, sign_phase2};
 use super::snapshot::{PlayerSnapshot, sign_snapshot};
 use crate::game::{Character, is_instance_id, template_of, zone_of};
 use telos_redis::store::{ClaimId, HandoffClaim, SaveOutcome};
 use telos_telemetry::traced;
-
-/// Remember refused (expired) tokens this long, to answer a late `Commit`
-/// with "refused" rather than "unknown".
-const EXPIRED_MEMORY: Duration = Duration::from_secs(600);
 
 /// What the source knows about the frozen player.
 pub struct HandoffRequest {
@@ -131,35 +126,6 @@ fn refused_for_now(step: &'static str, message: &str, minted: Option<u64>) -> Re
         transient: true,
         ..refused(step, message, minted)
     }
-}
-
-/// A frozen snapshot awaiting the destination's `Commit`.
-struct Frozen {
-    snapshot: PlayerSnapshot,
-    /// When `begin_handoff` started, right after the actor froze the
-    /// player: the pause the player feels runs from here to the `Commit`,
-    /// resolve, claim and `Prepare` included.
-    frozen_at: Instant,
-}
-
-/// Frozen snapshots by token, and tokens whose `Commit` is refused.
-#[derive(Default)]
-pub struct Outbound {
-    frozen: Mutex<HashMap<String, Frozen>>,
-    expired: Mutex<HashMap<String, Instant>>,
-}
-
-/// Why a `Commit` was refused.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum CommitRefused {
-    #[error("unknown handoff token")]
-    Unknown,
-    #[error("the handoff expired and the source saved the player")]
-    Expired,
-    #[error("bad signature or wrong destination")]
-    BadSignature,
-    #[error("this shard has no handoff key")]
-    Keyless,
 }
 
 /// Move a frozen player to the shard serving `target_room`.
@@ -328,8 +294,7 @@ async fn begin_handoff_inner(
         }
     };
     // Keep the frozen snapshot until Commit; save it if none comes.
-    h.outbound
-        .freeze(h, response.handoff_token.clone(), snapshot, frozen_at);
+    freeze(h, response.handoff_token.clone(), snapshot, frozen_at);
     // Routine: counted in `telos_handoffs_total` and traced; not a log line.
     debug!(player = %key, to_shard = %dest.id, epoch, "handoff prepared");
     Ok(Begun {
@@ -373,103 +338,52 @@ pub async fn send_abort(h: &Handoff, addr: &str, to_shard: &str, token: &str) {
     }
 }
 
-impl Outbound {
-    fn freeze(
-        &self,
-        h: &Arc<Handoff>,
-        token: String,
-        snapshot: PlayerSnapshot,
-        frozen_at: Instant,
-    ) {
-        self.frozen.lock().expect("outbound lock").insert(
-            token.clone(),
-            Frozen {
-                snapshot,
-                frozen_at,
-            },
-        );
-        let h2 = h.clone();
-        h.after_ttl(async move { h2.outbound.expire(&h2, &token).await });
-    }
+/// Keep the frozen snapshot until the `Commit`; save it if none comes in
+/// the TTL.
+fn freeze(h: &Arc<Handoff>, token: String, snapshot: PlayerSnapshot, frozen_at: Instant) {
+    h.outbound.freeze(&token, snapshot, frozen_at);
+    let h2 = h.clone();
+    h.after_ttl(async move { expire(&h2, &token).await });
+}
 
-    /// No `Commit` within the TTL: save the frozen snapshot under the epoch
-    /// we minted (the newest) and refuse any later `Commit` for the token.
-    async fn expire(&self, h: &Handoff, token: &str) {
-        let Some(frozen) = self.frozen.lock().expect("outbound lock").remove(token) else {
-            return;
-        };
-        {
-            let mut expired = self.expired.lock().expect("outbound lock");
-            expired.retain(|_, at| at.elapsed() < EXPIRED_MEMORY);
-            expired.insert(token.to_string(), Instant::now());
+/// No `Commit` within the TTL: save the frozen snapshot under the epoch we
+/// minted (the newest) and refuse any later `Commit` for the token.
+async fn expire(h: &Handoff, token: &str) {
+    let Some(s) = h.outbound.expire(token) else {
+        return;
+    };
+    warn!(player = %s.character, to_shard = %s.to_shard, "no Commit within the pending TTL: saving the frozen snapshot");
+    metrics::counter!("telos_handoffs_total", "outcome" => "expired").increment(1);
+    match h
+        .store
+        .save(
+            &s.character,
+            s.epoch,
+            s.state_version,
+            &s.state,
+            &s.conn_id,
+            s.applied_seq,
+        )
+        .await
+    {
+        Ok(SaveOutcome::Saved { .. }) => {}
+        Ok(SaveOutcome::Refused { current_epoch, .. }) if current_epoch > s.epoch => {
+            info!(player = %s.character, current_epoch, "frozen snapshot not saved: a newer owner already wrote")
         }
-        let s = &frozen.snapshot;
-        warn!(player = %s.character, to_shard = %s.to_shard, "no Commit within the pending TTL: saving the frozen snapshot");
-        metrics::counter!("telos_handoffs_total", "outcome" => "expired").increment(1);
-        match h
-            .store
-            .save(
-                &s.character,
-                s.epoch,
-                s.state_version,
-                &s.state,
-                &s.conn_id,
-                s.applied_seq,
-            )
-            .await
-        {
-            Ok(SaveOutcome::Saved { .. }) => {}
-            Ok(SaveOutcome::Refused { current_epoch, .. }) if current_epoch > s.epoch => {
-                info!(player = %s.character, current_epoch, "frozen snapshot not saved: a newer owner already wrote")
-            }
-            // Same epoch: the only other writer under it is the destination
-            // saving its pending copy of this very snapshot at its own TTL.
-            Ok(SaveOutcome::Refused { current_epoch, .. }) => {
-                info!(player = %s.character, current_epoch, "frozen snapshot not saved: the destination already saved it")
-            }
-            Err(e) => warn!(player = %s.character, error = %e, "saving the frozen snapshot failed"),
+        // Same epoch: the only other writer under it is the destination
+        // saving its pending copy of this very snapshot at its own TTL.
+        Ok(SaveOutcome::Refused { current_epoch, .. }) => {
+            info!(player = %s.character, current_epoch, "frozen snapshot not saved: the destination already saved it")
         }
+        Err(e) => warn!(player = %s.character, error = %e, "saving the frozen snapshot failed"),
     }
+}
 
-    /// The destination's signed `Commit`: checked against the destination
-    /// this shard recorded when it prepared the token.
-    pub fn commit(
-        &self,
-        h: &Handoff,
-        token: &str,
-        to_shard: &str,
-        sig: &[u8],
-    ) -> Result<(), CommitRefused> {
-        let Some(keys) = &h.keys else {
-            return Err(CommitRefused::Keyless);
-        };
-        let mut frozen = self.frozen.lock().expect("outbound lock");
-        let Some(entry) = frozen.get(token) else {
-            let expired = self.expired.lock().expect("outbound lock");
-            return Err(if expired.contains_key(token) {
-                CommitRefused::Expired
-            } else {
-                CommitRefused::Unknown
-            });
-        };
-        let recorded = &entry.snapshot.to_shard;
-        if to_shard != recorded
-            || !verify_phase2(&keys.handoff_public(), Phase2::Commit, token, recorded, sig)
-        {
-            return Err(CommitRefused::BadSignature);
-        }
-        let entry = frozen.remove(token).expect("present");
-        metrics::histogram!("telos_handoff_pause_seconds")
-            .record(entry.frozen_at.elapsed().as_secs_f64());
-        metrics::counter!("telos_handoffs_total", "outcome" => "committed").increment(1);
-        Ok(())
-    }
-
-    pub fn len(&self) -> usize {
-        self.frozen.lock().expect("outbound lock").len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
+/// `Handoff.Commit` on the source: the destination's signed `Commit`.
+pub fn commit(h: &Handoff, token: &str, to_shard: &str, sig: &[u8]) -> Result<(), CommitRefused> {
+    let key = h.keys.as_ref().map(|k| k.handoff_public());
+    let frozen_at = h.outbound.commit(key.as_ref(), token, to_shard, sig)?;
+    metrics::histogram!("telos_handoff_pause_seconds").record(frozen_at.elapsed().as_secs_f64());
+    metrics::counter!("telos_handoffs_total", "outcome" => "committed").increment(1);
+    Ok(())
 }

@@ -11,7 +11,7 @@ use crate::game::is_instance_id;
 use crate::handoff::adopt::{self, AdoptRefused};
 use crate::handoff::destination::{self, PrepareRefused};
 use crate::handoff::drain;
-use crate::handoff::source::CommitRefused;
+use crate::handoff::source::{self, CommitRefused};
 use crate::shard::Shard;
 use telos_telemetry::with_remote_parent;
 
@@ -66,9 +66,9 @@ impl Handoff for HandoffService {
             &req,
         );
         let req = req.into_inner();
-        let h = &self.shard.env.handoff;
+        let (h, hosted) = (&self.shard.env.handoff, &self.shard.env.hosted);
         let token = span
-            .in_scope(|| destination::prepare(h, &self.shard.env.hosted, &req))
+            .in_scope(|| destination::prepare(h, |z| hosted.get(z).is_some(), &req))
             .map_err(prepare_status)?;
         Ok(Response::new(PrepareResponse {
             handoff_token: token,
@@ -86,11 +86,8 @@ impl Handoff for HandoffService {
         );
         let req = req.into_inner();
         let h = &self.shard.env.handoff;
-        span.in_scope(|| {
-            h.outbound
-                .commit(h, &req.handoff_token, &req.to_shard_id, &req.sig)
-        })
-        .map_err(commit_status)?;
+        span.in_scope(|| source::commit(h, &req.handoff_token, &req.to_shard_id, &req.sig))
+            .map_err(commit_status)?;
         Ok(Response::new(CommitResponse {}))
     }
 

@@ -132,7 +132,7 @@ pub struct ZoneEnv {
     pub roster: roster::Roster,
     pub tick: Duration,
     pub save_interval: Duration,
-    pub handoff: Arc<crate::handoff::runtime::Handoff>,
+    pub handoff: Arc<crate::handoff::context::Handoff>,
     pub tracker: TaskTracker,
     pub root: CancellationToken,
     /// Numbers private instances (`<zone>#<n>`) on this shard.

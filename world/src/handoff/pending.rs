@@ -1,0 +1,51 @@
+//! The destination's PENDING records: prepared players waiting for the
+//! gate's attach, by handoff token. Storage only; what happens to a record
+//! (activation, expiry, abort) is [`super::destination`]'s.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use tokio::time::Instant;
+
+use super::snapshot::PlayerSnapshot;
+use crate::game::Character;
+
+/// A player held PENDING until the gate attaches.
+pub struct PendingPlayer {
+    pub snapshot: PlayerSnapshot,
+    pub character: Character,
+    pub expires: Instant,
+    /// The source's address as it sent it (empty: look it up).
+    pub from_addr: String,
+}
+
+/// Pending records by token.
+#[derive(Default)]
+pub struct PendingPlayers {
+    map: Mutex<HashMap<String, PendingPlayer>>,
+}
+
+impl PendingPlayers {
+    pub fn take(&self, token: &str) -> Option<PendingPlayer> {
+        self.map.lock().expect("pending lock").remove(token)
+    }
+
+    /// Record `p` under `token` unless a record is there already (a retried
+    /// `Prepare` converges on the first); true when it was recorded now.
+    pub fn insert_new(&self, token: &str, p: impl FnOnce() -> PendingPlayer) -> bool {
+        let mut map = self.map.lock().expect("pending lock");
+        if map.contains_key(token) {
+            return false;
+        }
+        map.insert(token.to_string(), p());
+        true
+    }
+
+    /// Put a taken record back (an attach that could not complete).
+    pub fn put(&self, token: &str, p: PendingPlayer) {
+        self.map
+            .lock()
+            .expect("pending lock")
+            .insert(token.to_string(), p);
+    }
+}
