@@ -29,8 +29,8 @@ use telos_testkit::play::PlayStream;
 use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::starter_zones;
-use telos_world::handoff::transfer::TRANSFER_POLL;
-use telos_world::shard::PRESENCE_TTL;
+use telos_world::runtime::moves::transfer::TRANSFER_POLL;
+use telos_world::runtime::shard::PRESENCE_TTL;
 use tokio::time::Instant;
 
 const PASSWORD: &str = "correct horse";

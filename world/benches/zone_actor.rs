@@ -32,7 +32,7 @@ use telos_world::game::{
     Character, Ctx, ZoneDef, ZoneState, from_state_json, load_world, sanitize_loaded,
     to_state_json, zone_of,
 };
-use telos_world::shard::Shard;
+use telos_world::runtime::shard::Shard;
 use telos_world::zone::lease::{LeaseState, renew_loop};
 use telos_world::zone::session::OUT_CHANNEL;
 use telos_world::zone::{InputReply, Joining, SessionMeta, ZoneHandle, spawn_zone};

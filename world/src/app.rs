@@ -18,9 +18,9 @@ use tracing::info;
 
 use crate::config::WorldConfig;
 use crate::game::load_world;
-use crate::handoff::drain::DrainSummary;
 use crate::rpc::{admin::AdminService, handoff::HandoffService, play::PlayService};
-use crate::shard::Shard;
+use crate::runtime::moves::drain::DrainSummary;
+use crate::runtime::shard::Shard;
 
 /// Seconds: bucket bounds for every histogram on `/metrics`.
 const HISTOGRAM_BUCKETS: &[f64] = &[
@@ -68,7 +68,7 @@ async fn serve(cfg: WorldConfig) -> anyhow::Result<Option<DrainSummary>> {
     let bound = listener.local_addr()?.to_string();
     let addr = cfg.advertise_addr.clone().unwrap_or_else(|| bound.clone());
     let shard = Shard::new(cfg, addr.clone(), world).await?;
-    shard.start();
+    crate::runtime::start(&shard);
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let stop_serving = shard.root.clone();
     let server = tonic::transport::Server::builder()
@@ -85,7 +85,7 @@ async fn serve(cfg: WorldConfig) -> anyhow::Result<Option<DrainSummary>> {
     // the signal's own task; the zones' lifetime token is untouched until
     // the drain is done.
     let drained = match signal {
-        Signal::Term => Some(crate::handoff::drain::begin_drain(&shard).await),
+        Signal::Term => Some(crate::runtime::moves::drain::begin_drain(&shard).await),
         Signal::Int => None,
     };
     stop(shard).await;

@@ -6,7 +6,7 @@
 //!   character rows live in the `telos-redis` crate; logs, traces and spans
 //!   in `telos-telemetry`.
 //! - [`play`]: one player session: login, resume, routing, forwarding input.
-//! - [`shard`]: the runtime: hosted zones, lease loops, heartbeat, shutdown.
+//! - [`runtime`]: the shard: hosted zones and their leases, placement, the zone moves, shutdown.
 //! - [`rpc`]: thin tonic service impls.
 //! - [`config`], [`app`]: settings and process wiring.
 
@@ -16,5 +16,5 @@ pub mod game;
 pub mod handoff;
 pub mod play;
 pub mod rpc;
-pub mod shard;
+pub mod runtime;
 pub mod zone;

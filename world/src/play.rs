@@ -23,7 +23,7 @@ use crate::game::{
 };
 use crate::handoff::destination::{Activated, activate};
 use crate::handoff::fence::{Outcome, SETTLE_BOUND};
-use crate::shard::{Shard, ZoneRoute};
+use crate::runtime::shard::{Shard, ZoneRoute};
 use crate::zone::{InputReply, Joining, SessionMeta, ZoneHandle};
 use telos_redis::store::StoreError;
 

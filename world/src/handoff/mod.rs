@@ -12,10 +12,8 @@
 //! - [`context`]: the shard-wide handoff state ([`context::Handoff`]) the
 //!   other modules share; [`pending`] and [`outbound`] its two tables.
 
-pub mod adopt;
 pub mod context;
 pub mod destination;
-pub mod drain;
 pub mod fence;
 pub mod keys;
 pub mod outbound;
@@ -24,7 +22,6 @@ pub mod pending;
 pub mod phase2;
 pub mod snapshot;
 pub mod source;
-pub mod transfer;
 pub mod wire;
 
 /// The handoff protocol and snapshot-digest version this build speaks.

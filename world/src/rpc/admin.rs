@@ -7,7 +7,7 @@ use telos_proto::v1::admin_server::Admin;
 use telos_proto::v1::{StatusRequest, StatusResponse, TransferZoneRequest, TransferZoneResponse};
 use tonic::{Request, Response, Status};
 
-use crate::shard::Shard;
+use crate::runtime::shard::Shard;
 use telos_redis::directory::transfer::Proposal;
 use telos_redis::status::cluster_status;
 

@@ -8,11 +8,11 @@ use tonic::{Request, Response, Status};
 use tracing::{Instrument, info_span};
 
 use crate::game::is_instance_id;
-use crate::handoff::adopt::{self, AdoptRefused};
 use crate::handoff::destination::{self, PrepareRefused};
-use crate::handoff::drain;
 use crate::handoff::source::{self, CommitRefused};
-use crate::shard::Shard;
+use crate::runtime::moves::adopt::{self, AdoptRefused};
+use crate::runtime::moves::drain;
+use crate::runtime::shard::Shard;
 use telos_telemetry::with_remote_parent;
 
 pub struct HandoffService {
@@ -147,7 +147,8 @@ impl Handoff for HandoffService {
         }
         let held = self
             .shard
-            .held_lease(&req.zone_id)
+            .leases
+            .held(&req.zone_id)
             .ok_or_else(|| Status::failed_precondition("this shard does not own the zone"))?;
         if req.generation != 0 && req.generation != held.state.generation() {
             return Err(Status::failed_precondition("stale lease generation"));

@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 use tokio_stream::{Stream, StreamExt, wrappers::ReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::shard::Shard;
+use crate::runtime::shard::Shard;
 use crate::zone::session::OUT_CHANNEL;
 
 pub struct PlayService {

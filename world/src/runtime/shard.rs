@@ -12,15 +12,17 @@ use anyhow::Context;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{info, warn};
+use tracing::{Instrument, info, info_span, warn};
 
+use super::closing::Closing;
+use super::leases::{Confirm, LeaseKeeper};
 use crate::config::WorldConfig;
-use crate::game::{WorldDef, is_instance_id};
+use crate::game::{WorldDef, ZoneDef, is_instance_id, template_of};
 use crate::handoff::context::Handoff;
 use crate::handoff::keys;
-use crate::zone::lease::{LeaseState, renew_loop};
-use crate::zone::{Hosted, ZoneEnv, ZoneHandle, roster::Roster, spawn_zone};
-use telos_redis::directory::{Claim, Directory, ShardInfo, ShardState};
+use crate::zone::lease::LeaseState;
+use crate::zone::{Hosted, ZoneEnv, ZoneHandle, roster::Roster, spawn_adopted_zone, spawn_zone};
+use telos_redis::directory::{Directory, ShardInfo, ShardState};
 use telos_redis::store::Store;
 
 /// Registry heartbeat period.
@@ -33,20 +35,12 @@ pub const PRESENCE_TTL: Duration = Duration::from_secs(3);
 /// Coalesce roster changes this long before publishing the online list.
 const ONLINE_DEBOUNCE: Duration = Duration::from_millis(50);
 
-/// This shard's hold on one zone's lease.
-#[derive(Clone)]
-pub struct HeldLease {
-    pub state: LeaseState,
-    /// Stops the renew loop without fencing the zone (a planned handover).
-    pub renew_stop: CancellationToken,
-}
-
 pub struct Shard {
     pub cfg: WorldConfig,
     /// Leases of the zones this shard hosts (not instances).
-    pub leases: std::sync::Mutex<std::collections::HashMap<String, HeldLease>>,
+    pub leases: LeaseKeeper,
     /// Zones being closed for an operator transfer right now.
-    pub transfer_closing: crate::handoff::transfer::Closing,
+    pub transfer_closing: Closing,
     /// The address peers and gates dial (the bound gRPC address).
     pub addr: String,
     pub env: ZoneEnv,
@@ -125,6 +119,12 @@ impl Shard {
             root: root.clone(),
             instances: Arc::default(),
         };
+        let leases = LeaseKeeper::new(
+            env.directory.clone(),
+            &cfg.shard_id,
+            cfg.lease_ttl,
+            tracker.clone(),
+        );
         Ok(Arc::new(Shard {
             cfg,
             addr,
@@ -132,7 +132,7 @@ impl Shard {
             tracker,
             root,
             draining: AtomicBool::new(false),
-            leases: Default::default(),
+            leases,
             transfer_closing: Default::default(),
         }))
     }
@@ -147,107 +147,6 @@ impl Shard {
 
     pub fn set_draining(&self) {
         self.draining.store(true, Ordering::SeqCst);
-    }
-
-    /// Start the background loops: registry heartbeat, online list, and the
-    /// boot-zone claimer (which also re-claims a boot zone whose lease came
-    /// free again, e.g. after a fence).
-    pub fn start(self: &Arc<Self>) {
-        let me = self.clone();
-        self.tracker.spawn(async move { me.heartbeat_loop().await });
-        let me = self.clone();
-        self.tracker.spawn(async move { me.online_loop().await });
-        let me = self.clone();
-        self.tracker.spawn(async move { me.boot_zone_loop().await });
-        let me = self.clone();
-        self.tracker.spawn(async move { me.orphan_loop().await });
-        self.tracker
-            .spawn(crate::handoff::transfer::transfer_watcher(self.clone()));
-    }
-
-    /// The live, compatible shard with the most headroom (players plus
-    /// live drain reservations against capacity; ties to the lowest id):
-    /// the same rule the drain selector applies, read-only.
-    async fn orphan_claimer(&self) -> Option<String> {
-        let dir = &self.env.directory;
-        let shards = dir.shards().await.ok()?;
-        let mut best: Option<(i128, String)> = None;
-        for s in shards {
-            if s.state != ShardState::Live || s.handoff_version != self.cfg.handoff_version {
-                continue;
-            }
-            let reserved: u64 = dir
-                .drain_reservations(&s.id)
-                .await
-                .map(|r| r.iter().map(|(_, count, _)| count).sum())
-                .unwrap_or(0);
-            let headroom = s.capacity as i128 - s.players as i128 - reserved as i128;
-            let better = match &best {
-                None => true,
-                Some((h, id)) => headroom > *h || (headroom == *h && s.id < *id),
-            };
-            if better {
-                best = Some((headroom, s.id));
-            }
-        }
-        best.map(|(_, id)| id)
-    }
-
-    /// A zone with a pending transfer is never (re)claimed by the boot-zone
-    /// or orphan loops: the transfer decides where it goes.
-    async fn transfer_pending(&self, zone: &str) -> bool {
-        self.transfer_closing.contains(zone)
-            || !matches!(self.env.directory.transfer(zone).await, Ok(None))
-    }
-
-    /// A shard that died without draining leaves its zones' leases to
-    /// expire. Every live shard looks for zones with no live lease once per
-    /// lease TTL and asks the same director-owned selector that drains use
-    /// who should take each; only the chosen shard claims it (and the claim
-    /// is atomic, so two never both win). With the defaults a dead shard's
-    /// zones are served again within lease TTL + one period: 6 s + 6 s.
-    async fn orphan_loop(&self) {
-        let period = self.cfg.lease_ttl;
-        loop {
-            tokio::select! {
-                _ = self.root.cancelled() => return,
-                _ = tokio::time::sleep(period) => {}
-            }
-            if self.is_draining() {
-                continue;
-            }
-            let orphans = match self.env.directory.orphaned_zones().await {
-                Ok(z) => z,
-                Err(e) => {
-                    warn!(error = %e, "listing orphaned zones failed");
-                    continue;
-                }
-            };
-            if orphans.is_empty() {
-                continue;
-            }
-            // One placement for all orphans of this round, computed from the
-            // same registry + reservation view on every shard, so they agree
-            // on who claims without writing holds for one another.
-            let Some(chosen) = self.orphan_claimer().await else {
-                continue;
-            };
-            if chosen != self.cfg.shard_id {
-                continue;
-            }
-            for zone in orphans {
-                if self.env.world.zone(&zone).is_none_or(|d| d.instanced)
-                    || self.transfer_pending(&zone).await
-                {
-                    continue;
-                }
-                match self.host_zone(&zone).await {
-                    Ok(Some(_)) => info!(zone, "claimed an orphaned zone"),
-                    Ok(None) => {}
-                    Err(e) => warn!(zone, error = %e, "claiming an orphaned zone failed"),
-                }
-            }
-        }
     }
 
     /// This shard's registry entry and the players it hosts per zone, both
@@ -300,7 +199,7 @@ impl Shard {
         }
     }
 
-    async fn heartbeat_loop(&self) {
+    pub async fn heartbeat_loop(&self) {
         let mut every = tokio::time::interval(HEARTBEAT);
         loop {
             tokio::select! {
@@ -311,7 +210,7 @@ impl Shard {
         }
     }
 
-    async fn online_loop(&self) {
+    pub async fn online_loop(&self) {
         loop {
             tokio::select! {
                 _ = self.root.cancelled() => return,
@@ -332,25 +231,6 @@ impl Shard {
         }
     }
 
-    async fn boot_zone_loop(&self) {
-        let period = self.cfg.lease_ttl / 2;
-        loop {
-            for zone in &self.cfg.zones {
-                if self.env.hosted.get(zone).is_none()
-                    && !self.is_draining()
-                    && !self.transfer_pending(zone).await
-                    && let Err(e) = self.host_zone(zone).await
-                {
-                    warn!(zone, error = %e, "claiming boot zone failed");
-                }
-            }
-            tokio::select! {
-                _ = self.root.cancelled() => return,
-                _ = tokio::time::sleep(period) => {}
-            }
-        }
-    }
-
     /// Claim `zone`'s lease and start its actor and renew loop. `Ok(None)`
     /// when another shard holds the lease.
     pub async fn host_zone(&self, zone: &str) -> anyhow::Result<Option<ZoneHandle>> {
@@ -366,25 +246,9 @@ impl Shard {
             .zone(zone)
             .cloned()
             .with_context(|| format!("unknown zone {zone}"))?;
-        let sent_at = Instant::now();
-        let claim = self
-            .env
-            .directory
-            .claim_zone(zone, &self.cfg.shard_id, self.cfg.lease_ttl)
-            .await?;
-        let generation = match claim {
-            Claim::Acquired { r#gen } => r#gen,
-            Claim::Held { owner, r#gen } => {
-                info!(
-                    zone,
-                    owner,
-                    generation = r#gen,
-                    "zone lease held by another shard"
-                );
-                return Ok(None);
-            }
+        let Some(lease) = self.leases.claim(zone).await? else {
+            return Ok(None);
         };
-        let lease = LeaseState::new(generation, self.cfg.lease_ttl, sent_at);
         let handle = spawn_zone(
             self.env.clone(),
             zone,
@@ -393,52 +257,70 @@ impl Shard {
             &self.tracker,
             &self.root,
         );
-        info!(zone, generation, "zone lease acquired");
-        self.start_renewing(zone, &lease, &handle);
-        // When the zone stops (fence or shutdown), give the lease back if it
-        // is still ours at this generation, so a peer need not wait the TTL.
-        let (dir, shard, zone_id, token) = (
-            self.env.directory.clone(),
-            self.cfg.shard_id.clone(),
-            zone.to_string(),
-            handle.cancel_token().clone(),
-        );
-        self.tracker.spawn(async move {
-            token.cancelled().await;
-            if let Err(e) = dir.release_zone(&zone_id, &shard, generation).await {
-                warn!(zone = zone_id, error = %e, "releasing the lease failed; it expires by TTL");
-            }
-        });
+        info!(zone, generation = lease.generation(), "zone lease acquired");
+        self.leases.hold(zone, &lease, handle.cancel_token());
         Ok(Some(handle))
     }
 
-    /// Keep `zone`'s lease renewed; the loop fences the zone on loss and
-    /// stops quietly when the lease is handed over.
-    pub fn start_renewing(&self, zone: &str, lease: &LeaseState, handle: &ZoneHandle) {
-        let renew_stop = handle.cancel_token().child_token();
-        self.leases.lock().expect("leases lock").insert(
-            zone.to_string(),
-            HeldLease {
-                state: lease.clone(),
-                renew_stop: renew_stop.clone(),
-            },
-        );
-        self.tracker.spawn(renew_loop(
-            self.env.directory.clone(),
-            zone.to_string(),
-            self.cfg.shard_id.clone(),
+    /// Build and run `zone` ahead of its lease: it takes no one until the
+    /// lease is confirmed ([`Confirm`]), and is un-adopted if that has not
+    /// happened by `deadline`. Drain adoptions and transfer targets differ
+    /// only in how they confirm.
+    pub fn build_unconfirmed(
+        self: &Arc<Self>,
+        zone: &str,
+        def: Arc<ZoneDef>,
+        how: Confirm,
+        deadline: Instant,
+    ) {
+        let lease = LeaseState::unconfirmed(self.cfg.lease_ttl);
+        let handle = spawn_adopted_zone(
+            self.env.clone(),
+            zone,
+            def,
             lease.clone(),
-            handle.cancel_token().clone(),
-            renew_stop,
-        ));
-    }
-
-    pub fn held_lease(&self, zone: &str) -> Option<HeldLease> {
-        self.leases.lock().expect("leases lock").get(zone).cloned()
-    }
-
-    pub fn forget_lease(&self, zone: &str) {
-        self.leases.lock().expect("leases lock").remove(zone);
+            &self.tracker,
+            &self.root,
+        );
+        let (shard, zone) = (self.clone(), zone.to_string());
+        let span = match how {
+            Confirm::Flip => info_span!("adopt", zone = %template_of(&zone)),
+            Confirm::Completion => info_span!("transfer_target", zone = %template_of(&zone)),
+        };
+        self.tracker.spawn(
+            async move {
+                let running = || shard.env.hosted.get(&zone).is_some();
+                let stop = handle.cancel_token();
+                let confirmed = shard
+                    .leases
+                    .confirm(&zone, &lease, how, stop, running, deadline)
+                    .await;
+                let generation = lease.generation();
+                match (confirmed, how) {
+                    (true, Confirm::Flip) => {
+                        info!(zone, generation, "adoption confirmed: the flip landed")
+                    }
+                    (true, Confirm::Completion) => {
+                        info!(zone, generation, "transfer target: zone open")
+                    }
+                    (false, _) if stop.is_cancelled() || !running() => {}
+                    (false, Confirm::Flip) => {
+                        if handle.unadopt().await {
+                            warn!(zone, "adoption never confirmed: un-adopted");
+                        }
+                    }
+                    (false, Confirm::Completion) => {
+                        if handle.unadopt().await {
+                            warn!(
+                                zone,
+                                "transfer never completed here: pre-built zone torn down"
+                            );
+                        }
+                    }
+                }
+            }
+            .instrument(span),
+        );
     }
 
     /// Where the zone of `room` is served right now.

@@ -14,13 +14,12 @@
 //! - **Target** (`to` = us): pre-builds the zone (like an adoption) so
 //!   opens park there instead of failing; the zone is confirmed — opened at
 //!   the next generation — the moment completion re-points the lease at us,
-//!   observed, never claimed (see [`open_on_completion`]). If the source is
+//!   observed, never claimed (see [`Confirm::Completion`]). If the source is
 //!   gone for good (not live, lease expired), the target completes itself.
 //! - A transfer whose target died is cancelled with a reason `status`
 //!   shows; nothing waits forever.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -28,11 +27,9 @@ use tokio::time::Instant;
 use tokio_stream::StreamExt;
 use tracing::{Instrument, info, info_span, warn};
 
-use super::adopt::spawn_unconfirmed;
-use crate::game::{ZoneDef, template_of};
-use crate::shard::Shard;
-use crate::zone::ZoneHandle;
-use crate::zone::lease::LeaseState;
+use crate::game::template_of;
+use crate::runtime::leases::Confirm;
+use crate::runtime::shard::Shard;
 use telos_redis::directory::connection::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
 use telos_redis::directory::keys;
 use telos_redis::directory::transfer::{Completion, Transfer};
@@ -44,35 +41,9 @@ pub const TRANSFER_POLL: Duration = Duration::from_secs(1);
 /// un-adopted (the watcher builds it again if the transfer is still pending).
 const PREWARM_DEADLINE: Duration = Duration::from_secs(60);
 
-/// How often a pre-built target zone looks for completion having placed the
-/// zone on us: one `HMGET` per pending transfer, so a parked open waits at
-/// most this long past the completion for the zone to open.
-const OPEN_POLL: Duration = Duration::from_millis(20);
-
 /// A target that has been absent from the registry this long cancels the
 /// transfer (one presence TTL would be a blip; this is a dead shard).
 const TARGET_GONE_GRACE: Duration = Duration::from_secs(10);
-
-/// Zones this shard is closing for a transfer right now.
-#[derive(Default)]
-pub struct Closing(Mutex<HashSet<String>>);
-
-impl Closing {
-    pub fn contains(&self, zone: &str) -> bool {
-        self.0.lock().expect("closing lock").contains(zone)
-    }
-
-    fn start(&self, zone: &str) -> bool {
-        self.0
-            .lock()
-            .expect("closing lock")
-            .insert(zone.to_string())
-    }
-
-    fn done(&self, zone: &str) {
-        self.0.lock().expect("closing lock").remove(zone);
-    }
-}
 
 /// Watch the directory until the shard stops.
 pub async fn transfer_watcher(shard: Arc<Shard>) {
@@ -266,7 +237,8 @@ async fn close_for_transfer(shard: &Arc<Shard>, t: &Transfer) -> anyhow::Result<
         .get(&t.zone)
         .ok_or_else(|| anyhow::anyhow!("zone not hosted"))?;
     let lease = shard
-        .held_lease(&t.zone)
+        .leases
+        .held(&t.zone)
         .ok_or_else(|| anyhow::anyhow!("no lease held"))?;
     let generation = lease.state.generation();
     info!(
@@ -276,7 +248,7 @@ async fn close_for_transfer(shard: &Arc<Shard>, t: &Transfer) -> anyhow::Result<
     let deadline = Instant::now() + shard.cfg.drain_deadline;
     let report = handle.drain(deadline).await.unwrap_or_default();
     lease.renew_stop.cancel();
-    shard.forget_lease(&t.zone);
+    shard.leases.forget(&t.zone);
     shard
         .env
         .directory
@@ -329,97 +301,12 @@ async fn target_step(shard: &Arc<Shard>, t: &Transfer, source_live: bool) -> any
         && let Some(def) = shard.env.world.zone(&t.zone).cloned()
     {
         info!(zone = t.zone, "transfer target: pre-building the zone");
-        prebuild_target(shard, &t.zone, def, Instant::now() + PREWARM_DEADLINE);
+        shard.build_unconfirmed(
+            &t.zone,
+            def,
+            Confirm::Completion,
+            Instant::now() + PREWARM_DEADLINE,
+        );
     }
     Ok(())
-}
-
-/// Build `zone` ahead of its lease (opens park on it) and open it when
-/// completion places the zone on us, un-adopting it at `deadline` otherwise.
-fn prebuild_target(shard: &Arc<Shard>, zone: &str, def: Arc<ZoneDef>, deadline: Instant) {
-    let (lease, handle) = spawn_unconfirmed(shard, zone, def);
-    let (s, z) = (shard.clone(), zone.to_string());
-    shard.tracker.spawn(
-        async move { open_on_completion(&s, &z, lease, handle, deadline).await }
-            .instrument(info_span!("transfer_target", zone = %template_of(zone))),
-    );
-}
-
-/// The target opens the zone only once completion has re-pointed its lease
-/// at us: it reads the lease and renews it at exactly the generation
-/// completion minted. It never claims (unlike a drain adoption's
-/// `ClaimZone`, which also mints a lease on a zone that is merely free):
-/// the lease is free between the source's close and its completion, and
-/// after a dead source's lease expired, and a claim there would jump the
-/// generation check — the source's completion refused as still open, or,
-/// with the source gone, the record left pending for ever.
-async fn open_on_completion(
-    shard: &Arc<Shard>,
-    zone: &str,
-    lease: LeaseState,
-    handle: ZoneHandle,
-    deadline: Instant,
-) {
-    let dir = &shard.env.directory;
-    loop {
-        if handle.cancel_token().is_cancelled() {
-            return;
-        }
-        let sent_at = Instant::now();
-        let placed = match dir.zone_owner(zone).await {
-            Ok(Some((owner, generation))) if owner == shard.id() => {
-                match dir
-                    .renew_zone(zone, shard.id(), generation, lease.ttl())
-                    .await
-                {
-                    Ok(true) => Some(generation),
-                    Ok(false) => None,
-                    Err(e) => {
-                        warn!(zone, error = %e, "renewing the transferred lease failed");
-                        None
-                    }
-                }
-            }
-            Ok(_) => None,
-            Err(e) => {
-                warn!(zone, error = %e, "reading the lease of a transfer target failed");
-                None
-            }
-        };
-        if let Some(generation) = placed {
-            lease.confirm(generation, sent_at);
-            shard.start_renewing(zone, &lease, &handle);
-            release_when_stopped(shard, zone, generation, &handle);
-            info!(zone, generation, "transfer target: zone open");
-            return;
-        }
-        if Instant::now() >= deadline {
-            if handle.unadopt().await {
-                warn!(
-                    zone,
-                    "transfer never completed here: pre-built zone torn down"
-                );
-            }
-            return;
-        }
-        tokio::time::sleep(OPEN_POLL).await;
-    }
-}
-
-/// When the opened zone stops (fence, shutdown), give its lease back if it
-/// is still ours at `generation`, so a peer need not wait out the TTL; after
-/// a later transfer or hand-over moved the lease on, the release is refused.
-fn release_when_stopped(shard: &Arc<Shard>, zone: &str, generation: u64, handle: &ZoneHandle) {
-    let (dir, me, zone, stopped) = (
-        shard.env.directory.clone(),
-        shard.id().to_string(),
-        zone.to_string(),
-        handle.cancel_token().clone(),
-    );
-    shard.tracker.spawn(async move {
-        stopped.cancelled().await;
-        if let Err(e) = dir.release_zone(&zone, &me, generation).await {
-            warn!(zone, error = %e, "releasing the lease failed; it expires by TTL");
-        }
-    });
 }

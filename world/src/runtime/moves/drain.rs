@@ -22,9 +22,10 @@ use telos_proto::v1::AdoptZoneRequest;
 use tokio::time::Instant;
 use tracing::{Instrument, info, info_span, warn};
 
-use super::context::RPC_TIMEOUT;
 use crate::game::{is_instance_id, template_of};
-use crate::shard::{HeldLease, Shard};
+use crate::handoff::context::RPC_TIMEOUT;
+use crate::runtime::leases::HeldLease;
+use crate::runtime::shard::Shard;
 use crate::zone::DrainReport;
 use telos_redis::directory::drain::drain_reservation_ttl;
 use telos_telemetry::traced;
@@ -222,7 +223,7 @@ async fn handover_inner(
         }
         return Err(HandoverError::FlipRefused);
     }
-    shard.forget_lease(zone);
+    shard.leases.forget(zone);
     info!(zone, to_shard = %target.id, generation, "lease flipped; fanning players off");
     let report = handle.drain(deadline).await.unwrap_or_default();
     Ok((target.id, report))
@@ -237,7 +238,7 @@ async fn handover_inner(
 async fn settled_lease(shard: &Shard, zone: &str, deadline: Instant) -> Option<HeldLease> {
     let until = deadline.min(Instant::now() + ADOPTION_SETTLE);
     loop {
-        if let Some(lease) = shard.held_lease(zone) {
+        if let Some(lease) = shard.leases.held(zone) {
             return Some(lease);
         }
         if shard.env.hosted.get(zone).is_none() || Instant::now() >= until {

@@ -1,0 +1,44 @@
+//! # The shard runtime
+//! The process around the zone actors: which zones this shard hosts and
+//! their leases, the registry, and the zone moves. Inside, each module
+//! imports only those listed before it:
+//! - [`closing`]: the zones being closed for a transfer right now.
+//! - [`leases`]: one hosted zone's lease lifecycle, claim | confirm → renew
+//!   → release, for every zone whichever way it came.
+//! - [`shard`]: the [`Shard`]: hosted zones, routing, presence, shutdown.
+//! - [`placement`]: boot zones and orphaned zones.
+//! - [`moves`]: the zone moves: SIGTERM drain, adoption, operator transfer.
+
+pub mod closing;
+pub mod leases;
+pub mod moves;
+pub mod placement;
+pub mod shard;
+
+use std::sync::Arc;
+
+pub use shard::Shard;
+
+/// Start the shard's background loops: registry heartbeat, online list,
+/// the boot-zone claimer (which also re-claims a boot zone whose lease came
+/// free again, e.g. after a fence), the orphan claimer and the transfer
+/// watcher. Every one runs in the shard's tracker and stops with its root.
+pub fn start(shard: &Arc<Shard>) {
+    let me = shard.clone();
+    shard
+        .tracker
+        .spawn(async move { me.heartbeat_loop().await });
+    let me = shard.clone();
+    shard.tracker.spawn(async move { me.online_loop().await });
+    let me = shard.clone();
+    shard
+        .tracker
+        .spawn(async move { placement::boot_zone_loop(&me).await });
+    let me = shard.clone();
+    shard
+        .tracker
+        .spawn(async move { placement::orphan_loop(&me).await });
+    shard
+        .tracker
+        .spawn(moves::transfer::transfer_watcher(shard.clone()));
+}

@@ -1,0 +1,10 @@
+//! # Zone moves
+//! A zone changes shard while players play, three ways:
+//! - [`drain`]: SIGTERM — every zone handed over to a peer, in place.
+//! - [`adopt`]: the peer's side of a drain hand-over (`AdoptZone`).
+//! - [`transfer`]: an operator's `telosctl transfer`, driven by the
+//!   directory's pending record rather than a shard-to-shard call.
+
+pub mod adopt;
+pub mod drain;
+pub mod transfer;

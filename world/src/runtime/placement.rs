@@ -1,0 +1,113 @@
+//! Where zones are served: a shard claims its boot zones, and the one shard
+//! the shared placement rule chooses claims the zones a dead shard left
+//! without a live lease. A zone with a pending operator transfer is left to
+//! the transfer.
+
+use tracing::{info, warn};
+
+use super::shard::Shard;
+use telos_redis::directory::ShardState;
+
+/// The live, compatible shard with the most headroom (players plus
+/// live drain reservations against capacity; ties to the lowest id):
+/// the same rule the drain selector applies, read-only.
+async fn orphan_claimer(shard: &Shard) -> Option<String> {
+    let dir = &shard.env.directory;
+    let shards = dir.shards().await.ok()?;
+    let mut best: Option<(i128, String)> = None;
+    for s in shards {
+        if s.state != ShardState::Live || s.handoff_version != shard.cfg.handoff_version {
+            continue;
+        }
+        let reserved: u64 = dir
+            .drain_reservations(&s.id)
+            .await
+            .map(|r| r.iter().map(|(_, count, _)| count).sum())
+            .unwrap_or(0);
+        let headroom = s.capacity as i128 - s.players as i128 - reserved as i128;
+        let better = match &best {
+            None => true,
+            Some((h, id)) => headroom > *h || (headroom == *h && s.id < *id),
+        };
+        if better {
+            best = Some((headroom, s.id));
+        }
+    }
+    best.map(|(_, id)| id)
+}
+
+/// A zone with a pending transfer is never (re)claimed by the boot-zone
+/// or orphan loops: the transfer decides where it goes.
+async fn transfer_pending(shard: &Shard, zone: &str) -> bool {
+    shard.transfer_closing.contains(zone)
+        || !matches!(shard.env.directory.transfer(zone).await, Ok(None))
+}
+
+/// A shard that died without draining leaves its zones' leases to
+/// expire. Every live shard looks for zones with no live lease once per
+/// lease TTL and asks the same director-owned selector that drains use
+/// who should take each; only the chosen shard claims it (and the claim
+/// is atomic, so two never both win). With the defaults a dead shard's
+/// zones are served again within lease TTL + one period: 6 s + 6 s.
+pub async fn orphan_loop(shard: &Shard) {
+    let period = shard.cfg.lease_ttl;
+    loop {
+        tokio::select! {
+            _ = shard.root.cancelled() => return,
+            _ = tokio::time::sleep(period) => {}
+        }
+        if shard.is_draining() {
+            continue;
+        }
+        let orphans = match shard.env.directory.orphaned_zones().await {
+            Ok(z) => z,
+            Err(e) => {
+                warn!(error = %e, "listing orphaned zones failed");
+                continue;
+            }
+        };
+        if orphans.is_empty() {
+            continue;
+        }
+        // One placement for all orphans of this round, computed from the
+        // same registry + reservation view on every shard, so they agree
+        // on who claims without writing holds for one another.
+        let Some(chosen) = orphan_claimer(shard).await else {
+            continue;
+        };
+        if chosen != shard.cfg.shard_id {
+            continue;
+        }
+        for zone in orphans {
+            if shard.env.world.zone(&zone).is_none_or(|d| d.instanced)
+                || transfer_pending(shard, &zone).await
+            {
+                continue;
+            }
+            match shard.host_zone(&zone).await {
+                Ok(Some(_)) => info!(zone, "claimed an orphaned zone"),
+                Ok(None) => {}
+                Err(e) => warn!(zone, error = %e, "claiming an orphaned zone failed"),
+            }
+        }
+    }
+}
+
+pub async fn boot_zone_loop(shard: &Shard) {
+    let period = shard.cfg.lease_ttl / 2;
+    loop {
+        for zone in &shard.cfg.zones {
+            if shard.env.hosted.get(zone).is_none()
+                && !shard.is_draining()
+                && !transfer_pending(shard, zone).await
+                && let Err(e) = shard.host_zone(zone).await
+            {
+                warn!(zone, error = %e, "claiming boot zone failed");
+            }
+        }
+        tokio::select! {
+            _ = shard.root.cancelled() => return,
+            _ = tokio::time::sleep(period) => {}
+        }
+    }
+}
