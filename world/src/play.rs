@@ -40,9 +40,6 @@ const UNSERVED_WAIT: Duration = Duration::from_secs(10);
 /// reads) for a crowd of parked logins over the 10 s bound.
 const UNSERVED_POLL: Duration = Duration::from_millis(50);
 
-/// Longest input line the world applies; longer ones get a clear refusal.
-pub const MAX_LINE: usize = 4096;
-
 /// Bound on a client-chosen connection id.
 const MAX_CONN_ID: usize = 64;
 

@@ -149,27 +149,6 @@ pub struct Transfer {
     pub until: Instant,
 }
 
-/// What happened to one input line.
-pub enum InputReply {
-    /// Applied; an `InputAck` went out.
-    Applied,
-    /// `seq <= applied_seq`: dropped, never re-applied.
-    Duplicate,
-    /// Applied, and the line walked the player into a sibling zone: the caller
-    /// delivers the transfer to `to` and sends later lines there.
-    Moved {
-        to: super::ZoneHandle,
-        transfer: Box<Transfer>,
-    },
-    /// The player is not (or no longer) in this zone under this connection
-    /// (quit, taken over, or handed off to another shard).
-    Gone,
-    /// Inside the actor only, never a caller's answer: the line started a
-    /// walk that is still being attempted; the reply is held and answered
-    /// with the walk's outcome.
-    Departing,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

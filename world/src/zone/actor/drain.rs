@@ -17,36 +17,16 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-use super::actor::ZoneActor;
-use super::departure::FrozenPlayer;
-use super::persist::save_player;
-use super::session::Transfer;
+use super::ZoneActor;
 use crate::game::zone_of;
 use crate::handoff::fence::SETTLE_BOUND;
 use crate::handoff::source::Begun;
+use crate::zone::frozen::FrozenPlayer;
+use crate::zone::persist::save_player;
+use crate::zone::phase::{DrainReport, DrainState};
+use crate::zone::session::Transfer;
 
 /// Per-player outcomes of one zone's drain.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct DrainReport {
-    pub redirected: u64,
-    pub reclaimed: u64,
-    pub client_fault: u64,
-}
-
-impl std::ops::AddAssign for DrainReport {
-    fn add_assign(&mut self, o: DrainReport) {
-        self.redirected += o.redirected;
-        self.reclaimed += o.reclaimed;
-        self.client_fault += o.client_fault;
-    }
-}
-
-pub(super) struct DrainState {
-    deadline: Instant,
-    reply: Option<oneshot::Sender<DrainReport>>,
-    report: DrainReport,
-}
-
 impl ZoneActor {
     pub(super) async fn start_drain(
         &mut self,

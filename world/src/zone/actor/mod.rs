@@ -14,17 +14,21 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
-use super::departure::{FrozenPlayer, WALK_RETRY_WINDOW};
+mod departure;
+mod drain;
+
+use super::env::ZoneEnv;
+use super::frozen::{FrozenPlayer, WALK_RETRY_WINDOW};
+use super::handle::{InputReply, JoinError, MAILBOX, Msg, ZoneHandle};
 use super::lease::LeaseState;
 use super::persist::{Saved, save_player};
-use super::session::{InputReply, Joining, SessionMeta, Transfer};
-use super::{JoinError, MAILBOX, Msg, ZoneEnv, ZoneHandle};
+use super::phase::DrainState;
+use super::session::{Joining, SessionMeta, Transfer};
 use crate::game::{
-    Action, Character, Ctx, Delivery, Direction, Outcome, WIZINVIS, ZoneDef, ZoneState,
+    Action, Character, Ctx, Delivery, Direction, MAX_LINE, Outcome, WIZINVIS, ZoneDef, ZoneState,
     apply_tier_flags, format_who, instance_room, is_instance_id, zone_of,
 };
 use crate::handoff::fence::SETTLE_BOUND;
-use crate::play::MAX_LINE;
 use telos_redis::directory::OnlinePlayer;
 
 /// Save early once this many applied lines are not yet durable, so a flood
@@ -151,7 +155,7 @@ pub(super) struct ZoneActor {
     /// A player has been here: a private instance ends when empty again.
     occupied: bool,
     /// Draining: every player is being fanned off in place.
-    pub(super) drain: Option<super::drain::DrainState>,
+    pub(super) drain: Option<DrainState>,
     /// Built at runtime for an in-flight zone handoff (AdoptZone), not a
     /// boot zone: only such a zone is ever un-adopted.
     pub(super) adopted: bool,

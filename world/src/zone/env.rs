@@ -1,0 +1,33 @@
+//! What a zone actor needs from its shard.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::handle::Hosted;
+use super::roster::Roster;
+use crate::game::WorldDef;
+use crate::handoff::context::Handoff;
+use telos_redis::directory::Directory;
+use telos_redis::store::Store;
+
+/// Everything a zone actor needs from its shard.
+#[derive(Clone)]
+pub struct ZoneEnv {
+    pub shard_id: String,
+    pub world: Arc<WorldDef>,
+    pub store: Store,
+    pub directory: Directory,
+    pub hosted: Hosted,
+    pub roster: Roster,
+    pub tick: Duration,
+    pub save_interval: Duration,
+    pub handoff: Arc<Handoff>,
+    pub tracker: TaskTracker,
+    pub root: CancellationToken,
+    /// Numbers private instances (`<zone>#<n>`) on this shard.
+    pub instances: Arc<AtomicU64>,
+}
