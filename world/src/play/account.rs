@@ -1,0 +1,160 @@
+//! Accounts: a `Login` (create, or check the password) or a `Resume` (check
+//! the resume credential) proves who the player is; then [`super::route`]
+//! finds where the character plays.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use telos_proto::v1::ServerFrame;
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+use crate::game::{Character, display_name, to_state_json, valid_name};
+use crate::runtime::shard::Shard;
+use crate::zone::ZoneHandle;
+use telos_redis::store::StoreError;
+
+use super::frames::{send_closed, send_login_busy};
+use super::route::enter;
+
+/// A resume credential lives this long after its last use: long enough to
+/// ride out a shard restart or a long outage, short enough that a leaked one
+/// goes stale.
+const CREDENTIAL_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// Bound on a client-chosen connection id.
+const MAX_CONN_ID: usize = 64;
+
+/// The shortest password a new character may have.
+const MIN_PASSWORD: usize = 8;
+
+pub(super) async fn login_frame(
+    shard: &Arc<Shard>,
+    login: telos_proto::v1::Login,
+    out: &mpsc::Sender<ServerFrame>,
+) -> Option<(String, String, ZoneHandle)> {
+    if !valid_conn_id(&login.conn_id) {
+        send_closed(out, "Protocol error: bad connection id.", true).await;
+        return None;
+    }
+    if !valid_name(&login.name) {
+        send_closed(out, "Login failed: names are 3-16 letters.", true).await;
+        return None;
+    }
+    let key = login.name.to_ascii_lowercase();
+    let store = &shard.env.store;
+    if login.create {
+        if login.password.chars().count() < MIN_PASSWORD {
+            send_closed(
+                out,
+                "Login failed: passwords need at least 8 characters.",
+                true,
+            )
+            .await;
+            return None;
+        }
+        let ch = Character::new(&display_name(&login.name), &shard.env.world.start_room);
+        match store
+            .create_character(&login.name, &login.password, &to_state_json(&ch))
+            .await
+        {
+            Ok(()) => info!(player = %key, "character created"),
+            Err(StoreError::NameTaken) => {
+                send_closed(out, "Login failed: that name is taken.", true).await;
+                return None;
+            }
+            Err(StoreError::Busy) => {
+                send_login_busy(out).await;
+                return None;
+            }
+            Err(e) => {
+                warn!(error = %e, "create failed");
+                send_closed(
+                    out,
+                    "Login failed: the world cannot be reached; try again.",
+                    true,
+                )
+                .await;
+                return None;
+            }
+        }
+    } else {
+        match store.verify_password(&login.name, &login.password).await {
+            Ok(true) => {}
+            Ok(false) => {
+                metrics::counter!("telos_login_failures_total").increment(1);
+                send_closed(out, "Login failed.", true).await;
+                return None;
+            }
+            Err(StoreError::Busy) => {
+                send_login_busy(out).await;
+                return None;
+            }
+            Err(e) => {
+                warn!(error = %e, "password check failed");
+                send_closed(
+                    out,
+                    "Login failed: the world cannot be reached; try again.",
+                    true,
+                )
+                .await;
+                return None;
+            }
+        }
+    }
+    let credential = match store
+        .issue_credential(&key, &login.conn_id, CREDENTIAL_TTL)
+        .await
+    {
+        Ok(c) => c,
+        Err(e) => {
+            warn!(error = %e, "issuing a credential failed");
+            send_closed(
+                out,
+                "Login failed: the world cannot be reached; try again.",
+                true,
+            )
+            .await;
+            return None;
+        }
+    };
+    enter(shard, key, login.conn_id, credential, out).await
+}
+
+pub(super) async fn resume_frame(
+    shard: &Arc<Shard>,
+    resume: telos_proto::v1::Resume,
+    out: &mpsc::Sender<ServerFrame>,
+) -> Option<(String, String, ZoneHandle)> {
+    if !valid_conn_id(&resume.conn_id) || !valid_name(&resume.name) {
+        send_closed(out, "Protocol error: bad resume.", true).await;
+        return None;
+    }
+    let key = resume.name.to_ascii_lowercase();
+    match shard
+        .env
+        .store
+        .check_credential(&key, &resume.conn_id, &resume.credential)
+        .await
+    {
+        Ok(true) => enter(shard, key, resume.conn_id, resume.credential, out).await,
+        Ok(false) => {
+            send_closed(
+                out,
+                "Login failed: your session expired; please log in again.",
+                true,
+            )
+            .await;
+            None
+        }
+        Err(e) => {
+            warn!(error = %e, "credential check failed");
+            send_closed(out, "The world cannot be reached right now.", false).await;
+            None
+        }
+    }
+}
+
+fn valid_conn_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_CONN_ID && id.bytes().all(|b| b.is_ascii_graphic())
+}

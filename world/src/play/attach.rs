@@ -1,0 +1,216 @@
+//! Attaching: a character claimed from the store (a login or resume), or
+//! a handed-off player arriving with its token (the gate followed a
+//! `Redirect`), joins its zone actor here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use telos_proto::v1::{Attached, ServerFrame};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use crate::game::{Character, from_state_json, sanitize_loaded, to_state_json, zone_of};
+use crate::handoff::destination::{Activated, activate};
+use crate::handoff::fence::{Outcome, SETTLE_BOUND};
+use crate::runtime::shard::Shard;
+use crate::zone::{Joining, SessionMeta, ZoneHandle};
+
+use super::frames::send_closed;
+
+pub(super) fn resolve_room(shard: &Shard, ch: &Character) -> String {
+    let world = &shard.env.world;
+    if world.room(&ch.room).is_some() && !crate::game::is_instance_id(zone_of(&ch.room)) {
+        return ch.room.clone();
+    }
+    ch.instance_return
+        .as_ref()
+        .filter(|r| world.room(r).is_some())
+        .cloned()
+        .unwrap_or_else(|| world.start_room.clone())
+}
+
+/// Why a character could not be put into play here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AttachError {
+    /// The store could not claim or read the character.
+    Store,
+    /// The zone refused the join (stopping, or still opening): worth
+    /// retrying while the login waits.
+    ZoneRefused,
+}
+
+/// Claim the character (minting its next `owner_epoch`) and put it into the
+/// local zone actor.
+pub(super) async fn attach_local(
+    shard: &Arc<Shard>,
+    key: &str,
+    conn_id: &str,
+    credential: &str,
+    handle: &ZoneHandle,
+    out: &mpsc::Sender<ServerFrame>,
+) -> Result<(), AttachError> {
+    let claimed = shard.env.store.claim_character(key).await.map_err(|e| {
+        warn!(player = %key, error = %e, "claiming character failed");
+        AttachError::Store
+    })?;
+    let row = claimed.row;
+    let mut character = from_state_json(&row.state_json).map_err(|e| {
+        warn!(player = %key, error = %e, "character state unreadable");
+        AttachError::Store
+    })?;
+    character.room = resolve_room(shard, &character);
+    // The row's tier is the authority; flags, aliases and bounds are
+    // re-derived on every load.
+    character.tier = row.tier.parse().unwrap_or_default();
+    sanitize_loaded(&mut character);
+    // The watermark carries over only for the same gate connection: its seqs
+    // continue; a new connection numbers from 1.
+    let applied_seq = if row.conn_id == conn_id {
+        row.applied_seq
+    } else {
+        0
+    };
+    let meta = SessionMeta {
+        conn_id: conn_id.to_string(),
+        epoch: claimed.epoch,
+        claim: claimed.claim,
+        departure_claim: None,
+        state_version: row.state_version,
+        applied_seq,
+        saved_seq: applied_seq,
+        dirty: false,
+        out: out.clone(),
+        wedged: false,
+        persist_id: row.persist_id.clone(),
+        commit: None,
+    };
+    let attached = Attached {
+        ack_input_seq: applied_seq,
+        name: character.name.clone(),
+        credential: credential.to_string(),
+        shard_id: shard.id().to_string(),
+    };
+    handle
+        .join(Joining {
+            character,
+            meta,
+            attached,
+        })
+        .await
+        .map(|_| ())
+        .map_err(|e| {
+            info!(player = %key, error = %e, "zone refused the join");
+            AttachError::ZoneRefused
+        })
+}
+
+/// The gate followed a handoff `Redirect`: complete phase 2 and put the
+/// player into play with the snapshot's watermark, so the gate replays
+/// exactly the lines above it.
+pub(super) async fn attach_frame(
+    shard: &Arc<Shard>,
+    attach: telos_proto::v1::Attach,
+    out: &mpsc::Sender<ServerFrame>,
+) -> Option<(String, String, ZoneHandle)> {
+    let h = &shard.env.handoff;
+    let activated = match activate(h, &attach.token, &attach.conn_id) {
+        Ok(a) => a,
+        Err(e) => {
+            info!(error = %e, "attach refused; the gate resumes from durable state");
+            send_closed(
+                out,
+                "Your arrival was lost in the mists; reconnecting...",
+                false,
+            )
+            .await;
+            return None;
+        }
+    };
+    let key = activated.character.key();
+    let zone = zone_of(&activated.character.room).to_string();
+    let meta = SessionMeta {
+        conn_id: attach.conn_id.clone(),
+        epoch: activated.epoch,
+        claim: activated.claim,
+        departure_claim: None,
+        state_version: activated.state_version,
+        applied_seq: activated.applied_seq,
+        // Unknown how much of it the row holds: count every line as
+        // unsaved, so the early save fires and the gate gets a DurableAck
+        // soon after each hop (a constant walker would otherwise never be
+        // saved and fill the gate's replay buffer).
+        saved_seq: 0,
+        // Not saved since the freeze: the first cadence saves it here.
+        dirty: true,
+        out: out.clone(),
+        wedged: false,
+        persist_id: activated.persist_id.clone(),
+        commit: Some(activated.commit.clone()),
+    };
+    let attached = Attached {
+        ack_input_seq: activated.applied_seq,
+        name: activated.character.name.clone(),
+        credential: String::new(),
+        shard_id: shard.id().to_string(),
+    };
+    // A zone adopted for a drain may not have observed its flip yet (its
+    // confirm loop polls); give it a moment before giving up.
+    let until = Instant::now() + ADOPTION_GRACE;
+    let mut joining = Joining {
+        character: activated.character.clone(),
+        meta,
+        attached,
+    };
+    while let Some(handle) = shard.env.hosted.get(&zone) {
+        match handle.join_or_return(joining).await {
+            Ok(_) => return Some((key, attach.conn_id, handle)),
+            Err(Some(back)) if Instant::now() < until => {
+                joining = back;
+                tokio::time::sleep(ADOPTION_POLL).await;
+            }
+            Err(_) => break,
+        }
+    }
+    // The zone moved on while the player was in flight: save (under this
+    // connection, so the gate's replay lines up with the row) and let the
+    // gate resume wherever the zone is served now.
+    info!(player = %key, zone, "zone refused the handed-off player");
+    save_activated(shard, &activated, &attach.conn_id).await;
+    send_closed(out, "The world shifts around you; reconnecting...", false).await;
+    None
+}
+
+/// How long an attach waits for an adopted zone to confirm its lease.
+const ADOPTION_GRACE: Duration = Duration::from_secs(3);
+const ADOPTION_POLL: Duration = Duration::from_millis(20);
+
+async fn save_activated(shard: &Shard, a: &Activated, conn_id: &str) {
+    let json = to_state_json(&a.character);
+    let key = a.character.key();
+    // Write only under the epoch the Commit's outcome settles on.
+    let (epoch, state_version) = match a.commit.clone().wait(SETTLE_BOUND).await {
+        Some(Outcome::Committed) => (a.epoch, a.state_version),
+        Some(Outcome::Reclaimed {
+            epoch,
+            state_version,
+            ..
+        }) => (epoch, state_version),
+        Some(Outcome::Superseded { .. }) => {
+            info!(player = %key, "claimed elsewhere while arriving: not saving");
+            return;
+        }
+        None => {
+            warn!(player = %key, "Commit unresolved: not saving (the gate replays from the durable row)");
+            return;
+        }
+    };
+    let saved = shard
+        .env
+        .store
+        .save(&key, epoch, state_version, &json, conn_id, a.applied_seq)
+        .await;
+    if let Err(e) = saved {
+        warn!(error = %e, "saving a handed-off player failed");
+    }
+}

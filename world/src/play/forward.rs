@@ -1,0 +1,94 @@
+//! Forwarding: input lines go to whichever local zone actor holds the
+//! player, one at a time, each waiting for its reply.
+
+use std::sync::Arc;
+
+use telos_proto::v1::{ClientFrame, client_frame};
+use tonic::Streaming;
+use tracing::{debug, warn};
+
+use crate::runtime::shard::Shard;
+use crate::zone::{InputReply, ZoneHandle};
+
+/// Forward input to whichever local zone actor holds the player.
+pub(super) async fn forward_input(
+    shard: Arc<Shard>,
+    key: String,
+    conn_id: String,
+    mut zone: ZoneHandle,
+    mut inbound: Streaming<ClientFrame>,
+) {
+    loop {
+        // Shutdown ends every session task, whatever its client does.
+        let next = tokio::select! {
+            _ = shard.root.cancelled() => return,
+            next = inbound.message() => next,
+        };
+        let input = match next {
+            Ok(Some(ClientFrame {
+                frame: Some(client_frame::Frame::Input(input)),
+            })) => input,
+            Ok(Some(_)) => {
+                debug!(player = %key, "ignoring a non-input frame on a live session");
+                continue;
+            }
+            Ok(None) => break,
+            Err(status) => {
+                debug!(player = %key, %status, "session stream failed");
+                break;
+            }
+        };
+        // At most a couple of hops: the zone that moved the player itself
+        // (an instance walking its players out) is followed via the roster.
+        let mut hops = 0;
+        let reply = loop {
+            let reply = match zone
+                .input(&key, &conn_id, input.seq, input.line.clone())
+                .await
+            {
+                Ok(r) => r,
+                Err(_) => return, // the zone stopped; it closed the session itself
+            };
+            if !matches!(reply, InputReply::Gone) || hops >= 2 {
+                break reply;
+            }
+            hops += 1;
+            let now = shard.env.roster.zone_of(&key);
+            match now
+                .filter(|z| z != zone.id())
+                .and_then(|z| shard.env.hosted.get(&z))
+            {
+                Some(h) => zone = h,
+                None => break reply,
+            }
+        };
+        let mut reply = reply;
+        loop {
+            match reply {
+                InputReply::Applied | InputReply::Duplicate | InputReply::Departing => break,
+                InputReply::Gone => return,
+                InputReply::Moved { to, transfer } => match to.arrive(transfer).await {
+                    Ok(()) => {
+                        zone = to;
+                        break;
+                    }
+                    // The sibling stopped or is not open yet: the zone the
+                    // player left takes them back and keeps trying within
+                    // the walk's window; its answer is the move's.
+                    Err(back) => match zone.take_back(back).await {
+                        Ok(next) => reply = next,
+                        Err(_) => {
+                            // Neither zone can hold the player (both
+                            // stopping): the stream ends and the gate
+                            // resumes from the durable row, replaying every
+                            // line above it.
+                            warn!(player = %key, "both zones refused the player; the session ends");
+                            return;
+                        }
+                    },
+                },
+            }
+        }
+    }
+    zone.detach(&key, &conn_id).await;
+}

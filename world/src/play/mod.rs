@@ -1,0 +1,62 @@
+//! One player session on the `Play` stream: log in (or resume, or attach),
+//! find the zone that serves the character, then forward input lines to the
+//! zone actor that holds the player, one at a time, in order.
+//!
+//! Lines are forwarded one at a time and each waits for its reply, so when a
+//! line walks the player into a sibling zone the next line can only go to
+//! the new zone, after the player arrived there: exactly-once survives the
+//! move without any cross-actor ordering games.
+//!
+//! One job per module, each importing only those after it:
+//! - [`account`]: `Login` and `Resume`: who the player is;
+//! - [`route`]: where the character plays (taken over, redirected, parked);
+//! - [`attach`]: joining the zone actor, from the store or from a handoff;
+//! - [`forward`]: input lines to the zone actor that holds the player;
+//! - [`frames`]: the frames every step sends.
+
+mod account;
+mod attach;
+mod forward;
+mod frames;
+mod route;
+
+use std::sync::Arc;
+
+use telos_proto::v1::{ClientFrame, ServerFrame, client_frame};
+use tokio::sync::mpsc;
+use tonic::Streaming;
+use tracing::debug;
+
+use crate::runtime::shard::Shard;
+use account::{login_frame, resume_frame};
+use attach::attach_frame;
+use forward::forward_input;
+use frames::send_closed;
+
+/// Drive one `Play` stream to its end.
+pub async fn run_session(
+    shard: Arc<Shard>,
+    mut inbound: Streaming<ClientFrame>,
+    out: mpsc::Sender<ServerFrame>,
+) {
+    let first = match inbound.message().await {
+        Ok(Some(ClientFrame { frame: Some(f) })) => f,
+        Ok(_) => return,
+        Err(status) => {
+            debug!(%status, "session stream failed before the first frame");
+            return;
+        }
+    };
+    let started = match first {
+        client_frame::Frame::Login(login) => login_frame(&shard, login, &out).await,
+        client_frame::Frame::Resume(resume) => resume_frame(&shard, resume, &out).await,
+        client_frame::Frame::Attach(attach) => attach_frame(&shard, attach, &out).await,
+        client_frame::Frame::Input(_) => {
+            send_closed(&out, "Protocol error: log in first.", true).await;
+            None
+        }
+    };
+    if let Some((key, conn_id, zone)) = started {
+        forward_input(shard.clone(), key, conn_id, zone, inbound).await;
+    }
+}

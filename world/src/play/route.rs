@@ -1,0 +1,138 @@
+//! Routing: where an authenticated character plays. Taken over where it is
+//! online already, redirected to the shard that serves its zone, put into
+//! play here, or parked while its zone is between owners.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use telos_proto::v1::{Redirect, ServerFrame, server_frame::Frame};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tracing::warn;
+
+use crate::game::{from_state_json, zone_of};
+use crate::runtime::shard::{Shard, ZoneRoute};
+use crate::zone::ZoneHandle;
+
+use super::attach::{AttachError, attach_local, resolve_room};
+use super::frames::{frame, send_closed};
+
+/// How long a login waits for the character's zone to be served (a zone
+/// between owners, a shard restarting) before answering "try again".
+const UNSERVED_WAIT: Duration = Duration::from_secs(10);
+/// Parked opens re-check this often: short enough that a transfer's parked
+/// login gets in within ~50 ms of the zone opening, cheap enough (two Redis
+/// reads) for a crowd of parked logins over the 10 s bound.
+const UNSERVED_POLL: Duration = Duration::from_millis(50);
+
+/// Put an authenticated character into play here, or redirect the gate to
+/// the shard that serves it.
+pub(super) async fn enter(
+    shard: &Arc<Shard>,
+    key: String,
+    conn_id: String,
+    credential: String,
+    out: &mpsc::Sender<ServerFrame>,
+) -> Option<(String, String, ZoneHandle)> {
+    let redirect = |addr: String| {
+        frame(Frame::Redirect(Redirect {
+            addr,
+            token: String::new(),
+            credential: credential.clone(),
+        }))
+    };
+    let wait_until = Instant::now() + UNSERVED_WAIT;
+    let mut told = false;
+    loop {
+        // Online somewhere already: that session is taken over where it is.
+        let zone = match shard.env.roster.zone_of(&key) {
+            Some(zone) => zone,
+            None => match online_elsewhere(shard, &key).await {
+                Some(addr) => {
+                    let _ = out.send(redirect(addr)).await;
+                    return None;
+                }
+                None => match saved_zone(shard, &key).await {
+                    Ok(zone) => zone,
+                    Err(e) => {
+                        warn!(player = %key, error = %e, "loading character failed");
+                        send_closed(out, "The world cannot be reached right now.", false).await;
+                        return None;
+                    }
+                },
+            },
+        };
+        let route = match shard.route(&zone).await {
+            Ok(r) => r,
+            Err(e) => {
+                warn!(zone, error = %e, "resolving the zone's shard failed");
+                send_closed(out, "The world cannot be reached right now.", false).await;
+                return None;
+            }
+        };
+        match route {
+            ZoneRoute::Remote(info) => {
+                let _ = out.send(redirect(info.addr)).await;
+                return None;
+            }
+            // Draining: fresh sessions wait for the zone to move, then
+            // follow it (a handoff bind still lands through Attach).
+            ZoneRoute::Local(_) if shard.is_draining() && Instant::now() < wait_until => {}
+            ZoneRoute::Local(handle) => {
+                match attach_local(shard, &key, &conn_id, &credential, &handle, out).await {
+                    Ok(()) => return Some((key, conn_id, handle)),
+                    Err(AttachError::ZoneRefused) if Instant::now() < wait_until => {
+                        // Parked: the zone is opening here (a transfer's
+                        // target). The player waits, they are not refused.
+                        if !told {
+                            told = true;
+                            metrics::counter!("telos_parked_opens_total").increment(1);
+                            let _ = out
+                                .send(frame(Frame::Output(telos_proto::v1::Output {
+                                    text: "The world shifts around you...\n".into(),
+                                })))
+                                .await;
+                        }
+                    }
+                    Err(_) => {
+                        send_closed(out, "The world cannot be reached right now.", false).await;
+                        return None;
+                    }
+                }
+            }
+            ZoneRoute::Unserved if Instant::now() < wait_until => {}
+            ZoneRoute::Unserved => {
+                send_closed(
+                    out,
+                    "That part of the world is not being served right now; try again shortly.",
+                    false,
+                )
+                .await;
+                return None;
+            }
+        }
+        tokio::time::sleep(UNSERVED_POLL).await;
+    }
+}
+
+/// The shard currently playing this character, if another live shard.
+async fn online_elsewhere(shard: &Shard, key: &str) -> Option<String> {
+    let online = shard.env.directory.online().await.ok()?;
+    let entry = online
+        .into_iter()
+        .find(|p| p.name.eq_ignore_ascii_case(key) && p.shard != shard.id())?;
+    shard.env.handoff.shard_addr(&entry.shard).await
+}
+
+/// The zone of the character's saved room (instances and unknown rooms fall
+/// back to where the player entered from, or the start room).
+async fn saved_zone(shard: &Shard, key: &str) -> anyhow::Result<String> {
+    let row = shard
+        .env
+        .store
+        .load(key)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no such character"))?;
+    let ch = from_state_json(&row.state_json)?;
+    Ok(zone_of(&resolve_room(shard, &ch)).to_string())
+}
