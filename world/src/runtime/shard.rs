@@ -305,12 +305,12 @@ impl Shard {
                     }
                     (false, _) if stop.is_cancelled() || !running() => {}
                     (false, Confirm::Flip) => {
-                        if handle.unadopt().await {
+                        if handle.unadopt().await.is_gone() {
                             warn!(zone, "adoption never confirmed: un-adopted");
                         }
                     }
                     (false, Confirm::Completion) => {
-                        if handle.unadopt().await {
+                        if handle.unadopt().await.is_gone() {
                             warn!(
                                 zone,
                                 "transfer never completed here: pre-built zone torn down"

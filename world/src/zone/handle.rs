@@ -85,9 +85,9 @@ pub(crate) enum Msg {
     /// A private instance on a draining shard: walk everyone back out.
     Evacuate,
     /// An adoption was never confirmed: tear down unless it has players or
-    /// owes a durable write. Replies whether it tore down.
+    /// owes a durable write.
     Unadopt {
-        reply: oneshot::Sender<bool>,
+        reply: oneshot::Sender<Unadopted>,
     },
     /// `begin_handoff` for a frozen player finished. `departure` tells it
     /// from a later departure of the same player (the first was taken over).
@@ -117,6 +117,27 @@ pub enum InputReply {
     /// walk that is still being attempted; the reply is held and answered
     /// with the walk's outcome.
     Departing,
+}
+
+/// What an un-adoption did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unadopted {
+    /// The unconfirmed zone was torn down.
+    TornDown,
+    /// Kept: it has acquired a player or owes a durable write (a
+    /// recoverable leak beats a dropped player).
+    Kept,
+    /// Not an adoption (a claimed zone fences; it never deletes itself).
+    NotAdopted,
+    /// The actor had stopped already.
+    Gone,
+}
+
+impl Unadopted {
+    /// The zone no longer runs here.
+    pub fn is_gone(self) -> bool {
+        matches!(self, Unadopted::TornDown | Unadopted::Gone)
+    }
 }
 
 /// A handle to a running zone actor.
@@ -298,13 +319,13 @@ impl ZoneHandle {
     }
 
     /// Tear down an unconfirmed adoption (refused if it has a player or
-    /// owes a durable write). True when it tore down.
-    pub async fn unadopt(&self) -> bool {
+    /// owes a durable write).
+    pub async fn unadopt(&self) -> Unadopted {
         let (reply, rx) = oneshot::channel();
         if self.tx.send(Msg::Unadopt { reply }).await.is_err() {
-            return true;
+            return Unadopted::Gone;
         }
-        rx.await.unwrap_or(true)
+        rx.await.unwrap_or(Unadopted::Gone)
     }
 
     /// Save every player, close their sessions with `reason` (gates resume

@@ -31,6 +31,6 @@ pub mod session;
 pub use actor::{spawn_adopted_zone, spawn_zone};
 pub use env::ZoneEnv;
 pub use frozen::WALK_RETRY_WINDOW;
-pub use handle::{Hosted, InputReply, JoinError, MAILBOX, ZoneHandle, ZoneUnavailable};
+pub use handle::{Hosted, InputReply, JoinError, MAILBOX, Unadopted, ZoneHandle, ZoneUnavailable};
 pub use phase::DrainReport;
 pub use session::{Joining, SessionMeta, Transfer};

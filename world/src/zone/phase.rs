@@ -1,4 +1,5 @@
-//! Where a zone actor is in its life, and what a drain reports.
+//! Where a zone actor is in its life, where it came from, and what a drain
+//! reports.
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -22,4 +23,49 @@ pub(super) struct DrainState {
     pub(super) deadline: Instant,
     pub(super) reply: Option<oneshot::Sender<DrainReport>>,
     pub(super) report: DrainReport,
+}
+
+/// Where a zone actor is in its life. Only [`Phase::Open`] takes players;
+/// the handle's `stopping` flag mirrors every other phase for callers.
+pub(super) enum Phase {
+    /// Taking players and applying input. A zone built ahead of its lease
+    /// is open too: its unconfirmed lease keeps players out until it is
+    /// confirmed.
+    Open,
+    /// The lease has flipped to a peer: every player is being fanned off in
+    /// place (the zone's own lease no longer fences it).
+    Draining(DrainState),
+    /// Every player was fanned off: the loop ends (still not fenced).
+    Drained,
+    /// Fenced or shutting down: players are saved and closed, then the
+    /// loop ends.
+    Stopping,
+    /// Un-adopted: the loop ends.
+    Finished,
+}
+
+impl Phase {
+    /// The actor's loop ends after the current message or tick.
+    pub(super) fn is_over(&self) -> bool {
+        matches!(self, Phase::Drained | Phase::Finished)
+    }
+
+    /// The zone's players are (being) fanned off to the lease's new owner.
+    pub(super) fn is_draining(&self) -> bool {
+        matches!(self, Phase::Draining(_) | Phase::Drained)
+    }
+}
+
+/// How the zone came to run here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Origin {
+    /// Claimed: a boot or orphaned zone, or one opened for a transfer. Never
+    /// un-adopted (a boot zone that loses its lease fences).
+    Claimed,
+    /// Built at runtime ahead of its lease (a drain adoption, a transfer
+    /// target): the only kind ever un-adopted.
+    Adopted,
+    /// A private instance (`<zone>#<n>`), which holds no lease and ends once
+    /// the last player has left it; `occupied` once anyone entered.
+    Instance { occupied: bool },
 }

@@ -22,8 +22,9 @@ use crate::game::zone_of;
 use crate::handoff::fence::SETTLE_BOUND;
 use crate::handoff::source::Begun;
 use crate::zone::frozen::FrozenPlayer;
+use crate::zone::handle::Unadopted;
 use crate::zone::persist::save_player;
-use crate::zone::phase::{DrainReport, DrainState};
+use crate::zone::phase::{DrainReport, DrainState, Origin, Phase};
 use crate::zone::session::Transfer;
 
 /// Per-player outcomes of one zone's drain.
@@ -33,12 +34,11 @@ impl ZoneActor {
         deadline: Instant,
         reply: oneshot::Sender<DrainReport>,
     ) {
-        self.stop_taking_players();
-        self.drain = Some(DrainState {
+        self.enter_phase(Phase::Draining(DrainState {
             deadline,
             reply: Some(reply),
             report: DrainReport::default(),
-        });
+        }));
         let keys: Vec<String> = self.sessions.keys().cloned().collect();
         info!(zone = %self.id, players = keys.len(), "draining: fanning players off in place");
         for key in keys {
@@ -61,7 +61,7 @@ impl ZoneActor {
         // never re-dials, so this is a client fault, never a clean
         // redirect. The prepared snapshot is saved at the pending TTL by the
         // holder of the newest epoch.
-        if let Some(d) = &mut self.drain {
+        if let Phase::Draining(d) = &mut self.phase {
             if delivered {
                 d.report.redirected += 1;
             } else {
@@ -72,7 +72,10 @@ impl ZoneActor {
     }
 
     pub(super) async fn drain_tick(&mut self) {
-        let deadline = self.drain.as_ref().map(|d| d.deadline);
+        let deadline = match &self.phase {
+            Phase::Draining(d) => Some(d.deadline),
+            _ => None,
+        };
         if deadline.is_some_and(|d| Instant::now() >= d) {
             self.reclaim_stragglers().await;
         } else {
@@ -117,7 +120,7 @@ impl ZoneActor {
             }));
             f.release_callers();
             self.env.roster.remove(&key);
-            if let Some(d) = &mut self.drain {
+            if let Phase::Draining(d) = &mut self.phase {
                 d.report.reclaimed += 1;
             }
             warn!(zone = %self.id, player = %key, "drain deadline: reclaimed (flushed, not redirected)");
@@ -132,7 +135,7 @@ impl ZoneActor {
                 save_player(&self.env.store, &self.id, ch, meta).await;
             }
             self.remove(&key);
-            if let Some(d) = &mut self.drain {
+            if let Phase::Draining(d) = &mut self.phase {
                 d.report.client_fault += 1;
             }
             warn!(zone = %self.id, player = %key, "drain deadline: client-fault straggler (gate not reading)");
@@ -143,15 +146,14 @@ impl ZoneActor {
         if !self.sessions.is_empty() || !self.frozen.is_empty() {
             return;
         }
-        if let Some(mut d) = self.drain.take() {
+        if let Phase::Draining(d) = &mut self.phase {
             info!(zone = %self.id, ?d.report, "zone drained");
             if let Some(reply) = d.reply.take() {
                 let _ = reply.send(d.report);
             }
-            // Keep the drain marker so nothing fences while we stop.
-            self.drain = Some(d);
         }
-        self.finished = true;
+        // Drained, not fenced: nothing fences while the loop ends.
+        self.enter_phase(Phase::Drained);
     }
 
     /// A private instance on a draining shard: walk everyone back to the
@@ -197,17 +199,17 @@ impl ZoneActor {
     /// Un-adopt an adoption whose flip never landed, unless the zone has
     /// acquired a player or owes a durable write (a recoverable leak beats a
     /// dropped player).
-    pub(super) fn unadopt(&mut self) -> bool {
-        if !self.adopted {
-            return false;
+    pub(super) fn unadopt(&mut self) -> Unadopted {
+        if self.origin != Origin::Adopted {
+            return Unadopted::NotAdopted;
         }
         let owes = self.sessions.values().any(|m| m.needs_save());
         if !self.sessions.is_empty() || !self.frozen.is_empty() || owes {
             warn!(zone = %self.id, "unconfirmed adoption kept: it has players or owes a save");
-            return false;
+            return Unadopted::Kept;
         }
         info!(zone = %self.id, "unconfirmed adoption torn down");
-        self.finished = true;
-        true
+        self.enter_phase(Phase::Finished);
+        Unadopted::TornDown
     }
 }

@@ -1,0 +1,170 @@
+//! One input line applied exactly once: the watermark, the command, what it
+//! leads to (a walk out, an instance, `who`, a quit).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use telos_proto::v1::{InputAck, server_frame::Frame};
+use tokio::time::Instant;
+
+use super::{EARLY_SAVE_LINES, Leaving, WHO_TIMEOUT, ZoneActor, spawn_zone};
+use crate::game::{
+    Action, Ctx, Delivery, Direction, MAX_LINE, Outcome, ZoneDef, format_who, instance_room,
+    is_instance_id, zone_of,
+};
+use crate::zone::frozen::WALK_RETRY_WINDOW;
+use crate::zone::handle::InputReply;
+
+impl ZoneActor {
+    pub(super) async fn input(
+        &mut self,
+        key: &str,
+        conn_id: &str,
+        seq: u64,
+        line: &str,
+    ) -> InputReply {
+        let Some(meta) = self.sessions.get_mut(key) else {
+            return InputReply::Gone;
+        };
+        if meta.conn_id != conn_id {
+            return InputReply::Gone;
+        }
+        if seq <= meta.applied_seq {
+            // The exactly-once rule: a replayed or out-of-order line is
+            // dropped, never re-applied.
+            metrics::counter!("telos_input_duplicates_total").increment(1);
+            return InputReply::Duplicate;
+        }
+        if !self.lease_valid() {
+            if self.lease_lost() {
+                self.handle.cancel.cancel();
+            }
+            return InputReply::Gone;
+        }
+        let outcome = if line.len() > MAX_LINE {
+            Outcome {
+                deliveries: vec![Delivery {
+                    to: key.to_string(),
+                    text: format!(
+                        "That line is too long (at most {MAX_LINE} bytes); it was ignored.\n"
+                    ),
+                }],
+                action: Action::None,
+                dirty: false,
+            }
+        } else {
+            self.state.execute(
+                key,
+                line,
+                &Ctx {
+                    shard_id: &self.env.shard_id,
+                    zone_id: &self.id,
+                },
+            )
+        };
+        let meta = self.sessions.get_mut(key).expect("checked above");
+        meta.applied_seq = seq;
+        meta.dirty |= outcome.dirty;
+        self.deliver(outcome.deliveries);
+        let reply = match outcome.action {
+            Action::None => InputReply::Applied,
+            Action::Who { viewer_is_admin } => {
+                let text = self.who(viewer_is_admin).await;
+                if let Some(m) = self.sessions.get_mut(key) {
+                    m.output(text);
+                }
+                InputReply::Applied
+            }
+            Action::Quit => {
+                self.ack(key, seq);
+                self.leave_for_good(key, Leaving::Quit).await;
+                return InputReply::Gone;
+            }
+            Action::LeaveZone { to_room, dir } => self.leave_zone(key, &to_room, dir),
+        };
+        if outcome.dirty {
+            self.publish(key);
+        }
+        self.ack(key, seq);
+        if self
+            .sessions
+            .get(key)
+            .is_some_and(|m| m.unsaved_lines() >= EARLY_SAVE_LINES)
+        {
+            self.save(key).await;
+        }
+        reply
+    }
+
+    pub(super) fn ack(&mut self, key: &str, seq: u64) {
+        if let Some(m) = self.sessions.get_mut(key) {
+            m.send(Frame::InputAck(InputAck { seq }));
+        }
+    }
+
+    /// The player walked into a room of another zone: a private instance
+    /// (created here), or a zone of this or another shard (see
+    /// [`super::departure`]).
+    pub(super) fn leave_zone(&mut self, key: &str, to_room: &str, dir: Direction) -> InputReply {
+        let zone = zone_of(to_room);
+        match self.env.world.zone(zone) {
+            Some(def) if def.instanced && !is_instance_id(zone) => {
+                let def = def.clone();
+                self.enter_instance(key, to_room, def, dir)
+            }
+            _ => self.walk_out(key, to_room, dir),
+        }
+    }
+
+    /// Create a private instance `<zone>#<n>` of a template and walk the
+    /// player into it, remembering the way back out.
+    pub(super) fn enter_instance(
+        &mut self,
+        key: &str,
+        to_room: &str,
+        def: Arc<ZoneDef>,
+        dir: Direction,
+    ) -> InputReply {
+        let n = self.env.instances.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = format!("{}#{n}", def.id);
+        let to_room = instance_room(to_room, &id);
+        let back = self.state.character(key).map(|c| c.room.clone());
+        let to = spawn_zone(
+            self.env.clone(),
+            &id,
+            def,
+            None,
+            &self.env.tracker,
+            &self.env.root,
+        );
+        let until = Instant::now() + WALK_RETRY_WINDOW;
+        let mut moved = self.move_to_sibling(key, &to_room, Some(dir), until, to, None);
+        if let InputReply::Moved { transfer, .. } = &mut moved {
+            transfer.character.instance_return = back;
+        }
+        moved
+    }
+
+    /// Everyone online on every shard: this shard's own roster (always
+    /// current) plus the lists the other shards published.
+    pub(super) async fn who(&self, viewer_is_admin: bool) -> String {
+        match tokio::time::timeout(WHO_TIMEOUT, self.env.directory.online()).await {
+            Ok(Ok(players)) => {
+                let shard = &self.env.shard_id;
+                let entries: Vec<crate::game::WhoEntry> = players
+                    .into_iter()
+                    .filter(|p| &p.shard != shard)
+                    .chain(self.env.roster.snapshot())
+                    .map(|p| crate::game::WhoEntry {
+                        name: p.name,
+                        tier: p.tier.parse().unwrap_or_default(),
+                        wizinvis: p.wizinvis,
+                        shard: p.shard,
+                    })
+                    .collect();
+                format_who(&entries, viewer_is_admin)
+            }
+            _ => "The list of who is online cannot be read right now.\n".into(),
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Players in and out of the zone: a login or takeover joins, a sibling's
+//! walker arrives, a leaver is removed; what they see is delivered.
+
+use telos_proto::v1::{Closed, InputAck, server_frame::Frame};
+
+use super::ZoneActor;
+use crate::game::{Character, Ctx, Delivery, WIZINVIS, apply_tier_flags};
+use crate::zone::handle::JoinError;
+use crate::zone::session::{Joining, SessionMeta, Transfer};
+use telos_redis::directory::OnlinePlayer;
+
+/// The session `new` takes over from `old` (a second login, or the same
+/// gate connection resuming while its old stream is still here): `old` is
+/// told and closed, and `new` carries on from the in-memory state, which is
+/// newer than the row `new` was claimed from. For the same connection the
+/// watermark is the in-memory one: its lines up to there are applied, and
+/// the gate must replay only what comes after (the row's watermark would
+/// apply them twice).
+fn takeover(mut old: SessionMeta, mut new: SessionMeta) -> SessionMeta {
+    old.send(Frame::Output(telos_proto::v1::Output {
+        text: "Someone else has logged in as you. Goodbye.\n".into(),
+    }));
+    old.send(Frame::Closed(Closed {
+        reason: "Taken over by another login.".into(),
+        r#final: true,
+    }));
+    new.state_version = new.state_version.max(old.state_version);
+    if old.conn_id == new.conn_id {
+        new.applied_seq = new.applied_seq.max(old.applied_seq);
+    }
+    // The kept state may be newer than the row: save it soon.
+    new.dirty = true;
+    new
+}
+
+impl ZoneActor {
+    pub(super) fn join(&mut self, player: Joining) -> Result<u64, JoinError> {
+        if self.stopping() || !self.lease_valid() {
+            return Err(JoinError::Stopping(self.id.clone()));
+        }
+        let Joining {
+            character,
+            meta,
+            mut attached,
+        } = player;
+        let key = character.key();
+        // A second login of an online character takes over: the old session
+        // is closed with a line, the in-memory state (newer than the row) is
+        // kept, and the new claim's epoch writes from now on. A player
+        // frozen mid-move is online here too: the move is abandoned.
+        if let Some((kept, old)) = self.abandon_departure(&key) {
+            let meta = takeover(old, meta);
+            attached.ack_input_seq = meta.applied_seq;
+            let ack = meta.applied_seq;
+            self.seat(&key, meta, attached);
+            let deliveries = self.state.enter(kept, None);
+            self.deliver(deliveries);
+            self.publish(&key);
+            self.take_tier(&key, &character);
+            return Ok(ack);
+        }
+        if let Some(old) = self.sessions.remove(&key) {
+            let meta = takeover(old, meta);
+            attached.ack_input_seq = meta.applied_seq;
+            let ack = meta.applied_seq;
+            self.seat(&key, meta, attached);
+            self.take_tier(&key, &character);
+            let look = self.state.execute(
+                &key,
+                "look",
+                &Ctx {
+                    shard_id: &self.env.shard_id,
+                    zone_id: &self.id,
+                },
+            );
+            self.deliver(look.deliveries);
+            return Ok(ack);
+        }
+        let ack = meta.applied_seq;
+        attached.ack_input_seq = ack;
+        self.seat(&key, meta, attached);
+        self.occupy();
+        let deliveries = self.state.enter(character, None);
+        self.deliver(deliveries);
+        self.publish(&key);
+        Ok(ack)
+    }
+
+    /// Put `meta` in as `key`'s session, its `Attached` first of all.
+    pub(super) fn seat(
+        &mut self,
+        key: &str,
+        mut meta: SessionMeta,
+        attached: telos_proto::v1::Attached,
+    ) {
+        meta.send(Frame::Attached(attached));
+        self.sessions.insert(key.to_string(), meta);
+    }
+
+    /// A login is where a tier change takes effect, takeover or not: the
+    /// row's tier (`joining`'s) replaces the kept character's.
+    pub(super) fn take_tier(&mut self, key: &str, joining: &Character) {
+        if let Some(ch) = self.state.character_mut(key)
+            && ch.tier != joining.tier
+        {
+            ch.tier = joining.tier;
+            apply_tier_flags(ch);
+            if let Some(m) = self.sessions.get_mut(key) {
+                m.dirty = true;
+            }
+        }
+    }
+
+    pub(super) fn arrive(&mut self, player: Box<Transfer>) -> Result<(), Box<Transfer>> {
+        if self.stopping() || !self.lease_valid() {
+            return Err(player);
+        }
+        let Transfer {
+            character,
+            meta,
+            dir,
+            ..
+        } = *player;
+        let key = character.key();
+        self.occupy();
+        self.sessions.insert(key.clone(), meta);
+        let deliveries = self.state.enter(character, dir);
+        self.deliver(deliveries);
+        self.publish(&key);
+        // The move line's ack follows its answer, the room it led to.
+        if let Some(m) = self.sessions.get_mut(&key) {
+            let seq = m.applied_seq;
+            m.send(Frame::InputAck(InputAck { seq }));
+        }
+        Ok(())
+    }
+
+    pub(super) fn deliver(&mut self, deliveries: Vec<Delivery>) {
+        for d in deliveries {
+            if let Some(m) = self.sessions.get_mut(&d.to) {
+                m.output(d.text);
+            }
+        }
+    }
+
+    pub(super) fn publish(&self, key: &str) {
+        if let Some(ch) = self.state.character(key) {
+            self.env
+                .roster
+                .set(key, online_entry(ch, &self.env.shard_id, &self.id));
+        }
+    }
+
+    /// Take a player out of play without saving (the caller saved or must not).
+    pub(super) fn remove(&mut self, key: &str) -> Option<(Character, SessionMeta)> {
+        let meta = self.sessions.remove(key)?;
+        let character = self.state.leave(key, None).map(|(ch, deliveries)| {
+            self.deliver(deliveries);
+            ch
+        })?;
+        if self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str()) {
+            self.env.roster.remove(key);
+        }
+        Some((character, meta))
+    }
+
+    pub(super) fn close(&mut self, key: &str, reason: &str, is_final: bool) {
+        if let Some((_, mut meta)) = self.remove(key) {
+            meta.send(Frame::Closed(Closed {
+                reason: reason.to_string(),
+                r#final: is_final,
+            }));
+        }
+    }
+}
+
+pub(crate) fn online_entry(ch: &Character, shard: &str, zone: &str) -> OnlinePlayer {
+    OnlinePlayer {
+        name: ch.name.clone(),
+        tier: ch.tier.to_string(),
+        wizinvis: ch.flags.contains(WIZINVIS),
+        shard: shard.to_string(),
+        zone: zone.to_string(),
+    }
+}

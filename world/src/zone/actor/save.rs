@@ -1,0 +1,135 @@
+//! Saving players: the cadence and early saves, a final save when a player
+//! leaves for good, and what a refused save means.
+
+use telos_proto::v1::{Closed, server_frame::Frame};
+use tokio::time::Instant;
+use tracing::warn;
+
+use super::{Leaving, RECONNECTING, ZoneActor};
+use crate::handoff::fence::SETTLE_BOUND;
+use crate::zone::persist::{Saved, save_player};
+use crate::zone::session::SessionMeta;
+
+impl ZoneActor {
+    /// Save one player with the CAS on `state_version` and `owner_epoch`;
+    /// on success the gate gets `DurableAck` for every line applied so far.
+    /// A cadence or early save: skipped while a handoff's `Commit` is in
+    /// flight (the player stays dirty; the next one catches up).
+    pub(super) async fn save(&mut self, key: &str) {
+        self.save_as(key, None).await;
+    }
+
+    /// A player leaves for good: save, remove and (for a quit) close. A
+    /// session a handoff's `Commit` still holds must not stall the zone on
+    /// it: it is removed at once, and a task waits (bounded) for the
+    /// `Commit`, saves, and only then closes a quit — final only if the save
+    /// landed, so that otherwise the gate resumes and replays the lines only
+    /// it holds, the quit included.
+    pub(super) async fn leave_for_good(&mut self, key: &str, why: Leaving) {
+        let held = self
+            .sessions
+            .get_mut(key)
+            .is_some_and(|m| m.needs_save() && !m.writable());
+        if !held {
+            self.save_as(key, None).await;
+            match why {
+                // Final only once every line is durable: a quit whose save
+                // failed closes not-final, so the gate resumes and replays
+                // what only it holds, the quit included, instead of
+                // forgetting it. (A save refused by a newer owner closed
+                // the session already.)
+                Leaving::Quit => match self.sessions.get(key).map(SessionMeta::needs_save) {
+                    None => {}
+                    Some(false) => self.close(key, "Goodbye.", true),
+                    Some(true) => {
+                        warn!(zone = %self.id, player = %key, "quit not saved: closing not-final so the gate replays it");
+                        self.close(key, RECONNECTING, false);
+                    }
+                },
+                Leaving::LinkDead | Leaving::Wedged => {
+                    self.remove(key);
+                }
+            }
+            return;
+        }
+        let Some((character, mut meta)) = self.remove(key) else {
+            return;
+        };
+        let (store, zone) = (self.env.store.clone(), self.id.clone());
+        let key = key.to_string();
+        self.env.tracker.spawn(async move {
+            let saved = if meta.settle().await {
+                save_player(&store, &zone, &character, &mut meta).await
+            } else {
+                warn!(zone, player = %key, "Commit unresolved: not saving (the gate keeps the lines)");
+                Saved::Held
+            };
+            if matches!(why, Leaving::Quit) {
+                let (reason, is_final) = match saved {
+                    Saved::Done => ("Goodbye.", true),
+                    Saved::NotOwner { .. } => ("Claimed by a newer session.", true),
+                    Saved::Held | Saved::Failed | Saved::Reissued => (RECONNECTING, false),
+                };
+                meta.send(Frame::Closed(Closed {
+                    reason: reason.to_string(),
+                    r#final: is_final,
+                }));
+            }
+        });
+    }
+
+    /// `settle_by`: a final save, waiting for an in-flight `Commit` until
+    /// then; `None`: a cadence save, skipped while one is in flight.
+    pub(super) async fn save_as(&mut self, key: &str, settle_by: Option<Instant>) {
+        let (Some(character), Some(meta)) = (self.state.character(key), self.sessions.get_mut(key))
+        else {
+            return;
+        };
+        if let Some(deadline) = settle_by
+            && meta.needs_save()
+            && !meta.settle_by(deadline).await
+        {
+            warn!(zone = %self.id, player = %key, "Commit unresolved: not saving (the gate keeps the lines)");
+        }
+        match save_player(&self.env.store, &self.id, character, meta).await {
+            Saved::NotOwner {
+                carried,
+                winner,
+                version,
+            } => self.ownership_lost(key, carried, winner, version),
+            // Not provably ours to write, nor provably stale: the gate
+            // resumes from the durable row and replays what only it holds.
+            Saved::Reissued => self.close(key, RECONNECTING, false),
+            Saved::Done | Saved::Failed | Saved::Held => {}
+        }
+    }
+
+    /// A save came back not-owner. Compare against the epoch that won, not
+    /// the one this save carried: only a newer claim elsewhere evicts.
+    pub(super) fn ownership_lost(&mut self, key: &str, carried: u64, winner: u64, version: u64) {
+        if winner > carried {
+            warn!(zone = %self.id, player = %key, carried, winner, "character claimed elsewhere; closing this session");
+            if let Some(m) = self.sessions.get_mut(key) {
+                m.output("Your character has been claimed elsewhere.\n".into());
+            }
+            self.close(key, "Claimed by a newer session.", true);
+        } else {
+            warn!(zone = %self.id, player = %key, carried, version, "save refused at our own epoch (state_version moved); keeping the session dirty");
+        }
+    }
+
+    /// Save everyone who needs it; `settle`: as final saves, all within one
+    /// settle bound.
+    pub(super) async fn save_all(&mut self, settle: bool) {
+        let keys: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|(_, m)| m.needs_save())
+            .map(|(k, _)| k.clone())
+            .collect();
+        let settle_by = settle.then(|| Instant::now() + SETTLE_BOUND);
+        for key in keys {
+            self.save_as(&key, settle_by).await;
+        }
+    }
+}
