@@ -69,9 +69,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::Streaming;
 use tonic::transport::{Channel, Endpoint};
 
-#[path = "support/stats.rs"]
-mod stats;
-use stats::nearest_rank;
+use telos_testkit::stats::nearest_rank;
 
 /// Players, the same number in every zone.
 const PLAYERS: usize = 500;
