@@ -44,34 +44,31 @@
 //! lease TTL and capacity that ran.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::path::Path;
+use std::process::ExitStatus;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
 use clap::Parser;
-use telos_proto::v1::play_client::PlayClient;
 use telos_proto::v1::server_frame::Frame;
-use telos_proto::v1::{Attach, Attached, ClientFrame, Input, Resume, ServerFrame, client_frame};
 use telos_redis::directory::{Directory, ShardState};
 use telos_redis::store::Store;
 use telos_testkit::RedisServer;
 use telos_testkit::cli::SIGTERM;
-use telos_testkit::process::{Proc, bin, repo_root, strip_ansi};
-use telos_testkit::world::{copy_world, start_room};
+use telos_testkit::driver::{Driver, Step};
+use telos_testkit::keys::TempKeys;
+use telos_testkit::play::Channels;
+use telos_testkit::process::{Proc, WorldOpts, start_world, strip_ansi};
+use telos_testkit::world::{WorldCopy, WorldMap, start_room};
 use telos_world::config::{Cli, WorldConfig};
 use telos_world::game::{Character, to_state_json};
-use tokio::sync::{Semaphore, mpsc};
-use tokio_stream::wrappers::ReceiverStream;
+use tokio::sync::Semaphore;
+use tokio::time::error::Elapsed;
 use tokio_util::sync::CancellationToken;
-use tonic::Streaming;
-use tonic::transport::{Channel, Endpoint};
 
-#[path = "support/stats.rs"]
-mod stats;
-use stats::nearest_rank;
+use telos_testkit::stats::nearest_rank;
 
 /// Players, the same number in every zone.
 const PLAYERS: usize = 500;
@@ -100,8 +97,6 @@ const SETTLE: Duration = Duration::from_millis(600);
 const CREATE_PARALLELISM: usize = 2;
 /// Sessions opened at a time (a resume costs a few Redis round trips).
 const OPEN_PARALLELISM: usize = 32;
-/// Bound on one frame while (re)attaching: turns a hang into an error.
-const FRAME_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bound on readiness: processes, zone leases, registry entries.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 const READY_POLL: Duration = Duration::from_millis(20);
@@ -113,15 +108,6 @@ const EXIT_POLL: Duration = Duration::from_millis(2);
 /// How long every player may take to be back in play after the SIGTERM:
 /// a straggler reclaimed at the deadline still resumes within this.
 const MOVE_TIMEOUT: Duration = Duration::from_secs(DRAIN_DEADLINE_SECS + 20);
-/// Resume after an outage without a `Redirect`, as the gate does: each peer
-/// in turn, backing off, until this.
-const RESUME_GIVE_UP: Duration = Duration::from_secs(30);
-const BACKOFF_INITIAL: Duration = Duration::from_millis(100);
-const BACKOFF_MAX: Duration = Duration::from_secs(1);
-/// Redirects followed while opening one session.
-const MAX_HOPS: usize = 4;
-/// Request frames buffered per stream (at most one line is in flight).
-const LINK_BUFFER: usize = 16;
 /// Long enough for the whole run and its reconnects.
 const CREDENTIAL_TTL: Duration = Duration::from_secs(3600);
 const PASSWORD: &str = "bench-password";
@@ -131,14 +117,13 @@ const ANSWER_PREFIX: &str = "where: ";
 
 fn main() -> anyhow::Result<()> {
     let world = BenchWorld::create()?;
-    let keys = TempDir::new("keys")?;
-    telos_world::handoff::keys::generate(&keys.0)?;
+    let keys = TempKeys::generate()?;
     let redis = RedisServer::start()?;
     let zone_ids: Vec<String> = world.zones.iter().map(|(z, _)| z.clone()).collect();
-    let mut source = start_shard(SOURCE, &redis.url, world.dir(), &keys.0, &zone_ids)?;
+    let mut source = start_shard(SOURCE, &redis.url, world.dir(), keys.path(), &zone_ids)?;
     let peers = PEERS
         .iter()
-        .map(|id| start_shard(id, &redis.url, world.dir(), &keys.0, &[]))
+        .map(|id| start_shard(id, &redis.url, world.dir(), keys.path(), &[]))
         .collect::<anyhow::Result<Vec<Proc>>>()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -150,7 +135,7 @@ fn main() -> anyhow::Result<()> {
     let credentials = runtime.block_on(create_characters(&redis.url, &placements))?;
     let create_time = created.elapsed();
     let ctx = Arc::new(Ctx {
-        pool: Pool::default(),
+        channels: Arc::new(Channels::default()),
         stop: CancellationToken::new(),
         settled: AtomicUsize::new(0),
         candidates: peers.iter().map(|p| p.addr.clone()).collect(),
@@ -216,42 +201,20 @@ fn main() -> anyhow::Result<()> {
 
 // ---------------------------------------------------------------- the world
 
-/// A folder removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(what: &str) -> anyhow::Result<TempDir> {
-        let dir = std::env::temp_dir().join(format!(
-            "telos-bench-drain-{what}-{}-{}",
-            std::process::id(),
-            telos_testkit::unique()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        Ok(TempDir(dir))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The bench world: a copy of the starter world plus generated ring zones,
 /// [`ZONES`] non-instanced zones in all.
 struct BenchWorld {
     /// Removed with the bench world.
-    folder: TempDir,
+    copy: WorldCopy,
     /// Zone id → its room ids, sorted by zone id.
     zones: Vec<(String, Vec<String>)>,
 }
 
 impl BenchWorld {
     fn create() -> anyhow::Result<BenchWorld> {
-        let folder = TempDir::new("world")?;
-        let dir = folder.0.as_path();
-        copy_world(dir)?;
-        let starter = zones_in(dir)?.len();
+        let copy = WorldCopy::new()?;
+        let dir = copy.path();
+        let starter = WorldMap::load(dir)?.zones().len();
         ensure!(
             starter <= ZONES,
             "the starter world has {starter} zones, more than {ZONES}"
@@ -262,13 +225,21 @@ impl BenchWorld {
             let text = serde_json::to_string_pretty(&ring_zone(&id, &back))?;
             std::fs::write(dir.join(format!("{id}.json")), text)?;
         }
-        let zones = zones_in(dir)?;
+        let map = WorldMap::load(dir)?;
+        let zones: Vec<(String, Vec<String>)> = map
+            .zones()
+            .into_iter()
+            .map(|z| {
+                let rooms = map.rooms_in(z).into_iter().map(str::to_string).collect();
+                (z.to_string(), rooms)
+            })
+            .collect();
         ensure!(zones.len() == ZONES, "{} zones, not {ZONES}", zones.len());
-        Ok(BenchWorld { folder, zones })
+        Ok(BenchWorld { copy, zones })
     }
 
     fn dir(&self) -> &Path {
-        &self.folder.0
+        self.copy.path()
     }
 
     fn generated(&self) -> usize {
@@ -304,32 +275,6 @@ fn ring_zone(id: &str, back: &str) -> serde_json::Value {
     serde_json::json!({ "id": id, "name": format!("Bench Ring {id}"), "rooms": rooms })
 }
 
-/// The non-instanced zones of the zone files in `dir` and their rooms.
-fn zones_in(dir: &Path) -> anyhow::Result<Vec<(String, Vec<String>)>> {
-    let mut zones = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("json") {
-            continue;
-        }
-        let value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path)?)
-            .with_context(|| path.display().to_string())?;
-        if value["instanced"].as_bool() == Some(true) {
-            continue;
-        }
-        let id = value["id"].as_str().context("zone id")?.to_string();
-        let rooms = value["rooms"]
-            .as_array()
-            .context("rooms")?
-            .iter()
-            .map(|r| r["id"].as_str().map(str::to_string).context("room id"))
-            .collect::<anyhow::Result<Vec<String>>>()?;
-        zones.push((id, rooms));
-    }
-    zones.sort();
-    Ok(zones)
-}
-
 /// Start one keyed shard on the bench world, hosting `zones` at boot.
 fn start_shard(
     id: &str,
@@ -338,20 +283,14 @@ fn start_shard(
     keys: &Path,
     zones: &[String],
 ) -> anyhow::Result<Proc> {
-    let mut cmd = Command::new(bin("telos-world"));
-    cmd.current_dir(repo_root())
-        .env("RUST_LOG", "info")
-        .args(["--shard-id", id, "--redis-url", redis_url])
-        .args(["--grpc-listen", "127.0.0.1:0"])
-        .arg("--world")
-        .arg(world)
-        .arg("--keys")
-        .arg(keys)
-        .args(["--drain-deadline", &DRAIN_DEADLINE_SECS.to_string()]);
-    if !zones.is_empty() {
-        cmd.arg("--zones").arg(zones.join(","));
-    }
-    Proc::spawn(&format!("world-{id}"), cmd)
+    let zones: Vec<&str> = zones.iter().map(String::as_str).collect();
+    let mut opts = WorldOpts::new(id, redis_url, &zones).keyed(keys);
+    opts.world = world.to_path_buf();
+    opts.extra.extend([
+        "--drain-deadline".to_string(),
+        DRAIN_DEADLINE_SECS.to_string(),
+    ]);
+    start_world(opts)
 }
 
 /// Until the source holds every zone's lease and every peer is live in the
@@ -453,84 +392,11 @@ async fn create_characters(
 
 // ---------------------------------------------------------------- streams
 
-/// One HTTP/2 connection per shard address, shared by every stream to it
-/// (the gate's `ChannelPool`).
-#[derive(Default)]
-struct Pool {
-    channels: Mutex<HashMap<String, Channel>>,
-}
-
-impl Pool {
-    fn channel(&self, addr: &str) -> anyhow::Result<Channel> {
-        let mut map = self.channels.lock().expect("pool lock");
-        if let Some(ch) = map.get(addr) {
-            return Ok(ch.clone());
-        }
-        let ch = Endpoint::from_shared(format!("http://{addr}"))?.connect_lazy();
-        map.insert(addr.to_string(), ch.clone());
-        Ok(ch)
-    }
-}
-
-/// One `Play` stream.
-struct Link {
-    tx: mpsc::Sender<ClientFrame>,
-    rx: Streaming<ServerFrame>,
-}
-
-impl Link {
-    async fn open(pool: &Pool, addr: &str, first: client_frame::Frame) -> anyhow::Result<Link> {
-        let (tx, rx) = mpsc::channel(LINK_BUFFER);
-        tx.try_send(ClientFrame { frame: Some(first) })
-            .map_err(|_| anyhow::anyhow!("request queue full"))?;
-        let mut client = PlayClient::new(pool.channel(addr)?);
-        let response = tokio::time::timeout(FRAME_TIMEOUT, client.session(ReceiverStream::new(rx)))
-            .await
-            .with_context(|| format!("{addr}: timed out opening the stream"))??;
-        Ok(Link {
-            tx,
-            rx: response.into_inner(),
-        })
-    }
-
-    async fn input(&self, seq: u64) -> anyhow::Result<()> {
-        let frame = client_frame::Frame::Input(Input {
-            seq,
-            line: COMMAND.into(),
-        });
-        self.tx
-            .send(ClientFrame { frame: Some(frame) })
-            .await
-            .map_err(|_| anyhow::anyhow!("stream closed"))
-    }
-
-    /// The next frame within [`FRAME_TIMEOUT`]; `None` when the stream ended.
-    async fn next(&mut self) -> anyhow::Result<Option<Frame>> {
-        let msg = tokio::time::timeout(FRAME_TIMEOUT, self.rx.message())
-            .await
-            .context("timed out waiting for a frame")??;
-        Ok(msg.and_then(|m| m.frame))
-    }
-}
-
-/// Why a stream cannot carry the session.
-#[derive(Debug)]
-enum Lost {
-    /// `Closed{final: true}`: never retried.
-    Fatal(String),
-    /// The stream ended or failed, a dial failed, or `Closed{final: false}`.
-    Retry(String),
-}
-
-/// How a session opens on a shard.
-enum Opening {
-    Resume,
-    Attach(String),
-}
-
 /// What every player task shares.
 struct Ctx {
-    pool: Pool,
+    /// One HTTP/2 connection per shard address, shared by every player's
+    /// streams to it (the gate's `ChannelPool`).
+    channels: Arc<Channels>,
     stop: CancellationToken,
     /// Players back in play after the SIGTERM (or failed for good).
     settled: AtomicUsize,
@@ -538,20 +404,12 @@ struct Ctx {
     candidates: Vec<String>,
 }
 
-/// Who a session is, and what opens it again.
-struct Session {
-    name: String,
-    conn_id: String,
-    credential: String,
-}
-
-/// One player: a gate connection with one typing user.
+/// One player: a gate connection with one typing user, its session kept by
+/// the tests' [`Driver`] (redirects followed, outages resumed, the line in
+/// flight replayed).
 struct Player {
-    session: Session,
+    driver: Driver,
     zone: String,
-    link: Link,
-    /// The last seq sent.
-    seq: u64,
 }
 
 /// Resume every player on the source, and check with one `where` that each
@@ -587,50 +445,31 @@ async fn open_player(
     p: Placement,
     credential: String,
 ) -> anyhow::Result<Player> {
-    let mut session = Session {
-        name: p.name,
-        conn_id: p.conn_id,
-        credential,
-    };
-    let (link, attached) = session
-        .establish(&ctx.pool, source, Opening::Resume)
-        .await
-        .map_err(|lost| anyhow::anyhow!("{}: resume failed: {lost:?}", session.name))?;
+    let channels = ctx.channels.clone();
+    let mut driver = Driver::resume(channels, source, &p.name, &p.conn_id, &credential).await?;
     ensure!(
-        attached.shard_id == SOURCE,
+        driver.shard == SOURCE,
         "{} attached on {}",
-        session.name,
-        attached.shard_id
+        driver.name,
+        driver.shard
     );
-    let mut player = Player {
-        session,
-        zone: p.zone,
-        link,
-        seq: 1,
-    };
-    player.link.input(player.seq).await?;
-    let mut text = String::new();
-    loop {
-        match player.link.next().await? {
-            Some(Frame::Output(o)) => text.push_str(&o.text),
-            Some(Frame::InputAck(a)) if a.seq >= player.seq => break,
-            Some(Frame::Closed(c)) => bail!("{}: closed: {}", player.session.name, c.reason),
-            Some(_) => {}
-            None => bail!("{}: stream ended", player.session.name),
-        }
-    }
-    let name = &player.session.name;
+    driver.set_shards(ctx.candidates.clone());
+    let text = driver.command(COMMAND).await?;
+    let name = &driver.name;
     let line = text
         .lines()
         .find(|l| l.starts_with(ANSWER_PREFIX))
         .with_context(|| format!("{name}: no where line in {text:?}"))?;
     let (zone, shard) = (where_field(line, "zone="), where_field(line, "shard="));
     ensure!(
-        zone == player.zone && shard == SOURCE,
+        zone == p.zone && shard == SOURCE,
         "{name} is in {zone} on {shard}, not {} on {SOURCE}",
-        player.zone
+        p.zone
     );
-    Ok(player)
+    Ok(Player {
+        driver,
+        zone: p.zone,
+    })
 }
 
 /// A field of the `where` line (`zone=`, `room=`, `shard=`).
@@ -671,88 +510,13 @@ struct Moving {
     noticed: Instant,
 }
 
-impl Session {
-    /// The first frame of a session opened by `opening`.
-    fn first_frame(&self, opening: &Opening) -> client_frame::Frame {
-        match opening {
-            Opening::Resume => client_frame::Frame::Resume(Resume {
-                name: self.name.clone(),
-                conn_id: self.conn_id.clone(),
-                credential: self.credential.clone(),
-            }),
-            Opening::Attach(token) => client_frame::Frame::Attach(Attach {
-                token: token.clone(),
-                conn_id: self.conn_id.clone(),
-            }),
-        }
-    }
-
-    /// Open a session at `addr` and follow redirects until `Attached`.
-    async fn establish(
-        &mut self,
-        pool: &Pool,
-        addr: &str,
-        opening: Opening,
-    ) -> Result<(Link, Attached), Lost> {
-        let retry = |e: anyhow::Error| Lost::Retry(format!("{e:#}"));
-        let (mut addr, mut opening) = (addr.to_string(), opening);
-        for _ in 0..MAX_HOPS {
-            let mut link = Link::open(pool, &addr, self.first_frame(&opening))
-                .await
-                .map_err(retry)?;
-            loop {
-                match link.next().await.map_err(retry)? {
-                    Some(Frame::Attached(a)) => {
-                        if !a.credential.is_empty() {
-                            self.credential = a.credential.clone();
-                        }
-                        return Ok((link, a));
-                    }
-                    Some(Frame::Redirect(r)) => {
-                        if !r.credential.is_empty() {
-                            self.credential = r.credential;
-                        }
-                        addr = r.addr;
-                        opening = if r.token.is_empty() {
-                            Opening::Resume
-                        } else {
-                            Opening::Attach(r.token)
-                        };
-                        break;
-                    }
-                    Some(Frame::Closed(c)) if c.r#final => return Err(Lost::Fatal(c.reason)),
-                    Some(Frame::Closed(c)) => return Err(Lost::Retry(c.reason)),
-                    // A parked open's notice, or chatter: not the session yet.
-                    Some(_) => {}
-                    None => return Err(Lost::Retry(format!("{addr}: stream ended"))),
-                }
-            }
-        }
-        Err(Lost::Retry(format!("more than {MAX_HOPS} redirects")))
-    }
-
-    /// Resume after an outage, as the gate does: each peer in turn, backing
-    /// off, until attached or [`RESUME_GIVE_UP`].
-    async fn recover(&mut self, ctx: &Ctx, why: &str) -> anyhow::Result<(Link, Attached)> {
-        let give_up = Instant::now() + RESUME_GIVE_UP;
-        let mut backoff = BACKOFF_INITIAL;
-        for n in 0.. {
-            let addr = &ctx.candidates[n % ctx.candidates.len()];
-            match self.establish(&ctx.pool, addr, Opening::Resume).await {
-                Ok(attached) => return Ok(attached),
-                Err(Lost::Fatal(reason)) => bail!("resume at {addr} refused: {reason}"),
-                Err(Lost::Retry(last)) if Instant::now() + backoff > give_up => {
-                    bail!(
-                        "resume gave up after {RESUME_GIVE_UP:?}; lost because {why}; last: {last}"
-                    )
-                }
-                Err(Lost::Retry(_)) => {}
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(BACKOFF_MAX);
-        }
-        unreachable!("the loop only ends by returning")
-    }
+/// The line in flight and what a move did to it.
+#[derive(Default)]
+struct Line {
+    /// The line in flight: (seq, sent).
+    in_flight: Option<(u64, Instant)>,
+    /// The seq of the line that was in flight when the session moved.
+    carried: Option<u64>,
 }
 
 impl Player {
@@ -763,9 +527,11 @@ impl Player {
             ..Outcome::default()
         };
         let mut settled = false;
+        let resumed_before = self.driver.resumes;
         if let Err(e) = self.play(&ctx, first_send, &mut out, &mut settled).await {
-            out.error = Some(format!("{}: {e:#}", self.session.name));
+            out.error = Some(format!("{}: {e:#}", self.driver.name));
         }
+        out.resumes = (self.driver.resumes - resumed_before) as u32;
         if !settled {
             // Failed for good, or never moved: nothing more to wait for.
             ctx.settled.fetch_add(1, Ordering::SeqCst);
@@ -783,143 +549,110 @@ impl Player {
         /// What woke the player.
         enum Event {
             Stop,
-            Frame(Result<Option<ServerFrame>, tonic::Status>),
+            Frame(anyhow::Result<Option<Frame>>),
             Send,
         }
         let mut next_send = first_send;
         let tick = tokio::time::sleep_until(next_send.into());
         tokio::pin!(tick);
-        // The line in flight: (seq, sent).
-        let mut in_flight: Option<(u64, Instant)> = None;
-        // The seq of the line that was in flight when the session moved.
-        let mut carried: Option<u64> = None;
+        let mut line = Line::default();
         let mut last_output = Instant::now();
         let mut moving: Option<Moving> = None;
         loop {
             let event = tokio::select! {
                 biased;
                 _ = ctx.stop.cancelled() => Event::Stop,
-                f = self.link.rx.message() => Event::Frame(f),
-                _ = &mut tick, if in_flight.is_none() => Event::Send,
+                f = self.driver.next_frame() => Event::Frame(f),
+                _ = &mut tick, if line.in_flight.is_none() => Event::Send,
             };
             let now = Instant::now();
-            let frame = match event {
+            let read = match event {
                 Event::Stop => return Ok(()),
                 Event::Send => {
-                    self.seq += 1;
-                    in_flight = Some((self.seq, now));
-                    // A send on a dead stream is not lost: the read below
-                    // sees the outage and the line is replayed after it.
-                    let _ = self.link.input(self.seq).await;
+                    // A send on a dead stream is not lost: the driver keeps
+                    // the line and replays it after the outage.
+                    let seq = self.driver.send(COMMAND).await?;
+                    line.in_flight = Some((seq, now));
                     while next_send <= now {
                         next_send += SEND_EVERY;
                     }
                     tick.as_mut().reset(next_send.into());
                     continue;
                 }
-                Event::Frame(Ok(Some(ServerFrame { frame: Some(f) }))) => f,
-                Event::Frame(Ok(Some(_))) => continue,
-                Event::Frame(Ok(None)) => Frame::Closed(telos_proto::v1::Closed {
-                    reason: "stream ended".into(),
-                    r#final: false,
-                }),
-                Event::Frame(Err(status)) => Frame::Closed(telos_proto::v1::Closed {
-                    reason: format!("stream failed: {status}"),
-                    r#final: false,
-                }),
+                // No frame for a while is no outage: a player frozen by the
+                // drain waits on (the whole move is bounded by MOVE_TIMEOUT).
+                Event::Frame(Err(e)) if e.downcast_ref::<Elapsed>().is_some() => continue,
+                Event::Frame(read) => read,
             };
-            match frame {
-                Frame::Output(o) => {
-                    if let Some(line) = o.text.lines().find(|l| l.starts_with(ANSWER_PREFIX)) {
-                        out.answered_on = where_field(line, "shard=").to_string();
+            // A Redirect, or an outage the driver resumes from: the move's
+            // pause is measured from here.
+            let redirected = matches!(read, Ok(Some(Frame::Redirect(_))));
+            let lost = match &read {
+                Ok(Some(Frame::Closed(c))) => !c.r#final,
+                Ok(Some(_)) => false,
+                Ok(None) | Err(_) => true,
+            };
+            if redirected {
+                out.redirects += 1;
+                out.redirect_at = Some(now);
+            }
+            if redirected || (lost && moving.is_none()) {
+                moving = Some(Moving {
+                    last_output,
+                    noticed: now,
+                });
+            }
+            if redirected || lost {
+                line.carried = line.in_flight.map(|(seq, _)| seq);
+            }
+            match self.driver.handle(read).await? {
+                Step::Output(text) => {
+                    if let Some(l) = text.lines().find(|l| l.starts_with(ANSWER_PREFIX)) {
+                        out.answered_on = where_field(l, "shard=").to_string();
                     }
                     last_output = now;
                     arrived(&mut moving, out, now);
                 }
-                Frame::InputAck(a) => {
+                Step::InputAck(seq) => {
                     last_output = now;
                     arrived(&mut moving, out, now);
-                    if let Some((seq, sent)) = in_flight
-                        && a.seq >= seq
+                    if let Some((sent_seq, sent)) = line.in_flight
+                        && seq >= sent_seq
                     {
-                        if carried == Some(seq) {
+                        if line.carried == Some(sent_seq) {
                             out.in_flight = Some(now - sent);
                         } else {
                             out.round_trips.push((sent, now - sent));
                         }
-                        in_flight = None;
+                        line.in_flight = None;
                     }
                 }
-                Frame::DurableAck(_) => {}
-                Frame::Attached(a) => bail!("Attached{{{}}} on a live stream", a.ack_input_seq),
-                Frame::Closed(c) if c.r#final => bail!("closed: {}", c.reason),
-                Frame::Redirect(r) => {
-                    out.redirects += 1;
-                    out.redirect_at = Some(now);
-                    moving = Some(Moving {
-                        last_output,
-                        noticed: now,
-                    });
-                    carried = in_flight.map(|(seq, _)| seq);
-                    if !r.credential.is_empty() {
-                        self.session.credential = r.credential;
-                    }
-                    let opening = if r.token.is_empty() {
-                        Opening::Resume
-                    } else {
-                        Opening::Attach(r.token)
-                    };
-                    let attached = match self.session.establish(&ctx.pool, &r.addr, opening).await {
-                        Ok(a) => a,
-                        Err(Lost::Fatal(reason)) => bail!("redirect refused: {reason}"),
-                        Err(Lost::Retry(why)) => {
-                            out.resumes += 1;
-                            self.session.recover(ctx, &why).await?
-                        }
-                    };
-                    self.moved(ctx, attached, &mut in_flight, carried, out, settled)
-                        .await;
-                }
-                Frame::Closed(c) => {
-                    out.resumes += 1;
-                    if moving.is_none() {
-                        moving = Some(Moving {
-                            last_output,
-                            noticed: now,
-                        });
-                    }
-                    carried = in_flight.map(|(seq, _)| seq);
-                    let attached = self.session.recover(ctx, &c.reason).await?;
-                    self.moved(ctx, attached, &mut in_flight, carried, out, settled)
-                        .await;
-                }
+                Step::Attached(ack) => self.moved(ctx, ack, &mut line, out, settled),
+                Step::Other => {}
             }
         }
     }
 
-    /// The session is on a new stream: replay the line in flight if the new
-    /// shard has not applied it, and count the player as back in play.
-    async fn moved(
+    /// The session is on a new stream, acked to `ack` (the driver replayed
+    /// the line in flight if the new shard had not applied it): count the
+    /// player as back in play.
+    fn moved(
         &mut self,
         ctx: &Ctx,
-        (link, attached): (Link, Attached),
-        in_flight: &mut Option<(u64, Instant)>,
-        carried: Option<u64>,
+        ack: u64,
+        line: &mut Line,
         out: &mut Outcome,
         settled: &mut bool,
     ) {
-        self.link = link;
-        out.target = attached.shard_id;
-        if let Some((seq, sent)) = *in_flight {
-            if seq > attached.ack_input_seq {
-                let _ = self.link.input(seq).await;
-            } else {
-                // Applied before the move; its ack was the attach.
-                if carried == Some(seq) {
-                    out.in_flight = Some(sent.elapsed());
-                }
-                *in_flight = None;
+        out.target = self.driver.shard.clone();
+        if let Some((seq, sent)) = line.in_flight
+            && seq <= ack
+        {
+            // Applied before the move; its ack was the attach.
+            if line.carried == Some(seq) {
+                out.in_flight = Some(sent.elapsed());
             }
+            line.in_flight = None;
         }
         if !*settled {
             *settled = true;

@@ -36,9 +36,7 @@ use telos_testkit::world::starter_zones;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-#[path = "support/stats.rs"]
-mod stats;
-use stats::{Window, percentile_us};
+use telos_testkit::stats::{Window, percentile_us};
 
 /// Seconds measured per side of each case: stable percentiles, and the
 /// whole bench stays well under a minute.

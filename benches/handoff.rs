@@ -42,9 +42,7 @@
 //! `TELOS_BENCH_PERF=<prefix>` profiles the servers during the handoff
 //! sides (see [`Profiler`]).
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,21 +51,17 @@ use telos_proto::v1::AbortRequest;
 use telos_proto::v1::handoff_client::HandoffClient;
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
-use telos_testkit::process::{Proc, WorldOpts, start_gate, start_world};
+use telos_testkit::keys::TempKeys;
+use telos_testkit::process::{Proc, start_gate, start_keyed_world};
 use telos_testkit::redis::free_port;
-use telos_testkit::world::{path_to_zone, start_room, starter_zones, walk, world_dir};
+use telos_testkit::world::{DIRECTIONS, WorldMap, path_to_zone, start_room, starter_zones, walk};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tonic::transport::{Channel, Endpoint};
 
-/// The Prometheus scrape the end-to-end tests use.
-#[path = "../tests/support/metrics.rs"]
-mod metrics;
-use metrics::{sample, scrape};
+use telos_testkit::metrics::{sample, scrape};
 
-#[path = "support/stats.rs"]
-mod stats;
-use stats::{Window, percentile_us};
+use telos_testkit::stats::{Window, percentile_us};
 
 /// Seconds measured per side of each case: stable percentiles, and the
 /// whole bench stays well under a minute.
@@ -153,40 +147,26 @@ struct Cluster {
     b: Proc,
     /// The shards' `/metrics` addresses.
     metrics: [String; 2],
-    keys: PathBuf,
+    keys: TempKeys,
     redis: RedisServer,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.keys);
-    }
 }
 
 impl Cluster {
     fn start() -> anyhow::Result<Cluster> {
         let redis = RedisServer::start()?;
-        let keys =
-            std::env::temp_dir().join(format!("telos-bench-handoff-keys-{}", std::process::id()));
-        telos_world::handoff::keys::generate(&keys)?;
+        let keys = TempKeys::generate()?;
         let zones_b: Vec<String> = starter_zones()
             .into_iter()
             .filter(|z| !ZONES_A.contains(&z.as_str()))
             .collect();
         let zones_b: Vec<&str> = zones_b.iter().map(String::as_str).collect();
         let metrics = [0, 1].map(|_| format!("127.0.0.1:{}", free_port()));
-        let keyed = |id, zones, metrics: &str| {
-            let mut o = WorldOpts::new(id, &redis.url, zones);
-            o.extra = vec![
-                "--keys".into(),
-                keys.display().to_string(),
-                "--metrics-listen".into(),
-                metrics.to_string(),
-            ];
-            o
+        let keyed = |id: &str, zones: &[&str], metrics: &str| {
+            let flags = ["--metrics-listen", metrics];
+            start_keyed_world(id, &redis.url, zones, keys.path(), None, &flags)
         };
-        let a = start_world(keyed("shard-a", &ZONES_A, &metrics[0]))?;
-        let b = start_world(keyed("shard-b", &zones_b, &metrics[1]))?;
+        let a = keyed("shard-a", &ZONES_A, &metrics[0])?;
+        let b = keyed("shard-b", &zones_b, &metrics[1])?;
         // Every bench player logs in from 127.0.0.1, and the reconnect side
         // logs in continuously: no per-IP login limit.
         let gate = start_gate(
@@ -305,12 +285,12 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let work_us = on_path_work_us(&cluster.keys)?;
+    let work_us = on_path_work_us(cluster.keys.path())?;
     let max = CASES.iter().copied().max().unwrap_or(1);
-    let titles = room_titles()?;
+    let map = WorldMap::starter();
     let start = start_room();
-    let cross = Boundary::at(&start, CROSS_ZONE, &titles);
-    let local = Boundary::at(&start, LOCAL_ZONE, &titles);
+    let cross = Boundary::at(&start, CROSS_ZONE, &map);
+    let local = Boundary::at(&start, LOCAL_ZONE, &map);
 
     let (mut crossers, mut locals, mut naive, unary, redis) = runtime.block_on(async {
         let crossers = walkers(&cluster.gate.addr, "Cross", max, &cross).await?;
@@ -674,25 +654,6 @@ async fn redis_round_trip(
     Ok((conn, took))
 }
 
-/// Room id → title (the first line `look` prints), over the starter world.
-fn room_titles() -> anyhow::Result<HashMap<String, String>> {
-    let mut titles = HashMap::new();
-    for entry in std::fs::read_dir(world_dir())? {
-        let path = entry?.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("json") {
-            continue;
-        }
-        let zone: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path)?)
-            .with_context(|| path.display().to_string())?;
-        for room in zone["rooms"].as_array().context("rooms")? {
-            let id = room["id"].as_str().context("room id")?;
-            let name = room["name"].as_str().context("room name")?;
-            titles.insert(id.to_string(), name.to_string());
-        }
-    }
-    Ok(titles)
-}
-
 /// The last step of the walk from the start room into `zone`, walked both
 /// ways: `dirs[0]` crosses in, `dirs[1]` comes back; `rooms[0]` is the
 /// room inside `zone`, `rooms[1]` the one before it.
@@ -705,17 +666,22 @@ struct Boundary {
 }
 
 impl Boundary {
-    fn at(start: &str, zone: &str, titles: &HashMap<String, String>) -> Boundary {
+    fn at(start: &str, zone: &str, map: &WorldMap) -> Boundary {
         let mut approach = path_to_zone(start, zone);
         let into = approach.pop().expect("a route");
         let before = walk(start, &approach);
         let inside = walk(&before, std::slice::from_ref(&into));
-        let back = ["north", "south", "east", "west", "up", "down"]
+        let back = DIRECTIONS
             .into_iter()
-            .find(|d| walk_checked(&inside, d).as_deref() == Some(before.as_str()))
+            .find(|d| map.exit(&inside, d) == Some(before.as_str()))
             .expect("the crossing can be walked back")
             .to_string();
-        let title = |room: &str| titles.get(room).cloned().expect("every room has a title");
+        let title = |room: &str| {
+            map.room(room)
+                .expect("every room is on the map")
+                .name
+                .clone()
+        };
         Boundary {
             approach,
             titles: [title(&inside), title(&before)],
@@ -723,14 +689,6 @@ impl Boundary {
             rooms: [inside, before],
         }
     }
-}
-
-/// The room `dir` leads to from `room`, if there is an exit.
-fn walk_checked(room: &str, dir: &str) -> Option<String> {
-    telos_testkit::world::exits_in(&world_dir())
-        .get(room)
-        .and_then(|exits| exits.get(dir))
-        .cloned()
 }
 
 /// `name("Cross", 0)` = "Crossaa": valid names (letters only) for any index

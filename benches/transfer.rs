@@ -36,32 +36,27 @@
 //!
 //! `TELOS_BENCH_REPS` overrides the number of transfers per case.
 
-#[allow(dead_code)]
-#[path = "../tests/support/driver.rs"]
-mod driver;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use driver::Driver;
 use telos_proto::v1::server_frame::Frame;
 use telos_redis::directory::Directory;
 use telos_redis::directory::keys;
 use telos_redis::directory::transfer::Proposal;
 use telos_testkit::RedisServer;
+use telos_testkit::driver::Driver;
+use telos_testkit::keys::TempKeys;
 use telos_testkit::play::PlayStream;
-use telos_testkit::process::{Proc, WorldOpts, start_world};
+use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::world::starter_zones;
 use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_stream::StreamExt;
 
-#[path = "support/stats.rs"]
-mod stats;
-use stats::nearest_rank;
+use telos_testkit::stats::nearest_rank;
 
 /// The zone that moves.
 const ZONE: &str = "city";
@@ -104,16 +99,10 @@ fn main() -> anyhow::Result<()> {
 /// Both shards, the directory, and the probe.
 struct Bench {
     redis: RedisServer,
-    keys: std::path::PathBuf,
+    _keys: TempKeys,
     dir: Directory,
     shards: [Proc; 2],
     probe: Probe,
-}
-
-impl Drop for Bench {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.keys);
-    }
 }
 
 const SHARD_IDS: [&str; 2] = ["shard-a", "shard-b"];
@@ -165,18 +154,26 @@ async fn run(quiet_reps: usize, busy_reps: usize) -> anyhow::Result<()> {
 
 async fn start() -> anyhow::Result<Bench> {
     let redis = RedisServer::start()?;
-    let keys =
-        std::env::temp_dir().join(format!("telos-bench-transfer-keys-{}", std::process::id()));
-    telos_world::handoff::keys::generate(&keys)?;
+    let keys = TempKeys::generate()?;
     let others: Vec<String> = starter_zones().into_iter().filter(|z| z != ZONE).collect();
     let others: Vec<&str> = others.iter().map(String::as_str).collect();
-    let keyed = |id, zones| {
-        let mut o = WorldOpts::new(id, &redis.url, zones);
-        o.extra = vec!["--keys".into(), keys.display().to_string()];
-        start_world(o)
-    };
-    let a = keyed(SHARD_IDS[0], &[ZONE])?;
-    let b = keyed(SHARD_IDS[1], &others)?;
+    let no_flags: [&str; 0] = [];
+    let a = start_keyed_world(
+        SHARD_IDS[0],
+        &redis.url,
+        &[ZONE],
+        keys.path(),
+        None,
+        &no_flags,
+    )?;
+    let b = start_keyed_world(
+        SHARD_IDS[1],
+        &redis.url,
+        &others,
+        keys.path(),
+        None,
+        &no_flags,
+    )?;
     let dir = Directory::connect(&redis.url).await?;
     let until = Instant::now() + SETTLE_TIMEOUT;
     loop {
@@ -193,7 +190,7 @@ async fn start() -> anyhow::Result<Bench> {
     let probe = Probe::create(&a.addr, &dir).await?;
     Ok(Bench {
         redis,
-        keys,
+        _keys: keys,
         dir,
         shards: [a, b],
         probe,

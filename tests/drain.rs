@@ -1,42 +1,25 @@
 //! End to end: SIGTERM drains a shard — every zone moves to a peer while
 //! live and every player is redirected with zero drop.
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use support::driver::Driver;
 use telos_testkit::RedisServer;
-use telos_testkit::process::{WorldOpts, start_world};
+use telos_testkit::driver::Driver;
+use telos_testkit::keys::TempKeys;
+use telos_testkit::process::start_keyed_world;
 use telos_testkit::world::path_to_zone;
 use telos_testkit::world::starter_zones;
 
 const PASSWORD: &str = "correct horse";
-
-fn keyed<'a>(
-    id: &'a str,
-    url: &'a str,
-    zones: &'a [&'a str],
-    keys: &std::path::Path,
-) -> WorldOpts<'a> {
-    let mut o = WorldOpts::new(id, url, zones);
-    o.extra = vec![
-        "--keys".into(),
-        keys.display().to_string(),
-        "--drain-deadline".into(),
-        "20".into(),
-    ];
-    o
-}
+/// The drained shard's `--drain-deadline`, seconds.
+const DRAIN_DEADLINE: [&str; 2] = ["--drain-deadline", "20"];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_hands_every_zone_and_player_to_peers_with_zero_drop() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
-    let keys = std::env::temp_dir().join(format!("telos-drain-keys-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&keys);
-    telos_world::handoff::keys::generate(&keys)?;
+    let keys = TempKeys::generate()?;
     let drained = ["city", "forest", "docks"];
     let rest: Vec<String> = starter_zones()
         .into_iter()
@@ -45,9 +28,12 @@ async fn sigterm_hands_every_zone_and_player_to_peers_with_zero_drop() -> anyhow
     let (b_zones, c_zones) = rest.split_at(rest.len() / 2);
     let b_zones: Vec<&str> = b_zones.iter().map(String::as_str).collect();
     let c_zones: Vec<&str> = c_zones.iter().map(String::as_str).collect();
-    let mut a = start_world(keyed("shard-a", &redis.url, &drained, &keys))?;
-    let _b = start_world(keyed("shard-b", &redis.url, &b_zones, &keys))?;
-    let _c = start_world(keyed("shard-c", &redis.url, &c_zones, &keys))?;
+    let keyed = |id: &str, zones: &[&str]| {
+        start_keyed_world(id, &redis.url, zones, keys.path(), None, &DRAIN_DEADLINE)
+    };
+    let mut a = keyed("shard-a", &drained)?;
+    let _b = keyed("shard-b", &b_zones)?;
+    let _c = keyed("shard-c", &c_zones)?;
 
     // Bots spread over the three zones of shard-a, journaling non-stop.
     let stop = Arc::new(AtomicBool::new(false));
@@ -111,6 +97,5 @@ async fn sigterm_hands_every_zone_and_player_to_peers_with_zero_drop() -> anyhow
             .collect();
         assert_eq!(got, sent, "{}: journal exact", d.name);
     }
-    let _ = std::fs::remove_dir_all(keys);
     Ok(())
 }

@@ -9,22 +9,23 @@
 mod support;
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail, ensure};
-use support::driver::Driver;
+use support::rows::row_journal;
 use telos_proto::v1::AdoptZoneRequest;
 use telos_proto::v1::handoff_client::HandoffClient;
 use telos_redis::directory::Directory;
 use telos_redis::store::Store;
 use telos_testkit::RedisServer;
 use telos_testkit::cli::{SIGINT, SIGTERM, telosctl, wait_exit};
-use telos_testkit::process::{Proc, start_keyed_world};
-use telos_testkit::world::path_to_zone;
-use telos_world::game::from_state_json;
+use telos_testkit::driver::Driver;
+use telos_testkit::keys::TempKeys;
+use telos_testkit::process::{Proc, WorldOpts, start_keyed_world, start_world};
+use telos_testkit::world::{WorldCopy, path_to_zone};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -54,27 +55,6 @@ async fn bounded<F: Future<Output = anyhow::Result<()>>>(
     tokio::time::timeout(budget, body)
         .await
         .with_context(|| format!("test exceeded its {budget:?} budget"))?
-}
-
-/// The cluster's handoff keys in a temp folder, removed on drop.
-struct Keys(PathBuf);
-
-impl Keys {
-    fn generate() -> anyhow::Result<Keys> {
-        let dir = std::env::temp_dir().join(format!(
-            "telos-drain-faults-keys-{}-{}",
-            std::process::id(),
-            telos_testkit::unique()
-        ));
-        telos_world::handoff::keys::generate(&dir)?;
-        Ok(Keys(dir))
-    }
-}
-
-impl Drop for Keys {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Start one keyed shard hosting `zones` at boot, with `extra` flags.
@@ -243,18 +223,6 @@ fn journal_bot(mut d: Driver, stop: Arc<AtomicBool>) -> JoinHandle<anyhow::Resul
     })
 }
 
-/// A character's durable journal, straight from its row.
-async fn row_journal(store: &Store, name: &str) -> anyhow::Result<Vec<String>> {
-    let row = store
-        .load(&name.to_ascii_lowercase())
-        .await?
-        .with_context(|| format!("no row for {name}"))?;
-    Ok(from_state_json(&row.state_json)?
-        .journal
-        .into_iter()
-        .collect())
-}
-
 async fn handoff_client(addr: &str) -> anyhow::Result<HandoffClient<tonic::transport::Channel>> {
     Ok(HandoffClient::connect(format!("http://{addr}")).await?)
 }
@@ -267,7 +235,7 @@ async fn handoff_client(addr: &str) -> anyhow::Result<HandoffClient<tonic::trans
 async fn concurrent_drains_split_over_peers_by_reservation() -> anyhow::Result<()> {
     bounded(Duration::from_secs(120), async {
         let redis = RedisServer::start()?;
-        let keys = Keys::generate()?;
+        let keys = TempKeys::generate()?;
         // 4 drained zones x 3 players = 12 players onto two peers of
         // capacity 8: neither can take everything, each can take two zones.
         const PER_ZONE: usize = 3;
@@ -282,28 +250,28 @@ async fn concurrent_drains_split_over_peers_by_reservation() -> anyhow::Result<(
             "shard-a",
             &redis.url,
             &["city", "docks"],
-            &keys.0,
+            keys.path(),
             &deadline,
         )?;
         let mut b = shard(
             "shard-b",
             &redis.url,
             &["forest", "hills"],
-            &keys.0,
+            keys.path(),
             &deadline,
         )?;
         let c = shard(
             "shard-c",
             &redis.url,
             &["keep"],
-            &keys.0,
+            keys.path(),
             &["--capacity", &cap],
         )?;
         let d = shard(
             "shard-d",
             &redis.url,
             &["marsh"],
-            &keys.0,
+            keys.path(),
             &["--capacity", &cap],
         )?;
         let addrs = vec![
@@ -448,7 +416,7 @@ async fn wedged_client_is_a_client_fault_flushed_and_resumable() -> anyhow::Resu
         // of several seconds, and the flood starts right after a tick.
         const TICK: Duration = Duration::from_secs(6);
         let redis = RedisServer::start()?;
-        let keys = Keys::generate()?;
+        let keys = TempKeys::generate()?;
         let tick_ms = TICK.as_millis().to_string();
         let a_extra = [
             "--drain-deadline",
@@ -458,9 +426,9 @@ async fn wedged_client_is_a_client_fault_flushed_and_resumable() -> anyhow::Resu
             "--save-interval-ms",
             "200",
         ];
-        let mut a = shard("shard-a", &redis.url, &["city"], &keys.0, &a_extra)?;
+        let mut a = shard("shard-a", &redis.url, &["city"], keys.path(), &a_extra)?;
         let rest = ["docks", "forest", "hills", "keep", "marsh"];
-        let b = shard("shard-b", &redis.url, &rest, &keys.0, &[])?;
+        let b = shard("shard-b", &redis.url, &rest, keys.path(), &[])?;
         a.wait_log("zone started zone=city", WAIT).await?;
         let zone_started = Instant::now();
         let store = Store::connect(&redis.url).await?;
@@ -554,10 +522,10 @@ async fn wedged_client_is_a_client_fault_flushed_and_resumable() -> anyhow::Resu
 async fn adopt_zone_naming_a_non_owner_is_refused_without_state() -> anyhow::Result<()> {
     bounded(Duration::from_secs(60), async {
         let redis = RedisServer::start()?;
-        let keys = Keys::generate()?;
-        let a = shard("shard-a", &redis.url, &["city"], &keys.0, &[])?;
+        let keys = TempKeys::generate()?;
+        let a = shard("shard-a", &redis.url, &["city"], keys.path(), &[])?;
         let rest = ["docks", "forest", "hills", "keep", "marsh"];
-        let b = shard("shard-b", &redis.url, &rest, &keys.0, &[])?;
+        let b = shard("shard-b", &redis.url, &rest, keys.path(), &[])?;
         let dir = Directory::connect(&redis.url).await?;
         let (o, generation) = wait_owner(&dir, "city", &["shard-a"], WAIT).await?;
         assert_eq!(o, "shard-a");
@@ -620,14 +588,14 @@ async fn adopt_zone_naming_a_non_owner_is_refused_without_state() -> anyhow::Res
 async fn adoption_never_flipped_is_torn_down_and_the_owner_keeps_serving() -> anyhow::Result<()> {
     bounded(Duration::from_secs(60), async {
         let redis = RedisServer::start()?;
-        let keys = Keys::generate()?;
-        let a = shard("shard-a", &redis.url, &["city"], &keys.0, &[])?;
+        let keys = TempKeys::generate()?;
+        let a = shard("shard-a", &redis.url, &["city"], keys.path(), &[])?;
         let rest = ["docks", "forest", "hills", "keep", "marsh"];
         let b = shard(
             "shard-b",
             &redis.url,
             &rest,
-            &keys.0,
+            keys.path(),
             &["--drain-deadline", "3"],
         )?;
         let dir = Directory::connect(&redis.url).await?;
@@ -693,12 +661,12 @@ async fn adoption_never_flipped_is_torn_down_and_the_owner_keeps_serving() -> an
 async fn source_killed_after_adopt_zone_does_not_lose_the_zone() -> anyhow::Result<()> {
     bounded(Duration::from_secs(60), async {
         let redis = RedisServer::start()?;
-        let keys = Keys::generate()?;
+        let keys = TempKeys::generate()?;
         let ttl = SHORT_LEASE_MS.to_string();
-        let mut a = shard("shard-a", &redis.url, &["city"], &keys.0, &["--lease-ttl-ms", &ttl])?;
+        let mut a = shard("shard-a", &redis.url, &["city"], keys.path(), &["--lease-ttl-ms", &ttl])?;
         let rest = ["docks", "forest", "hills", "keep", "marsh"];
         let b_extra = ["--drain-deadline", "3", "--lease-ttl-ms", &ttl];
-        let b = shard("shard-b", &redis.url, &rest, &keys.0, &b_extra)?;
+        let b = shard("shard-b", &redis.url, &rest, keys.path(), &b_extra)?;
         let dir = Directory::connect(&redis.url).await?;
         let (_, generation) = wait_owner(&dir, "city", &["shard-a"], WAIT).await?;
         let store = Store::connect(&redis.url).await?;
@@ -766,12 +734,30 @@ async fn source_killed_after_adopt_zone_does_not_lose_the_zone() -> anyhow::Resu
 async fn killed_shard_zones_are_reserved_and_players_resume_exactly_once() -> anyhow::Result<()> {
     bounded(Duration::from_secs(120), async {
         let redis = RedisServer::start()?;
-        let keys = Keys::generate()?;
+        let keys = TempKeys::generate()?;
         let ttl = SHORT_LEASE_MS.to_string();
         let short = ["--lease-ttl-ms", ttl.as_str()];
-        let mut a = shard("shard-a", &redis.url, &["city", "docks"], &keys.0, &short)?;
-        let b = shard("shard-b", &redis.url, &["forest", "hills"], &keys.0, &short)?;
-        let c = shard("shard-c", &redis.url, &["keep", "marsh"], &keys.0, &short)?;
+        let mut a = shard(
+            "shard-a",
+            &redis.url,
+            &["city", "docks"],
+            keys.path(),
+            &short,
+        )?;
+        let b = shard(
+            "shard-b",
+            &redis.url,
+            &["forest", "hills"],
+            keys.path(),
+            &short,
+        )?;
+        let c = shard(
+            "shard-c",
+            &redis.url,
+            &["keep", "marsh"],
+            keys.path(),
+            &short,
+        )?;
         let addrs = vec![a.addr.clone(), b.addr.clone(), c.addr.clone()];
         let dir = Directory::connect(&redis.url).await?;
 
@@ -848,12 +834,12 @@ async fn killed_shard_zones_are_reserved_and_players_resume_exactly_once() -> an
 async fn lease_loss_fences_without_draining() -> anyhow::Result<()> {
     bounded(Duration::from_secs(60), async {
         let redis = RedisServer::start()?;
-        let keys = Keys::generate()?;
+        let keys = TempKeys::generate()?;
         let ttl = SHORT_LEASE_MS.to_string();
         let short = ["--lease-ttl-ms", ttl.as_str()];
-        let a = shard("shard-a", &redis.url, &["city"], &keys.0, &short)?;
+        let a = shard("shard-a", &redis.url, &["city"], keys.path(), &short)?;
         let rest = ["docks", "forest", "hills", "keep", "marsh"];
-        let b = shard("shard-b", &redis.url, &rest, &keys.0, &short)?;
+        let b = shard("shard-b", &redis.url, &rest, keys.path(), &short)?;
         let dir = Directory::connect(&redis.url).await?;
         let (_, generation) = wait_owner(&dir, "city", &["shard-a"], WAIT).await?;
 
@@ -919,38 +905,15 @@ fn shard_without(
     zone: &str,
     extra: &[&str],
 ) -> anyhow::Result<(Proc, WorldCopy)> {
-    let world = WorldCopy(std::env::temp_dir().join(format!(
-        "telos-drain-faults-world-{}-{}",
-        std::process::id(),
-        telos_testkit::unique()
-    )));
-    telos_testkit::world::copy_world(&world.0)?;
-    let path = world.0.join(format!("{zone}.json"));
+    let world = WorldCopy::new()?;
+    let path = world.path().join(format!("{zone}.json"));
     let mut def: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
     def["instanced"] = serde_json::Value::Bool(true);
     std::fs::write(&path, serde_json::to_string_pretty(&def)?)?;
-    let mut cmd = std::process::Command::new(telos_testkit::process::bin("telos-world"));
-    cmd.current_dir(telos_testkit::process::repo_root())
-        .env("RUST_LOG", "info")
-        .args(["--shard-id", id, "--redis-url", redis_url])
-        .args(["--grpc-listen", "127.0.0.1:0"])
-        .arg("--world")
-        .arg(&world.0)
-        .arg("--keys")
-        .arg(keys)
-        .arg("--zones")
-        .arg(zones.join(","))
-        .args(extra);
-    Ok((Proc::spawn(&format!("world-{id}"), cmd)?, world))
-}
-
-/// A temp copy of the world folder, removed on drop.
-struct WorldCopy(PathBuf);
-
-impl Drop for WorldCopy {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    let mut opts = WorldOpts::new(id, redis_url, zones).keyed(keys);
+    opts.world = world.path().to_path_buf();
+    opts.extra.extend(extra.iter().map(|s| s.to_string()));
+    Ok((start_world(opts)?, world))
 }
 
 /// 7. A target that refuses AdoptZone (here: a peer of a heterogeneous
@@ -962,15 +925,15 @@ impl Drop for WorldCopy {
 async fn a_refused_adopt_zone_gives_its_reservation_back() -> anyhow::Result<()> {
     bounded(Duration::from_secs(60), async {
         let redis = RedisServer::start()?;
-        let keys = Keys::generate()?;
+        let keys = TempKeys::generate()?;
         // c has the most headroom, so the selector tries it first; it
         // cannot run the docks. d can.
-        let mut a = shard("shard-a", &redis.url, &["docks"], &keys.0, &[])?;
+        let mut a = shard("shard-a", &redis.url, &["docks"], keys.path(), &[])?;
         let (c, _world) = shard_without(
             "shard-c",
             &redis.url,
             &["forest", "hills"],
-            &keys.0,
+            keys.path(),
             "docks",
             &["--capacity", "5000"],
         )?;
@@ -978,7 +941,7 @@ async fn a_refused_adopt_zone_gives_its_reservation_back() -> anyhow::Result<()>
             "shard-d",
             &redis.url,
             &["city", "keep", "marsh"],
-            &keys.0,
+            keys.path(),
             &[],
         )?;
         let addrs = vec![a.addr.clone(), c.addr.clone(), d.addr.clone()];
@@ -1032,10 +995,10 @@ async fn a_refused_adopt_zone_gives_its_reservation_back() -> anyhow::Result<()>
 async fn adopted_zone_lease_is_released_on_a_clean_stop() -> anyhow::Result<()> {
     bounded(Duration::from_secs(60), async {
         let redis = RedisServer::start()?;
-        let keys = Keys::generate()?;
-        let mut a = shard("shard-a", &redis.url, &["city"], &keys.0, &[])?;
+        let keys = TempKeys::generate()?;
+        let mut a = shard("shard-a", &redis.url, &["city"], keys.path(), &[])?;
         let rest = ["docks", "forest", "hills", "keep", "marsh"];
-        let mut b = shard("shard-b", &redis.url, &rest, &keys.0, &[])?;
+        let mut b = shard("shard-b", &redis.url, &rest, keys.path(), &[])?;
         let dir = Directory::connect(&redis.url).await?;
         wait_owner(&dir, "city", &["shard-a"], WAIT).await?;
         // The city moves to b by a drain of a, and b confirms it.
@@ -1074,7 +1037,7 @@ async fn orphaned_zones_of_idle_peers_are_served_within_ttl_plus_one_period() ->
 {
     bounded(Duration::from_secs(60), async {
         let redis = RedisServer::start()?;
-        let keys = Keys::generate()?;
+        let keys = TempKeys::generate()?;
         // The dead shard keeps the default 6 s lease TTL, so its registry
         // entry (3 s presence) is gone before its leases expire and it is
         // never itself picked to take its own zones. The peers' 2 s lease
@@ -1082,9 +1045,21 @@ async fn orphaned_zones_of_idle_peers_are_served_within_ttl_plus_one_period() ->
         const DEAD_LEASE: Duration = Duration::from_secs(6);
         let ttl = SHORT_LEASE_MS.to_string();
         let short = ["--lease-ttl-ms", ttl.as_str()];
-        let mut a = shard("shard-a", &redis.url, &["city", "docks"], &keys.0, &[])?;
-        let _b = shard("shard-b", &redis.url, &["forest", "hills"], &keys.0, &short)?;
-        let _c = shard("shard-c", &redis.url, &["keep", "marsh"], &keys.0, &short)?;
+        let mut a = shard("shard-a", &redis.url, &["city", "docks"], keys.path(), &[])?;
+        let _b = shard(
+            "shard-b",
+            &redis.url,
+            &["forest", "hills"],
+            keys.path(),
+            &short,
+        )?;
+        let _c = shard(
+            "shard-c",
+            &redis.url,
+            &["keep", "marsh"],
+            keys.path(),
+            &short,
+        )?;
         let dir = Directory::connect(&redis.url).await?;
         for zone in ["city", "docks"] {
             wait_owner(&dir, zone, &["shard-a"], WAIT).await?;
@@ -1120,19 +1095,25 @@ async fn orphaned_zones_of_idle_peers_are_served_within_ttl_plus_one_period() ->
 async fn drain_hands_on_a_zone_adopted_just_before_the_sigterm() -> anyhow::Result<()> {
     bounded(Duration::from_secs(60), async {
         let redis = RedisServer::start()?;
-        let keys = Keys::generate()?;
+        let keys = TempKeys::generate()?;
         // a has no headroom (as a draining source would not be a
         // candidate), so b's drain hands the city on to c.
         let a = shard(
             "shard-a",
             &redis.url,
             &["city"],
-            &keys.0,
+            keys.path(),
             &["--capacity", "1"],
         )?;
-        let mut b = shard("shard-b", &redis.url, &["forest", "hills"], &keys.0, &[])?;
+        let mut b = shard(
+            "shard-b",
+            &redis.url,
+            &["forest", "hills"],
+            keys.path(),
+            &[],
+        )?;
         let rest = ["docks", "keep", "marsh"];
-        let c = shard("shard-c", &redis.url, &rest, &keys.0, &[])?;
+        let c = shard("shard-c", &redis.url, &rest, keys.path(), &[])?;
         let dir = Directory::connect(&redis.url).await?;
         let (_, generation) = wait_owner(&dir, "city", &["shard-a"], WAIT).await?;
 

@@ -4,38 +4,27 @@
 //! closes, every journal is exact, and `where` never names the drained shard
 //! again.
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
-use telos_testkit::process::{Proc, WorldOpts, start_gate, start_world};
+use telos_testkit::keys::TempKeys;
+use telos_testkit::process::{start_gate, start_keyed_world};
 use telos_testkit::world::{path_to_zone, starter_zones};
 
 const PLAYERS: usize = 100;
 const PASSWORD: &str = "correct horse";
 const DRAINED: [&str; 3] = ["city", "forest", "docks"];
 
-fn keyed(id: &str, url: &str, zones: &[&str], keys: &std::path::Path) -> anyhow::Result<Proc> {
-    let mut o = WorldOpts::new(id, url, zones);
-    o.extra = vec![
-        "--keys".into(),
-        keys.display().to_string(),
-        "--drain-deadline".into(),
-        "25".into(),
-    ];
-    start_world(o)
-}
+/// The drained shard's `--drain-deadline`, seconds.
+const DRAIN_DEADLINE: [&str; 2] = ["--drain-deadline", "25"];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_players_drained_through_the_gate_with_zero_drop() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
-    let keys = std::env::temp_dir().join(format!("telos-drain-gate-keys-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&keys);
-    telos_world::handoff::keys::generate(&keys)?;
+    let keys = TempKeys::generate()?;
     let rest: Vec<String> = starter_zones()
         .into_iter()
         .filter(|z| !DRAINED.contains(&z.as_str()))
@@ -43,9 +32,12 @@ async fn a_hundred_players_drained_through_the_gate_with_zero_drop() -> anyhow::
     let (b_zones, c_zones) = rest.split_at(rest.len() / 2);
     let b_zones: Vec<&str> = b_zones.iter().map(String::as_str).collect();
     let c_zones: Vec<&str> = c_zones.iter().map(String::as_str).collect();
-    let mut a = keyed("shard-a", &redis.url, &DRAINED, &keys)?;
-    let _b = keyed("shard-b", &redis.url, &b_zones, &keys)?;
-    let _c = keyed("shard-c", &redis.url, &c_zones, &keys)?;
+    let keyed = |id: &str, zones: &[&str]| {
+        start_keyed_world(id, &redis.url, zones, keys.path(), None, &DRAIN_DEADLINE)
+    };
+    let mut a = keyed("shard-a", &DRAINED)?;
+    let _b = keyed("shard-b", &b_zones)?;
+    let _c = keyed("shard-c", &c_zones)?;
     let gate = start_gate(&redis.url, &["--login-ip-burst", "1000"])?;
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -139,6 +131,5 @@ async fn a_hundred_players_drained_through_the_gate_with_zero_drop() -> anyhow::
         assert_ne!(last, "shard-a", "{} still on the drained shard", bot.name);
         assert_eq!(journal, written, "{}: journal exact", bot.name);
     }
-    let _ = std::fs::remove_dir_all(keys);
     Ok(())
 }

@@ -15,7 +15,7 @@
 //! - a real `telnet` client, driven by `expect`, logs in and walks.
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,7 +24,8 @@ use std::time::Duration;
 use telos_testkit::RedisServer;
 use telos_testkit::bot::{Bot, MARKER_WORDS};
 use telos_testkit::cli::run_to_exit;
-use telos_testkit::process::{Proc, WorldOpts, start_gate, start_world};
+use telos_testkit::keys::TempKeys;
+use telos_testkit::process::{Proc, start_gate, start_keyed_world};
 use telos_testkit::world::{path_to_zone, start_room, starter_zones, walk, zone_of};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
@@ -43,27 +44,6 @@ const NAMES: [&str; 16] = [
     "Kilo", "Lima", "Mike", "November", "Oscar", "Papa",
 ];
 
-/// A key folder from `keygen`, removed on drop.
-struct Keys(PathBuf);
-
-impl Keys {
-    fn generate() -> anyhow::Result<Keys> {
-        let dir = std::env::temp_dir().join(format!(
-            "telos-gate-e2e-keys-{}-{}",
-            std::process::id(),
-            telos_testkit::unique()
-        ));
-        telos_world::handoff::keys::generate(&dir)?;
-        Ok(Keys(dir))
-    }
-}
-
-impl Drop for Keys {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Redis, shards `shard-a` and `shard-b` splitting the starter zones (the
 /// start room's zone on `a`), and a gate.
 struct Cluster {
@@ -73,37 +53,24 @@ struct Cluster {
     b: Proc,
     zones_a: Vec<String>,
     zones_b: Vec<String>,
-    keys: Keys,
+    keys: TempKeys,
     redis: RedisServer,
 }
 
-fn start_shard(
-    redis_url: &str,
-    keys: &Path,
-    id: &str,
-    zones: &[String],
-    listen: Option<&str>,
-) -> anyhow::Result<Proc> {
-    let zones: Vec<&str> = zones.iter().map(String::as_str).collect();
-    let mut opts = WorldOpts::new(id, redis_url, &zones);
-    opts.extra = vec!["--keys".into(), keys.display().to_string()];
-    if let Some(addr) = listen {
-        opts.listen = addr.to_string();
-    }
-    start_world(opts)
-}
+/// The shards run with no flags beyond their keys.
+const NO_FLAGS: &[&str] = &[];
 
 impl Cluster {
     fn start() -> anyhow::Result<Cluster> {
         let redis = RedisServer::start()?;
-        let keys = Keys::generate()?;
+        let keys = TempKeys::generate()?;
         let zones = starter_zones();
         let (first, second) = zones.split_at(zones.len().div_ceil(2));
         let (zones_a, zones_b) = (first.to_vec(), second.to_vec());
         let start_zone = zone_of(&start_room()).to_string();
         assert!(zones_a.contains(&start_zone), "{zones_a:?}");
-        let a = start_shard(&redis.url, &keys.0, "shard-a", &zones_a, None)?;
-        let b = start_shard(&redis.url, &keys.0, "shard-b", &zones_b, None)?;
+        let a = start_keyed_world("shard-a", &redis.url, &zones_a, keys.path(), None, NO_FLAGS)?;
+        let b = start_keyed_world("shard-b", &redis.url, &zones_b, keys.path(), None, NO_FLAGS)?;
         let gate = start_gate(&redis.url, &[])?;
         Ok(Cluster {
             gate,
@@ -445,10 +412,14 @@ async fn a_shard_killed_and_restarted_keeps_sockets_and_every_journal_line_once(
     }
     let killed_addr = c.a.addr.clone();
     c.a.kill();
-    let (url, keys, zones) = (c.redis.url.clone(), c.keys.0.clone(), c.zones_a.clone());
+    let (url, keys, zones) = (
+        c.redis.url.clone(),
+        c.keys.path().to_path_buf(),
+        c.zones_a.clone(),
+    );
     let addr = killed_addr.clone();
     c.a = tokio::task::spawn_blocking(move || {
-        start_shard(&url, &keys, "shard-a", &zones, Some(&addr))
+        start_keyed_world("shard-a", &url, &zones, &keys, Some(&addr), NO_FLAGS)
     })
     .await??;
     assert_eq!(c.a.addr, killed_addr);

@@ -1,27 +1,21 @@
 //! End to end: cross-shard player handoff between real `telos-world`
 //! processes over a real Redis, driven over `Play` with a minimal gate.
 
-mod support;
+use std::sync::Arc;
+use std::time::Duration;
 
-use std::path::PathBuf;
-
-use support::driver::Driver;
+use telos_redis::store::Store;
 use telos_testkit::RedisServer;
-use telos_testkit::process::{Proc, WorldOpts, start_world};
+use telos_testkit::driver::{Driver, Step};
+use telos_testkit::keys::TempKeys;
+use telos_testkit::play::Channels;
+use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::world::starter_zones;
 use telos_testkit::world::{opposite, path_to_zone};
 
 const PASSWORD: &str = "correct horse";
-
-fn keys_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "telos-keys-{}-{}",
-        std::process::id(),
-        telos_testkit::unique()
-    ));
-    telos_world::handoff::keys::generate(&dir).expect("keygen");
-    dir
-}
+/// Outlives the test: the credential a resumed session is opened with.
+const CREDENTIAL_TTL: Duration = Duration::from_secs(300);
 
 /// Two keyed shards: `a` hosts the city, `b` every other zone.
 fn two_shards(redis: &RedisServer, keys: &std::path::Path) -> anyhow::Result<(Proc, Proc)> {
@@ -30,21 +24,17 @@ fn two_shards(redis: &RedisServer, keys: &std::path::Path) -> anyhow::Result<(Pr
         .filter(|z| z != "city")
         .collect();
     let others: Vec<&str> = others.iter().map(String::as_str).collect();
-    let keyed = |id, zones| {
-        let mut o = WorldOpts::new(id, &redis.url, zones);
-        o.extra = vec!["--keys".into(), keys.display().to_string()];
-        o
-    };
-    let a = start_world(keyed("shard-a", &["city"]))?;
-    let b = start_world(keyed("shard-b", &others))?;
+    let no_flags: [&str; 0] = [];
+    let a = start_keyed_world("shard-a", &redis.url, &["city"], keys, None, &no_flags)?;
+    let b = start_keyed_world("shard-b", &redis.url, &others, keys, None, &no_flags)?;
     Ok((a, b))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn walking_across_a_shard_boundary_keeps_every_line_exactly_once() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
-    let keys = keys_dir();
-    let (a, _b) = two_shards(&redis, &keys)?;
+    let keys = TempKeys::generate()?;
+    let (a, _b) = two_shards(&redis, keys.path())?;
 
     let mut p = Driver::login(&a.addr, "Hana", PASSWORD, true).await?;
     let (zone, _, shard) = p.where_().await?;
@@ -91,6 +81,44 @@ async fn walking_across_a_shard_boundary_keeps_every_line_exactly_once() -> anyh
         .collect();
     assert_eq!(got, expected);
     assert!(list.contains(&format!("journal end {}", expected.len())));
-    std::fs::remove_dir_all(keys)?;
+    Ok(())
+}
+
+/// The way the drain bench plays (one driver for tests and benches): a
+/// session resumed with a credential issued in the store, its streams on
+/// shared connections, read a frame at a time, crosses the shard boundary
+/// like a logged-in one and names the shard it landed on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_driver_on_shared_connections_follows_the_redirect() -> anyhow::Result<()> {
+    let redis = RedisServer::start()?;
+    let keys = TempKeys::generate()?;
+    let (a, _b) = two_shards(&redis, keys.path())?;
+    let store = Store::connect(&redis.url).await?;
+    let state =
+        telos_world::game::to_state_json(&telos_world::game::Character::new("Juno", "city:square"));
+    store.create_character("Juno", PASSWORD, &state).await?;
+    let credential = store
+        .issue_credential("Juno", "conn-juno", CREDENTIAL_TTL)
+        .await?;
+
+    let channels = Arc::new(Channels::default());
+    let mut p = Driver::resume(channels, &a.addr, "Juno", "conn-juno", &credential).await?;
+    assert_eq!(p.shard, "shard-a");
+    let route = path_to_zone("city:square", "forest");
+    let (last, approach) = route.split_last().expect("a route");
+    for dir in approach {
+        p.command(dir).await?;
+    }
+    let seq = p.send(last).await?;
+    let ack = loop {
+        let read = p.next_frame().await;
+        if let Step::Attached(ack) = p.handle(read).await? {
+            break ack;
+        }
+    };
+    assert!(ack >= seq, "the move is acked by the attach: {ack} < {seq}");
+    assert_eq!((p.shard.as_str(), p.redirects), ("shard-b", 1));
+    let (zone, _, shard) = p.where_().await?;
+    assert_eq!((zone.as_str(), shard.as_str()), ("forest", "shard-b"));
     Ok(())
 }

@@ -5,17 +5,15 @@
 //! exactly once, in order; the player ends up where the walk says; the
 //! durable row is fenced by the newest epoch.
 
-mod support;
-
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use support::driver::Driver;
-use support::metrics::{sample, scrape};
 use telos_proto::v1::Redirect;
 use telos_redis::store::{CharacterRow, Store};
 use telos_testkit::RedisServer;
+use telos_testkit::driver::Driver;
+use telos_testkit::keys::TempKeys;
+use telos_testkit::metrics::{sample, scrape};
 use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::opposite;
@@ -40,17 +38,11 @@ const POLL: Duration = Duration::from_millis(20);
 /// Two keyed shards over one Redis: `a` hosts the city, `b` the rest.
 struct Cluster {
     redis: RedisServer,
-    keys: PathBuf,
+    keys: TempKeys,
     a: Proc,
     b: Proc,
     /// `b`'s extra flags, reused when it restarts.
     extra_b: Vec<String>,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.keys);
-    }
 }
 
 fn b_zones() -> Vec<String> {
@@ -63,17 +55,19 @@ fn b_zones() -> Vec<String> {
 impl Cluster {
     fn start(extra_a: &[&str], extra_b: &[&str]) -> anyhow::Result<Cluster> {
         let redis = RedisServer::start()?;
-        let keys = std::env::temp_dir().join(format!(
-            "telos-fault-keys-{}-{}",
-            std::process::id(),
-            telos_testkit::unique()
-        ));
-        telos_world::handoff::keys::generate(&keys)?;
+        let keys = TempKeys::generate()?;
         let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let (extra_a, extra_b) = (owned(extra_a), owned(extra_b));
         let city = vec!["city".to_string()];
-        let a = start_keyed_world("shard-a", &redis.url, &city, &keys, None, &extra_a)?;
-        let b = start_keyed_world("shard-b", &redis.url, &b_zones(), &keys, None, &extra_b)?;
+        let a = start_keyed_world("shard-a", &redis.url, &city, keys.path(), None, &extra_a)?;
+        let b = start_keyed_world(
+            "shard-b",
+            &redis.url,
+            &b_zones(),
+            keys.path(),
+            None,
+            &extra_b,
+        )?;
         Ok(Cluster {
             redis,
             keys,
@@ -91,7 +85,7 @@ impl Cluster {
             "shard-b",
             &self.redis.url,
             &b_zones(),
-            &self.keys,
+            self.keys.path(),
             Some(&addr),
             &self.extra_b,
         )?;

@@ -20,15 +20,14 @@
 //! gate re-attached once per crossing, replayed the lines that reached a
 //! frozen source, and never resumed.
 
-mod support;
-
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use support::metrics::{sample, scrape};
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
-use telos_testkit::process::{Proc, WorldOpts, start_gate, start_world};
+use telos_testkit::keys::TempKeys;
+use telos_testkit::metrics::{sample, scrape};
+use telos_testkit::process::{Proc, start_gate, start_keyed_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::{opposite, path_to_zone};
 use telos_testkit::world::{start_room, starter_zones};
@@ -70,27 +69,6 @@ const TROUBLE: [&str; 3] = [
     "The world shimmers",
 ];
 
-/// A key folder from `keygen`, removed on drop.
-struct Keys(PathBuf);
-
-impl Keys {
-    fn generate() -> anyhow::Result<Keys> {
-        let dir = std::env::temp_dir().join(format!(
-            "telos-handoff-gate-keys-{}-{}",
-            std::process::id(),
-            telos_testkit::unique()
-        ));
-        telos_world::handoff::keys::generate(&dir)?;
-        Ok(Keys(dir))
-    }
-}
-
-impl Drop for Keys {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// One shard and where its metrics are served.
 struct Shard {
     id: &'static str,
@@ -104,7 +82,7 @@ struct Cluster {
     gate: Proc,
     gate_metrics: String,
     shards: Vec<Shard>,
-    _keys: Keys,
+    _keys: TempKeys,
     _redis: RedisServer,
 }
 
@@ -115,17 +93,10 @@ fn start_shard(
     zones: &[String],
 ) -> anyhow::Result<Shard> {
     let metrics = format!("127.0.0.1:{}", free_port());
-    let zones: Vec<&str> = zones.iter().map(String::as_str).collect();
-    let mut opts = WorldOpts::new(id, redis_url, &zones);
-    opts.extra = vec![
-        "--keys".into(),
-        keys.display().to_string(),
-        "--metrics-listen".into(),
-        metrics.clone(),
-    ];
+    let flags = ["--metrics-listen", &metrics];
     Ok(Shard {
         id,
-        proc: start_world(opts)?,
+        proc: start_keyed_world(id, redis_url, zones, keys, None, &flags)?,
         metrics,
     })
 }
@@ -133,7 +104,7 @@ fn start_shard(
 impl Cluster {
     fn start() -> anyhow::Result<Cluster> {
         let redis = RedisServer::start()?;
-        let keys = Keys::generate()?;
+        let keys = TempKeys::generate()?;
         let on_b = ["forest", "marsh"];
         let rest: Vec<String> = starter_zones()
             .into_iter()
@@ -146,7 +117,7 @@ impl Cluster {
         ];
         let shards = layout
             .iter()
-            .map(|(id, zones)| start_shard(&redis.url, &keys.0, id, zones))
+            .map(|(id, zones)| start_shard(&redis.url, keys.path(), id, zones))
             .collect::<anyhow::Result<Vec<_>>>()?;
         // Every player logs in from 127.0.0.1: lift the per-IP login burst.
         let burst = (4 * PLAYERS).to_string();

@@ -3,20 +3,18 @@
 //! instance destinations; tier elevation across a walk; hostile aliases;
 //! keyless shards.
 
-mod support;
-
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ed25519_dalek::SigningKey;
-use support::driver::Driver;
 use telos_proto::v1::handoff_client::HandoffClient;
 use telos_proto::v1::server_frame::Frame;
 use telos_proto::v1::{AbortRequest, CommitRequest, PrepareRequest};
 use telos_testkit::RedisServer;
+use telos_testkit::driver::Driver;
+use telos_testkit::keys::TempKeys;
 use telos_testkit::play::PlayStream;
-use telos_testkit::process::{Proc, WorldOpts, start_world};
+use telos_testkit::process::{Proc, WorldOpts, start_keyed_world, start_world};
 use telos_testkit::world::path_to_zone;
 use telos_testkit::world::starter_zones;
 use telos_world::game::{Character, Tier};
@@ -33,22 +31,11 @@ const READY: Duration = Duration::from_secs(20);
 struct Cluster {
     _redis: RedisServer,
     redis_url: String,
-    keys_dir: PathBuf,
+    /// The key folder the shards were started on, removed with the cluster.
+    _keys_dir: TempKeys,
     keys: ClusterKeys,
     a: Proc,
     b: Proc,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.keys_dir);
-    }
-}
-
-fn keyed<'a>(id: &'a str, url: &'a str, zones: &'a [&'a str], keys: &Path) -> WorldOpts<'a> {
-    let mut o = WorldOpts::new(id, url, zones);
-    o.extra = vec!["--keys".into(), keys.display().to_string()];
-    o
 }
 
 /// `shard-a` hosts the city, `shard-b` everything else; both keyed, and
@@ -56,19 +43,29 @@ fn keyed<'a>(id: &'a str, url: &'a str, zones: &'a [&'a str], keys: &Path) -> Wo
 /// leases are claimed).
 async fn cluster() -> anyhow::Result<Cluster> {
     let redis = RedisServer::start()?;
-    let keys_dir = std::env::temp_dir().join(format!(
-        "telos-sec-keys-{}-{}",
-        std::process::id(),
-        telos_testkit::unique()
-    ));
-    keys::generate(&keys_dir)?;
+    let keys_dir = TempKeys::generate()?;
     let others: Vec<String> = starter_zones()
         .into_iter()
         .filter(|z| z != "city")
         .collect();
     let others: Vec<&str> = others.iter().map(String::as_str).collect();
-    let a = start_world(keyed("shard-a", &redis.url, &["city"], &keys_dir))?;
-    let b = start_world(keyed("shard-b", &redis.url, &others, &keys_dir))?;
+    let no_flags: [&str; 0] = [];
+    let a = start_keyed_world(
+        "shard-a",
+        &redis.url,
+        &["city"],
+        keys_dir.path(),
+        None,
+        &no_flags,
+    )?;
+    let b = start_keyed_world(
+        "shard-b",
+        &redis.url,
+        &others,
+        keys_dir.path(),
+        None,
+        &no_flags,
+    )?;
     a.wait_log("zone started zone=city", READY).await?;
     for zone in &others {
         b.wait_log(&format!("zone started zone={zone}"), READY)
@@ -77,8 +74,8 @@ async fn cluster() -> anyhow::Result<Cluster> {
     Ok(Cluster {
         redis_url: redis.url.clone(),
         _redis: redis,
-        keys: keys::load(&keys_dir)?,
-        keys_dir,
+        keys: keys::load(keys_dir.path())?,
+        _keys_dir: keys_dir,
         a,
         b,
     })

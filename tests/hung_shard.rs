@@ -14,12 +14,12 @@ mod support;
 
 use std::time::Duration;
 
-use support::keys::Keys;
 use support::rows::wait_journal;
 use telos_redis::directory::Directory;
 use telos_redis::store::Store;
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
+use telos_testkit::keys::TempKeys;
 use telos_testkit::process::{Proc, start_gate, start_keyed_world};
 use telos_testkit::world::{path_to_zone, start_room, zone_of};
 use tokio::time::Instant;
@@ -64,7 +64,7 @@ struct Cluster {
     a: Proc,
     _b: Proc,
     _c: Proc,
-    _keys: Keys,
+    _keys: TempKeys,
     redis: RedisServer,
 }
 
@@ -72,7 +72,7 @@ impl Cluster {
     /// `shard-a` hosts the start zone (and one more), `b` and `c` two each.
     fn start() -> anyhow::Result<Cluster> {
         let redis = RedisServer::start()?;
-        let keys = Keys::generate()?;
+        let keys = TempKeys::generate()?;
         let none: &[&str] = &[];
         let start = zone_of(&start_room()).to_string();
         assert_eq!(start, "city", "the split below assumes the starter world");
@@ -80,7 +80,7 @@ impl Cluster {
             "shard-a",
             &redis.url,
             &["city", "docks"],
-            &keys.0,
+            keys.path(),
             None,
             none,
         )?;
@@ -88,7 +88,7 @@ impl Cluster {
             "shard-b",
             &redis.url,
             &["forest", "hills"],
-            &keys.0,
+            keys.path(),
             None,
             none,
         )?;
@@ -96,7 +96,7 @@ impl Cluster {
             "shard-c",
             &redis.url,
             &["keep", "marsh"],
-            &keys.0,
+            keys.path(),
             None,
             none,
         )?;

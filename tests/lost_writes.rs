@@ -13,11 +13,11 @@ mod support;
 use std::time::Duration;
 
 use anyhow::Context;
-use support::driver::Driver;
+use support::rows::row_journal;
 use telos_redis::store::Store;
 use telos_testkit::RedisServer;
+use telos_testkit::driver::Driver;
 use telos_testkit::process::{WorldOpts, start_world};
-use telos_world::game::from_state_json;
 
 const PASSWORD: &str = "correct horse";
 
@@ -72,17 +72,6 @@ async fn roll_back(
     Ok(())
 }
 
-async fn journal_of(store: &Store, name: &str) -> anyhow::Result<Vec<String>> {
-    let row = store
-        .load(&name.to_ascii_lowercase())
-        .await?
-        .with_context(|| format!("no row for {name}"))?;
-    Ok(from_state_json(&row.state_json)?
-        .journal
-        .into_iter()
-        .collect())
-}
-
 /// Journal `lines` and wait until every one of them is durable.
 async fn journal_durably(d: &mut Driver, lines: &[&str]) -> anyhow::Result<()> {
     let mut last = 0;
@@ -119,7 +108,7 @@ async fn a_row_that_went_back_is_healed_by_the_live_session() -> anyhow::Result<
     roll_back(&redis, "Lossy", &after_two).await?;
     journal_durably(&mut d, &["five"]).await?;
     assert_eq!(
-        journal_of(&store, "Lossy").await?,
+        row_journal(&store, "Lossy").await?,
         ["one", "two", "three", "four", "five"],
         "healed from the session's state"
     );
@@ -129,7 +118,7 @@ async fn a_row_that_went_back_is_healed_by_the_live_session() -> anyhow::Result<
     journal_durably(&mut d, &["six"]).await?;
     let healed = store.load("lossy").await?.context("row")?;
     assert_eq!(
-        journal_of(&store, "Lossy").await?,
+        row_journal(&store, "Lossy").await?,
         ["one", "two", "three", "four", "five", "six"]
     );
     assert!(
@@ -180,7 +169,7 @@ async fn a_newer_owner_is_never_healed_over() -> anyhow::Result<()> {
         format!("{err:#}").contains("Claimed by a newer session"),
         "{err:#}"
     );
-    let journal = journal_of(&store, "Kept").await?;
+    let journal = row_journal(&store, "Kept").await?;
     assert_eq!(journal, ["mine"], "the newer owner's row stands");
     Ok(())
 }
@@ -211,6 +200,6 @@ async fn a_quit_that_cannot_be_saved_is_replayed_not_dropped() -> anyhow::Result
     assert!(reason.contains("Goodbye"), "{reason}");
     assert!(d.resumes >= 1, "the not-final close was resumed from");
     let store = Store::connect(&redis.url).await?;
-    assert_eq!(journal_of(&store, "Quitter").await?, ["alpha", "beta"]);
+    assert_eq!(row_journal(&store, "Quitter").await?, ["alpha", "beta"]);
     Ok(())
 }

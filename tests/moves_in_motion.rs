@@ -12,17 +12,15 @@
 //! `tests/moves_under_faults.rs` walks crowds across every boundary of a
 //! zone that is drained, transferred or crashes.
 
-mod support;
-
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use support::driver::Driver;
 use telos_proto::v1::AdoptZoneRequest;
 use telos_proto::v1::handoff_client::HandoffClient;
 use telos_redis::directory::{Claim, Directory};
 use telos_testkit::RedisServer;
+use telos_testkit::driver::Driver;
+use telos_testkit::keys::TempKeys;
 use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::world::path_to_zone;
 use telos_testkit::world::starter_zones;
@@ -52,27 +50,6 @@ const POLL: Duration = Duration::from_millis(20);
 /// The fake owner's lease lives this long: it must outlive each test.
 const FAKE_LEASE: Duration = Duration::from_secs(60);
 
-/// Keys in a temp folder, removed on drop.
-struct Keys(PathBuf);
-
-impl Keys {
-    fn generate() -> anyhow::Result<Keys> {
-        let dir = std::env::temp_dir().join(format!(
-            "telos-moves-in-motion-keys-{}-{}",
-            std::process::id(),
-            telos_testkit::unique()
-        ));
-        telos_world::handoff::keys::generate(&dir)?;
-        Ok(Keys(dir))
-    }
-}
-
-impl Drop for Keys {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Every starter zone but the one ahead.
 fn others() -> Vec<String> {
     starter_zones().into_iter().filter(|z| z != AHEAD).collect()
@@ -84,7 +61,7 @@ fn others() -> Vec<String> {
 /// ahead. Returns the last step.
 struct Setup {
     _redis: RedisServer,
-    _keys: Keys,
+    _keys: TempKeys,
     dir: Directory,
     here: Proc,
     fake_gen: u64,
@@ -94,12 +71,19 @@ struct Setup {
 
 async fn setup(name: &str, extra: &[&str]) -> anyhow::Result<Setup> {
     let redis = RedisServer::start()?;
-    let keys = Keys::generate()?;
+    let keys = TempKeys::generate()?;
     let dir = Directory::connect(&redis.url).await?;
     let Claim::Acquired { r#gen: fake_gen } = dir.claim_zone(AHEAD, GONE, FAKE_LEASE).await? else {
         anyhow::bail!("the fake owner could not claim {AHEAD}");
     };
-    let here = start_keyed_world("shard-here", &redis.url, &others(), &keys.0, None, extra)?;
+    let here = start_keyed_world(
+        "shard-here",
+        &redis.url,
+        &others(),
+        keys.path(),
+        None,
+        extra,
+    )?;
     wait_owner(&dir, "city", "shard-here").await?;
     let mut player = Driver::login(&here.addr, name, PASSWORD, true).await?;
     let mut path = path_to_zone(START, AHEAD);
@@ -246,7 +230,7 @@ async fn a_walk_into_an_adoption_that_never_lands_is_refused() -> anyhow::Result
 async fn a_walk_into_a_zone_between_owners_lands_on_its_next_owner() -> anyhow::Result<()> {
     let mut s = setup("Between", &[]).await?;
     // The next owner polls for the free lease every 500 ms (TTL / 2).
-    let keys = s._keys.0.clone();
+    let keys = s._keys.path().to_path_buf();
     let redis_url = s._redis.url.clone();
     let _next = start_keyed_world(
         "shard-next",
@@ -338,7 +322,7 @@ async fn a_login_during_a_retrying_handoff_takes_the_player_over() -> anyhow::Re
         "shard-next",
         &s._redis.url.clone(),
         &[AHEAD],
-        &s._keys.0.clone(),
+        s._keys.path(),
         None,
         &["--lease-ttl-ms", "1000"],
     )?;
@@ -376,7 +360,7 @@ async fn a_login_during_a_retrying_handoff_takes_the_player_over() -> anyhow::Re
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shard_stopped_with_a_handoff_in_flight_loses_nothing() -> anyhow::Result<()> {
     let mut s = setup("Stopper", &["--save-interval-ms", "60000"]).await?;
-    let (url, keys) = (s._redis.url.clone(), s._keys.0.clone());
+    let (url, keys) = (s._redis.url.clone(), s._keys.path().to_path_buf());
     let next = start_keyed_world("shard-next", &url, &[AHEAD], &keys, None, &[] as &[&str])?;
     s.dir.release_zone(AHEAD, GONE, s.fake_gen).await?;
     wait_owner(&s.dir, AHEAD, "shard-next").await?;

@@ -6,9 +6,6 @@
 //! fault in progress (plus slack for a loaded machine), no socket closes,
 //! and every journal is exact (ARCHITECTURE.md, invariants 3, 4 and 7).
 
-mod support;
-
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -18,6 +15,7 @@ use telos_redis::directory::Directory;
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
 use telos_testkit::cli::telosctl;
+use telos_testkit::keys::TempKeys;
 use telos_testkit::process::{Proc, start_gate, start_keyed_world};
 use telos_testkit::world::{WorldMap, exits, opposite, path};
 use tokio::sync::Mutex;
@@ -67,17 +65,9 @@ struct Step {
     to: String,
 }
 
-struct Keys(PathBuf);
-
-impl Drop for Keys {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 struct Cluster {
     redis: RedisServer,
-    keys: Keys,
+    keys: TempKeys,
     dir: Directory,
     a: Proc,
     _b: Proc,
@@ -88,16 +78,11 @@ struct Cluster {
 impl Cluster {
     async fn start() -> anyhow::Result<Cluster> {
         let redis = RedisServer::start()?;
-        let keys = Keys(std::env::temp_dir().join(format!(
-            "telos-moves-under-faults-keys-{}-{}",
-            std::process::id(),
-            telos_testkit::unique()
-        )));
-        telos_world::handoff::keys::generate(&keys.0)?;
+        let keys = TempKeys::generate()?;
         let extra = ["--lease-ttl-ms", LEASE_MS];
-        let a = start_keyed_world("shard-a", &redis.url, &[MOVING], &keys.0, None, &extra)?;
-        let b = start_keyed_world("shard-b", &redis.url, &B_ZONES, &keys.0, None, &extra)?;
-        let c = start_keyed_world("shard-c", &redis.url, &C_ZONES, &keys.0, None, &extra)?;
+        let a = start_keyed_world("shard-a", &redis.url, &[MOVING], keys.path(), None, &extra)?;
+        let b = start_keyed_world("shard-b", &redis.url, &B_ZONES, keys.path(), None, &extra)?;
+        let c = start_keyed_world("shard-c", &redis.url, &C_ZONES, keys.path(), None, &extra)?;
         let gate = start_gate(&redis.url, &["--login-ip-burst", "1000"])?;
         let dir = Directory::connect(&redis.url).await?;
         for zone in [MOVING].iter().chain(&B_ZONES).chain(&C_ZONES) {
@@ -123,7 +108,7 @@ impl Cluster {
             "shard-a",
             &self.redis.url,
             &[MOVING],
-            &self.keys.0,
+            self.keys.path(),
             Some(&addr),
             &["--lease-ttl-ms", LEASE_MS],
         )?;

@@ -8,16 +8,14 @@
 //! published the players who moved, each zone's count, each shard's count
 //! and the players' own `where` agree exactly.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context, ensure};
-use support::keys::Keys;
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
 use telos_testkit::cli::{SIGTERM, telosctl, wait_exit};
+use telos_testkit::keys::TempKeys;
 use telos_testkit::process::{start_gate, start_keyed_world};
 use telos_testkit::world::starter_zones;
 use tokio::time::Instant;
@@ -103,14 +101,21 @@ impl Counts {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_counts_agree_with_where_after_a_drain_and_restart() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
-    let keys = Keys::generate()?;
+    let keys = TempKeys::generate()?;
     let rest: Vec<String> = starter_zones()
         .into_iter()
         .filter(|z| z != DRAINED)
         .collect();
     let no_flags: [&str; 0] = [];
-    let mut a = start_keyed_world("shard-a", &redis.url, &[DRAINED], &keys.0, None, &no_flags)?;
-    let _b = start_keyed_world("shard-b", &redis.url, &rest, &keys.0, None, &no_flags)?;
+    let mut a = start_keyed_world(
+        "shard-a",
+        &redis.url,
+        &[DRAINED],
+        keys.path(),
+        None,
+        &no_flags,
+    )?;
+    let _b = start_keyed_world("shard-b", &redis.url, &rest, keys.path(), None, &no_flags)?;
     let gate = start_gate(&redis.url, &["--login-ip-burst", "100"])?;
     wait_for(&redis.url, "both shards registered", |c| {
         c.shards.len() == 2
@@ -144,7 +149,14 @@ async fn status_counts_agree_with_where_after_a_drain_and_restart() -> anyhow::R
         "not every player was redirected:\n{summary}"
     );
     // The same shard, restarted exactly as it was.
-    let _a = start_keyed_world("shard-a", &redis.url, &[DRAINED], &keys.0, None, &no_flags)?;
+    let _a = start_keyed_world(
+        "shard-a",
+        &redis.url,
+        &[DRAINED],
+        keys.path(),
+        None,
+        &no_flags,
+    )?;
 
     // Every read from the restarted shard's first heartbeat on.
     let until = Instant::now() + WATCH;

@@ -5,10 +5,8 @@
 //! may arrive, and it must arrive whole, joined across the gRPC hop, with
 //! bounded attributes.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,9 +18,10 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
-use support::driver::Driver;
 use telos_telemetry::CARVE_OUT;
 use telos_testkit::RedisServer;
+use telos_testkit::driver::Driver;
+use telos_testkit::keys::TempKeys;
 use telos_testkit::process::{Proc, WorldOpts, start_world};
 use telos_testkit::world::starter_zones;
 use telos_testkit::world::{path, path_to_zone};
@@ -188,27 +187,17 @@ fn assert_only_the_carve_out(spans: &[Span]) {
     }
 }
 
-fn keys_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "telos-tracing-keys-{}-{}",
-        std::process::id(),
-        telos_testkit::unique()
-    ));
-    telos_world::handoff::keys::generate(&dir).expect("keygen");
-    dir
-}
-
 /// A shard exporting to `endpoint` at head ratio 0.
 fn shard<'a>(
     id: &'a str,
     redis: &'a RedisServer,
     zones: &'a [&'a str],
-    keys: Option<&PathBuf>,
+    keys: Option<&Path>,
     endpoint: &str,
 ) -> anyhow::Result<Proc> {
     let mut o = WorldOpts::new(id, &redis.url, zones);
     if let Some(keys) = keys {
-        o.extra = vec!["--keys".into(), keys.display().to_string()];
+        o = o.keyed(keys);
     }
     o.env = vec![
         ("OTEL_EXPORTER_OTLP_ENDPOINT".into(), endpoint.to_string()),
@@ -252,11 +241,11 @@ async fn a_cross_shard_walk_is_one_trace_across_both_shards() -> anyhow::Result<
     const PLAYER: &str = "Orwyn";
     let (receiver, endpoint) = Receiver::start().await?;
     let redis = RedisServer::start()?;
-    let keys = keys_dir();
+    let keys = TempKeys::generate()?;
     let others = zones_except(&["city"]);
     let others: Vec<&str> = others.iter().map(String::as_str).collect();
-    let a = shard("shard-a", &redis, &["city"], Some(&keys), &endpoint)?;
-    let b = shard("shard-b", &redis, &others, Some(&keys), &endpoint)?;
+    let a = shard("shard-a", &redis, &["city"], Some(keys.path()), &endpoint)?;
+    let b = shard("shard-b", &redis, &others, Some(keys.path()), &endpoint)?;
 
     let mut p = Driver::login(&a.addr, PLAYER, PASSWORD, true).await?;
     walk_to_forest(&mut p).await?;
@@ -290,7 +279,6 @@ async fn a_cross_shard_walk_is_one_trace_across_both_shards() -> anyhow::Result<
     assert_eq!(received.attr("shard"), "shard-b");
     assert_bounded(&spans, PLAYER);
     assert_only_the_carve_out(&spans);
-    let _ = std::fs::remove_dir_all(keys);
     Ok(())
 }
 
@@ -299,12 +287,12 @@ async fn a_drain_traces_every_zone_handover_and_its_adoption() -> anyhow::Result
     const PLAYER: &str = "Bexley";
     let (receiver, endpoint) = Receiver::start().await?;
     let redis = RedisServer::start()?;
-    let keys = keys_dir();
+    let keys = TempKeys::generate()?;
     let drained = ["city", "keep"];
     let others = zones_except(&drained);
     let others: Vec<&str> = others.iter().map(String::as_str).collect();
-    let a = shard("shard-a", &redis, &drained, Some(&keys), &endpoint)?;
-    let b = shard("shard-b", &redis, &others, Some(&keys), &endpoint)?;
+    let a = shard("shard-a", &redis, &drained, Some(keys.path()), &endpoint)?;
+    let b = shard("shard-b", &redis, &others, Some(keys.path()), &endpoint)?;
 
     // Into a private instance of the crypt (under the keep) on shard-a: its
     // id (`crypt#<n>`) is player-mintable and must never reach a span.
@@ -369,7 +357,6 @@ async fn a_drain_traces_every_zone_handover_and_its_adoption() -> anyhow::Result
     );
     assert_bounded(&spans, PLAYER);
     assert_only_the_carve_out(&spans);
-    let _ = std::fs::remove_dir_all(keys);
     Ok(())
 }
 
@@ -378,10 +365,10 @@ async fn a_refused_prepare_is_a_failure_event_naming_the_step() -> anyhow::Resul
     const PLAYER: &str = "Fennick";
     let (receiver, endpoint) = Receiver::start().await?;
     let redis = RedisServer::start()?;
-    let keys = keys_dir();
+    let keys = TempKeys::generate()?;
     let others = zones_except(&["city"]);
     let others: Vec<&str> = others.iter().map(String::as_str).collect();
-    let a = shard("shard-a", &redis, &["city"], Some(&keys), &endpoint)?;
+    let a = shard("shard-a", &redis, &["city"], Some(keys.path()), &endpoint)?;
     // A keyless destination refuses every Prepare.
     let b = shard("shard-b", &redis, &others, None, &endpoint)?;
 
@@ -417,6 +404,5 @@ async fn a_refused_prepare_is_a_failure_event_naming_the_step() -> anyhow::Resul
     assert_eq!(one(&refused, "prepare_received").attr("shard"), "shard-b");
     assert_bounded(&spans, PLAYER);
     assert_only_the_carve_out(&spans);
-    let _ = std::fs::remove_dir_all(keys);
     Ok(())
 }

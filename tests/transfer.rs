@@ -1,70 +1,56 @@
 //! End to end: operator zone transfers through `telosctl transfer`.
 
-mod support;
-
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use support::driver::Driver;
 use telos_testkit::RedisServer;
-use telos_testkit::process::{Proc, WorldOpts, bin, start_world};
+use telos_testkit::driver::Driver;
+use telos_testkit::keys::TempKeys;
+use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::world::starter_zones;
 
 const PASSWORD: &str = "correct horse";
 
+/// `telosctl --redis-url <redis> <args>`: whether it succeeded, and all it
+/// printed.
 fn telosctl(redis: &str, args: &[&str]) -> (bool, String) {
-    let out = Command::new(bin("telosctl"))
-        .arg("--redis-url")
-        .arg(redis)
-        .args(args)
-        .output()
-        .expect("telosctl");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    let out = telos_testkit::cli::telosctl(redis, args).expect("telosctl");
+    (out.success(), format!("{}{}", out.stdout, out.stderr))
 }
 
 struct Cluster {
     redis: RedisServer,
-    keys: std::path::PathBuf,
+    _keys: TempKeys,
     a: Proc,
     b: Proc,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.keys);
-    }
 }
 
 /// `shard-a` hosts the city, `shard-b` every other zone.
 fn cluster(extra_b: &[&str]) -> anyhow::Result<Cluster> {
     let redis = RedisServer::start()?;
-    let keys = std::env::temp_dir().join(format!(
-        "telos-transfer-keys-{}-{}",
-        std::process::id(),
-        telos_testkit::unique()
-    ));
-    telos_world::handoff::keys::generate(&keys)?;
+    let keys = TempKeys::generate()?;
     let others: Vec<String> = starter_zones()
         .into_iter()
         .filter(|z| z != "city")
         .collect();
     let others: Vec<&str> = others.iter().map(String::as_str).collect();
-    let keyed = |id, zones, extra: &[&str]| {
-        let mut o = WorldOpts::new(id, &redis.url, zones);
-        o.extra = vec!["--keys".into(), keys.display().to_string()];
-        o.extra.extend(extra.iter().map(|s| s.to_string()));
-        o
-    };
-    let a = start_world(keyed("shard-a", &["city"], &[]))?;
-    let b = start_world(keyed("shard-b", &others, extra_b))?;
-    Ok(Cluster { redis, keys, a, b })
+    let no_flags: [&str; 0] = [];
+    let a = start_keyed_world(
+        "shard-a",
+        &redis.url,
+        &["city"],
+        keys.path(),
+        None,
+        &no_flags,
+    )?;
+    let b = start_keyed_world("shard-b", &redis.url, &others, keys.path(), None, extra_b)?;
+    Ok(Cluster {
+        redis,
+        _keys: keys,
+        a,
+        b,
+    })
 }
 
 async fn wait_registered(redis: &str, shards: usize) {

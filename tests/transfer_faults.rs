@@ -12,19 +12,17 @@
 //! written" from the source's point of view, without racing its sub-ms
 //! pub/sub reaction.
 
-mod support;
-
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use support::driver::Driver;
-use support::metrics::{sample, scrape};
 use telos_proto::v1::server_frame::Frame;
 use telos_redis::directory::transfer::{Completion, Proposal};
 use telos_redis::directory::{Claim, Directory, ShardInfo, ShardState};
 use telos_testkit::RedisServer;
 use telos_testkit::cli::telosctl;
+use telos_testkit::driver::Driver;
+use telos_testkit::keys::TempKeys;
+use telos_testkit::metrics::{sample, scrape};
 use telos_testkit::play::PlayStream;
 use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::redis::free_port;
@@ -64,19 +62,13 @@ const POLL: Duration = Duration::from_millis(20);
 /// every other zone, an optional `shard-c` nothing.
 struct Cluster {
     redis: RedisServer,
-    keys: PathBuf,
+    keys: TempKeys,
     dir: Directory,
     a: Proc,
     b: Proc,
     c: Option<Proc>,
     /// `a`'s extra flags, reused when it restarts.
     extra_a: Vec<String>,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.keys);
-    }
 }
 
 fn owned(v: &[&str]) -> Vec<String> {
@@ -103,21 +95,23 @@ impl Cluster {
         extra_c: Option<&[&str]>,
     ) -> anyhow::Result<Cluster> {
         let redis = RedisServer::start()?;
-        let keys = std::env::temp_dir().join(format!(
-            "telos-transfer-fault-keys-{}-{}",
-            std::process::id(),
-            telos_testkit::unique()
-        ));
-        telos_world::handoff::keys::generate(&keys)?;
+        let keys = TempKeys::generate()?;
         let extra_a = owned(extra_a);
-        let a = start_keyed_world("shard-a", &redis.url, &city(), &keys, None, &extra_a)?;
-        let b = start_keyed_world("shard-b", &redis.url, &b_zones(), &keys, None, extra_b)?;
+        let a = start_keyed_world("shard-a", &redis.url, &city(), keys.path(), None, &extra_a)?;
+        let b = start_keyed_world(
+            "shard-b",
+            &redis.url,
+            &b_zones(),
+            keys.path(),
+            None,
+            extra_b,
+        )?;
         let c = match extra_c {
             Some(extra) => Some(start_keyed_world(
                 "shard-c",
                 &redis.url,
                 &[] as &[&str],
-                &keys,
+                keys.path(),
                 None,
                 extra,
             )?),
@@ -157,7 +151,7 @@ impl Cluster {
             "shard-a",
             &self.redis.url,
             &city(),
-            &self.keys,
+            self.keys.path(),
             Some(&addr),
             &self.extra_a,
         )?;

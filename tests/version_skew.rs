@@ -2,13 +2,12 @@
 //! their handoff protocol version, and a peer speaking another version is
 //! never a handoff destination or drain target.
 
-mod support;
-
 use std::time::Duration;
 
-use support::driver::Driver;
 use telos_testkit::RedisServer;
-use telos_testkit::process::{WorldOpts, start_world};
+use telos_testkit::driver::Driver;
+use telos_testkit::keys::TempKeys;
+use telos_testkit::process::start_keyed_world;
 use telos_testkit::world::path_to_zone;
 use telos_testkit::world::starter_zones;
 
@@ -17,30 +16,23 @@ const PASSWORD: &str = "correct horse";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_with_another_handoff_version_is_never_trusted() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
-    let keys = std::env::temp_dir().join(format!("telos-skew-keys-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&keys);
-    telos_world::handoff::keys::generate(&keys)?;
+    let keys = TempKeys::generate()?;
     let others: Vec<String> = starter_zones()
         .into_iter()
         .filter(|z| z != "city")
         .collect();
     let others: Vec<&str> = others.iter().map(String::as_str).collect();
-    let mut a_opts = WorldOpts::new("shard-a", &redis.url, &["city"]);
-    a_opts.extra = vec![
-        "--keys".into(),
-        keys.display().to_string(),
-        "--drain-deadline".into(),
-        "3".into(),
-    ];
-    let mut b_opts = WorldOpts::new("shard-b", &redis.url, &others);
-    b_opts.extra = vec![
-        "--keys".into(),
-        keys.display().to_string(),
-        "--handoff-version".into(),
-        "99".into(),
-    ];
-    let mut a = start_world(a_opts)?;
-    let b = start_world(b_opts)?;
+    let a_flags = ["--drain-deadline", "3"];
+    let b_flags = ["--handoff-version", "99"];
+    let mut a = start_keyed_world(
+        "shard-a",
+        &redis.url,
+        &["city"],
+        keys.path(),
+        None,
+        &a_flags,
+    )?;
+    let b = start_keyed_world("shard-b", &redis.url, &others, keys.path(), None, &b_flags)?;
 
     // The registry advertises both versions.
     let dir = telos_redis::directory::Directory::connect(&redis.url).await?;
@@ -103,6 +95,5 @@ async fn a_peer_with_another_handoff_version_is_never_trusted() -> anyhow::Resul
     let row = store.load("skew").await?.expect("row");
     let ch = telos_world::game::from_state_json(&row.state_json)?;
     assert!(ch.journal.iter().any(|j| j == "before the drain"));
-    let _ = std::fs::remove_dir_all(keys);
     Ok(())
 }

@@ -4,7 +4,11 @@
 //! - [`cli`]: one-shot runs of `telosctl` (and of shards that must refuse to start).
 //! - [`redis`]: a private `redis-server` per test, killed by pid.
 //! - [`process`]: real `telos-world` / `telos-gate` processes on port 0.
-//! - [`play`]: a direct `Play` stream client.
+//! - [`play`]: a direct `Play` stream client, and shared connections.
+//! - [`driver`]: a minimal gate over `Play` (redirects, resumes, replay).
+//! - [`keys`]: the cluster's handoff keys (`telosctl keygen`) in a temp folder.
+//! - [`metrics`]: a shard's Prometheus `/metrics`, scraped and read.
+//! - [`stats`]: the benchmarks' percentiles and measuring window.
 //! - [`imports`]: a crate's file import graph (the layering test).
 //! - [`procfs`]: a process's memory and threads, from `/proc`.
 //! - [`storm`]: login storms through the gate.
@@ -14,12 +18,16 @@
 
 pub mod bot;
 pub mod cli;
+pub mod driver;
 pub mod imports;
+pub mod keys;
+pub mod metrics;
 pub mod play;
 pub mod process;
 pub mod procfs;
 pub mod redis;
 pub mod soak;
+pub mod stats;
 pub mod storm;
 pub mod world;
 

@@ -1,6 +1,8 @@
 //! A direct `Play` stream client for tests and benchmarks that talk to a
 //! world shard without the gate.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -10,9 +12,33 @@ use telos_proto::v1::{
 };
 use tokio::sync::mpsc;
 use tonic::Streaming;
+use tonic::transport::{Channel, Endpoint};
 
 /// How long `next` waits for a frame before failing the test.
 pub const FRAME_TIMEOUT: Duration = Duration::from_secs(10);
+/// Client frames queued on one stream before a send waits.
+const SEND_BUFFER: usize = 1024;
+
+/// One HTTP/2 connection per shard address, shared by every stream opened
+/// through it, as the gate's channel pool does: hundreds of sessions
+/// without a TCP connection each.
+#[derive(Default)]
+pub struct Channels {
+    by_addr: Mutex<HashMap<String, Channel>>,
+}
+
+impl Channels {
+    /// The connection to `addr`, made (lazily) on first use.
+    pub fn channel(&self, addr: &str) -> anyhow::Result<Channel> {
+        let mut map = self.by_addr.lock().expect("channel pool lock");
+        if let Some(ch) = map.get(addr) {
+            return Ok(ch.clone());
+        }
+        let ch = Endpoint::from_shared(format!("http://{addr}"))?.connect_lazy();
+        map.insert(addr.to_string(), ch.clone());
+        Ok(ch)
+    }
+}
 
 pub struct PlayStream {
     tx: mpsc::Sender<ClientFrame>,
@@ -22,11 +48,19 @@ pub struct PlayStream {
 }
 
 impl PlayStream {
+    /// A stream on a connection of its own.
     pub async fn open(addr: &str) -> anyhow::Result<PlayStream> {
-        let mut client = PlayClient::connect(format!("http://{addr}"))
+        let channel = Endpoint::from_shared(format!("http://{addr}"))?
+            .connect()
             .await
             .with_context(|| format!("connecting to {addr}"))?;
-        let (tx, rx) = mpsc::channel(1024);
+        PlayStream::open_on(channel).await
+    }
+
+    /// A stream on `channel`, which other streams may share ([`Channels`]).
+    pub async fn open_on(channel: Channel) -> anyhow::Result<PlayStream> {
+        let mut client = PlayClient::new(channel);
+        let (tx, rx) = mpsc::channel(SEND_BUFFER);
         let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
         let response = client.session(stream).await?;
         Ok(PlayStream {

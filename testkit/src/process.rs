@@ -202,6 +202,8 @@ pub struct WorldOpts<'a> {
     pub zones: &'a [&'a str],
     /// `127.0.0.1:0` unless restarting on a known address.
     pub listen: String,
+    /// The world folder: the starter world unless a test runs a copy.
+    pub world: PathBuf,
     pub extra: Vec<String>,
     /// Extra environment variables (`OTEL_*` for the tracing tests).
     pub env: Vec<(String, String)>,
@@ -214,9 +216,18 @@ impl<'a> WorldOpts<'a> {
             redis_url,
             zones,
             listen: "127.0.0.1:0".into(),
+            world: repo_root().join("config/world"),
             extra: Vec::new(),
             env: Vec::new(),
         }
+    }
+
+    /// A keyed shard (`--keys`: one that hands players off), before any
+    /// other flag in `extra`.
+    pub fn keyed(mut self, keys: &Path) -> Self {
+        let flag = ["--keys".to_string(), keys.display().to_string()];
+        self.extra.splice(0..0, flag);
+        self
     }
 }
 
@@ -239,7 +250,7 @@ pub fn world_command(opts: WorldOpts<'_>) -> Command {
         .arg("--grpc-listen")
         .arg(&opts.listen)
         .arg("--world")
-        .arg(repo_root().join("config/world"))
+        .arg(opts.world)
         .args(opts.extra)
         .envs(opts.env);
     if !opts.zones.is_empty() {
@@ -273,11 +284,10 @@ pub fn keyed_world_command(
     extra: &[impl AsRef<str>],
 ) -> Command {
     let zones: Vec<&str> = zones.iter().map(AsRef::as_ref).collect();
-    let mut o = WorldOpts::new(id, redis_url, &zones);
+    let mut o = WorldOpts::new(id, redis_url, &zones).keyed(keys);
     if let Some(addr) = listen {
         o.listen = addr.to_string();
     }
-    o.extra = vec!["--keys".into(), keys.display().to_string()];
     o.extra.extend(extra.iter().map(|s| s.as_ref().to_string()));
     world_command(o)
 }

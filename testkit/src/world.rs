@@ -16,21 +16,11 @@ pub fn world_dir() -> PathBuf {
 
 /// Ids of the non-instanced zones of the starter world, sorted.
 pub fn starter_zones() -> Vec<String> {
-    let mut zones = Vec::new();
-    for entry in std::fs::read_dir(world_dir()).expect("config/world") {
-        let path = entry.expect("dir entry").path();
-        if path.extension().and_then(|e| e.to_str()) != Some("json") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).expect("zone file");
-        let value: serde_json::Value = serde_json::from_str(&text).expect("zone json");
-        if value["instanced"].as_bool() == Some(true) {
-            continue;
-        }
-        zones.push(value["id"].as_str().expect("zone id").to_string());
-    }
-    zones.sort();
-    zones
+    WorldMap::starter()
+        .zones()
+        .into_iter()
+        .map(str::to_string)
+        .collect()
 }
 
 /// The first exit listed in a `look` output's "Exits:" line, if any.
@@ -48,30 +38,14 @@ pub fn first_exit(look: &str) -> Option<String> {
 
 /// Every room's exits in the zone files of `dir`: room id → (direction →
 /// target room id). Directions are the JSON keys (`north` … `down`).
+/// Panics on an unreadable world (a test fixture is wrong).
 pub fn exits_in(dir: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
-    let mut exits = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        let path = entry.expect("dir entry").path();
-        if path.extension().and_then(|e| e.to_str()) != Some("json") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).expect("zone file");
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("{}: bad JSON: {e}", path.display()));
-        for room in value["rooms"].as_array().expect("rooms") {
-            let id = room["id"].as_str().expect("room id").to_string();
-            let out = room["exits"]
-                .as_object()
-                .map(|m| {
-                    m.iter()
-                        .map(|(d, t)| (d.clone(), t.as_str().expect("exit target").to_string()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            exits.insert(id, out);
-        }
-    }
-    exits
+    WorldMap::load(dir)
+        .unwrap_or_else(|e| panic!("{}: {e:#}", dir.display()))
+        .rooms
+        .into_iter()
+        .map(|(id, room)| (id, room.exits))
+        .collect()
 }
 
 /// The zone part of a room id (`city:square` → `city`).
@@ -80,7 +54,7 @@ pub fn zone_of(room: &str) -> &str {
 }
 
 /// Directions in the order a path search tries them, so paths are stable.
-const DIRECTIONS: [&str; 6] = ["north", "south", "east", "west", "up", "down"];
+pub const DIRECTIONS: [&str; 6] = ["north", "south", "east", "west", "up", "down"];
 
 /// The direction back (`north` → `south`). Panics on a word that is not a
 /// direction (a test fixture is wrong).
@@ -119,6 +93,8 @@ pub struct Crossing {
 #[derive(Debug, Clone, Default)]
 pub struct WorldMap {
     rooms: BTreeMap<String, RoomInfo>,
+    /// Zone ids that are not instanced templates.
+    zones: BTreeSet<String>,
     instanced: BTreeSet<String>,
 }
 
@@ -135,9 +111,11 @@ impl WorldMap {
             let text = std::fs::read_to_string(&path)?;
             let zone: serde_json::Value = serde_json::from_str(&text)
                 .with_context(|| format!("{}: bad JSON", path.display()))?;
+            let id = zone["id"].as_str().context("zone id")?.to_string();
             if zone["instanced"].as_bool() == Some(true) {
-                let id = zone["id"].as_str().context("zone id")?;
-                map.instanced.insert(id.to_string());
+                map.instanced.insert(id);
+            } else {
+                map.zones.insert(id);
             }
             for room in zone["rooms"].as_array().context("rooms")? {
                 let id = room["id"].as_str().context("room id")?.to_string();
@@ -155,6 +133,11 @@ impl WorldMap {
     /// The starter world (panics if its files are unreadable).
     pub fn starter() -> WorldMap {
         WorldMap::load(&world_dir()).expect("the starter world")
+    }
+
+    /// The ids of the zones that are not instanced templates, sorted.
+    pub fn zones(&self) -> Vec<&str> {
+        self.zones.iter().map(String::as_str).collect()
     }
 
     pub fn room(&self, id: &str) -> Option<&RoomInfo> {
@@ -282,13 +265,11 @@ pub fn path_to_zone_in(dir: &Path, from_room: &str, zone: &str) -> Vec<String> {
 /// The room reached by walking `dirs` from `from_room` in the starter world.
 /// Panics on a direction with no exit.
 pub fn walk(from_room: &str, dirs: &[String]) -> String {
-    let exits = exits_in(&world_dir());
+    let map = WorldMap::starter();
     dirs.iter().fold(from_room.to_string(), |room, dir| {
-        exits
-            .get(&room)
-            .and_then(|out| out.get(dir))
+        map.exit(&room, dir)
             .unwrap_or_else(|| panic!("no exit {dir} from {room}"))
-            .clone()
+            .to_string()
     })
 }
 
@@ -314,6 +295,28 @@ pub fn copy_world(dest: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A copy of the starter world in a temp folder, removed on drop: a world
+/// a test or bench changes (a zone made instanced, zones added) and runs
+/// shards on ([`WorldOpts::world`](crate::process::WorldOpts::world)).
+pub struct WorldCopy {
+    dir: tempfile::TempDir,
+}
+
+impl WorldCopy {
+    pub fn new() -> anyhow::Result<WorldCopy> {
+        let dir = tempfile::Builder::new()
+            .prefix("telos-test-world-")
+            .tempdir()?;
+        copy_world(dir.path())?;
+        Ok(WorldCopy { dir })
+    }
+
+    /// The folder holding the copy.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
 }
 
 #[cfg(test)]
@@ -342,6 +345,7 @@ mod tests {
     #[test]
     fn the_map_knows_names_crossings_and_avoids_instances() {
         let map = WorldMap::starter();
+        assert!(map.zones().contains(&"city") && !map.zones().contains(&"crypt"));
         assert_eq!(map.room("city:square").unwrap().name, "Market Square");
         assert_eq!(map.room_named("Market Square"), Some("city:square"));
         assert_eq!(map.exit("city:east_gate", "east"), Some("hills:foot"));

@@ -1,8 +1,7 @@
-//! Shared support for the root package's end-to-end tests.
+//! Support for the root package's end-to-end tests that reads the world's
+//! own types (the rest lives in `telos_testkit`, which the world does not
+//! depend on).
 
 #![allow(dead_code)]
 
-pub mod driver;
-pub mod keys;
-pub mod metrics;
 pub mod rows;

@@ -41,9 +41,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-#[path = "../../benches/support/stats.rs"]
-mod stats;
-use stats::percentile_us;
+use telos_testkit::stats::percentile_us;
 
 /// Seconds measured per side (actor, model) of each case; a few seconds
 /// gives stable percentiles without making the bench a coffee break.

@@ -76,12 +76,7 @@ impl Cluster {
             log: Some(logs.join("redis.log")),
         })?;
         let keys = run_dir.join("keys");
-        let mut keygen = clean_command("telosctl");
-        keygen.arg("keygen").arg(&keys);
-        let done = run_to_exit("telosctl-keygen", keygen, Duration::from_secs(30))?;
-        if !done.success() {
-            bail!("telosctl keygen failed: {}", done.stderr);
-        }
+        crate::keys::generate(&keys)?;
         let zones = starter_zones();
         let n = shards as usize;
         let slots = (0..n)

@@ -10,15 +10,21 @@
 //! in turn, with bounded exponential backoff until [`RESUME_GIVE_UP`], and
 //! replays above the new `ack_input_seq`. Only `Closed{final: true}` (and a
 //! broken exactly-once contract) ends a session for good.
+//!
+//! Tests drive it a command at a time ([`Driver::command`]); a bench that
+//! must also act on a clock reads with [`Driver::next_frame`] (cancel-safe,
+//! for a `select!`) and hands each frame to [`Driver::handle`].
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use telos_proto::v1::Redirect;
 use telos_proto::v1::server_frame::Frame;
-use telos_testkit::play::PlayStream;
 use tokio::time::Instant;
+
+use crate::play::{Channels, PlayStream};
 
 /// How long one outage may last before the driver gives up: long enough
 /// for a shard restart or a pending TTL (10 s) plus a zone re-claim, short
@@ -42,7 +48,8 @@ enum Lost {
 }
 
 /// What one frame of a live stream amounted to.
-enum Step {
+#[derive(Debug)]
+pub enum Step {
     Output(String),
     InputAck(u64),
     /// The session is on a new stream (redirect or resume), acked to here.
@@ -66,6 +73,10 @@ pub struct Driver {
     pub redirects: usize,
     /// Outages recovered from by resuming.
     pub resumes: usize,
+    /// The shard id of the last `Attached`.
+    pub shard: String,
+    /// Where streams are opened: shared connections, or one each when `None`.
+    channels: Option<Arc<Channels>>,
     /// Candidate shard addresses for a resume.
     shards: Vec<String>,
     /// Next candidate to try.
@@ -82,24 +93,10 @@ impl Driver {
         password: &str,
         create: bool,
     ) -> anyhow::Result<Driver> {
-        let conn_id = format!("test-{name}-{}", telos_testkit::unique());
+        let conn_id = format!("test-{name}-{}", crate::unique());
         let stream = PlayStream::open(addr).await?;
         stream.login(name, password, create, &conn_id).await?;
-        let mut d = Driver {
-            name: name.to_string(),
-            conn_id,
-            credential: String::new(),
-            stream,
-            next_seq: 1,
-            kept: VecDeque::new(),
-            durable: 0,
-            transcript: String::new(),
-            redirects: 0,
-            resumes: 0,
-            shards: Vec::new(),
-            next_shard: 0,
-            addr: addr.to_string(),
-        };
+        let mut d = Driver::on(stream, addr, name, &conn_id, "", None);
         if let Err(lost) = d.attach_loop().await {
             bail!("login failed: {lost:?}");
         }
@@ -115,6 +112,53 @@ impl Driver {
         Ok(d)
     }
 
+    /// Resume `name`'s session with a `credential` issued for `conn_id`
+    /// (straight in the store: no password hash), opening every stream on
+    /// `channels`; follows redirects until attached.
+    pub async fn resume(
+        channels: Arc<Channels>,
+        addr: &str,
+        name: &str,
+        conn_id: &str,
+        credential: &str,
+    ) -> anyhow::Result<Driver> {
+        let stream = PlayStream::open_on(channels.channel(addr)?).await?;
+        stream.resume(name, conn_id, credential).await?;
+        let mut d = Driver::on(stream, addr, name, conn_id, credential, Some(channels));
+        if let Err(lost) = d.attach_loop().await {
+            bail!("{name}: resume failed: {lost:?}");
+        }
+        Ok(d)
+    }
+
+    /// A driver for the session just opened on `stream`.
+    fn on(
+        stream: PlayStream,
+        addr: &str,
+        name: &str,
+        conn_id: &str,
+        credential: &str,
+        channels: Option<Arc<Channels>>,
+    ) -> Driver {
+        Driver {
+            name: name.to_string(),
+            conn_id: conn_id.to_string(),
+            credential: credential.to_string(),
+            stream,
+            next_seq: 1,
+            kept: VecDeque::new(),
+            durable: 0,
+            transcript: String::new(),
+            redirects: 0,
+            resumes: 0,
+            shard: String::new(),
+            channels,
+            shards: Vec::new(),
+            next_shard: 0,
+            addr: addr.to_string(),
+        }
+    }
+
     /// The shards a resume may try, in this order (round robin).
     pub fn set_shards(&mut self, addrs: Vec<String>) {
         self.shards = addrs;
@@ -124,9 +168,14 @@ impl Driver {
     /// Open a stream at `addr` and send the opening: `Attach{token}`, or
     /// `Resume` with the credential when there is no token.
     async fn dial(&mut self, addr: &str, token: &str) -> Result<(), Lost> {
-        let stream = PlayStream::open(addr)
-            .await
-            .map_err(|e| Lost::Retry(format!("dial {addr}: {e:#}")))?;
+        let opened = match &self.channels {
+            Some(pool) => match pool.channel(addr) {
+                Ok(channel) => PlayStream::open_on(channel).await,
+                Err(e) => Err(e),
+            },
+            None => PlayStream::open(addr).await,
+        };
+        let stream = opened.map_err(|e| Lost::Retry(format!("dial {addr}: {e:#}")))?;
         self.stream = stream;
         self.addr = addr.to_string();
         let sent = if token.is_empty() {
@@ -156,6 +205,7 @@ impl Driver {
                     if !a.credential.is_empty() {
                         self.credential = a.credential;
                     }
+                    self.shard = a.shard_id;
                     self.replay_above(a.ack_input_seq).await?;
                     return Ok(a.ack_input_seq);
                 }
@@ -278,7 +328,21 @@ impl Driver {
     /// Process one frame of the live stream: follow a redirect, resume
     /// from an outage, keep the durable mark.
     async fn step(&mut self) -> anyhow::Result<Step> {
-        let frame = match self.stream.next().await {
+        let read = self.next_frame().await;
+        self.handle(read).await
+    }
+
+    /// Read the next frame of the live stream (`None`: it ended) without
+    /// acting on it. Cancel-safe: a frame is never lost to a `select!`.
+    pub async fn next_frame(&mut self) -> anyhow::Result<Option<Frame>> {
+        self.stream.next().await
+    }
+
+    /// Act on what [`next_frame`](Self::next_frame) read, as
+    /// [`command`](Self::command) does: follow a redirect, resume from an
+    /// outage, keep the durable mark.
+    pub async fn handle(&mut self, read: anyhow::Result<Option<Frame>>) -> anyhow::Result<Step> {
+        let frame = match read {
             Ok(f) => f,
             // No frame for FRAME_TIMEOUT on a live stream is a hang, not an
             // outage (a dead shard resets the connection): fail the test.

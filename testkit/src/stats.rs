@@ -1,7 +1,4 @@
-//! Figures shared by the benchmarks. Each bench is its own crate, so this
-//! file is included with `#[path]` (as `tests/support/metrics.rs` is).
-
-#![allow(dead_code)]
+//! Figures shared by the benchmarks: percentiles and the measuring window.
 
 use std::time::Duration;
 

@@ -1,0 +1,64 @@
+//! The cluster's handoff keys, written by the real `telosctl keygen` (the
+//! way an operator makes them), so tests, benches and the soak all run
+//! shards on keys made by the one code path the product ships.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::bail;
+
+use crate::cli::{clean_command, run_to_exit};
+use crate::process::blocking;
+
+/// `telosctl keygen` writes four small files; this only turns a hang into
+/// a failure with a message.
+const KEYGEN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Write both keypairs into `dir` with `telosctl keygen` (it refuses to
+/// overwrite keys that are there).
+pub fn generate(dir: &Path) -> anyhow::Result<()> {
+    let mut keygen = clean_command("telosctl");
+    keygen.arg("keygen").arg(dir);
+    let done = blocking(|| run_to_exit("telosctl-keygen", keygen, KEYGEN_TIMEOUT))?;
+    if !done.success() {
+        bail!("telosctl keygen {} failed: {}", dir.display(), done.stderr);
+    }
+    Ok(())
+}
+
+/// A fresh key folder in the temp dir, removed on drop: what a keyed shard
+/// under test is given as `--keys`.
+pub struct TempKeys {
+    dir: tempfile::TempDir,
+}
+
+impl TempKeys {
+    pub fn generate() -> anyhow::Result<TempKeys> {
+        let dir = tempfile::Builder::new()
+            .prefix("telos-test-keys-")
+            .tempdir()?;
+        generate(dir.path())?;
+        Ok(TempKeys { dir })
+    }
+
+    /// The folder holding the keys.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_folder_holds_both_pairs_and_goes_with_its_owner() {
+        let keys = TempKeys::generate().unwrap();
+        let dir = keys.path().to_path_buf();
+        for file in ["handoff.key", "handoff.pub", "snapshot.key", "snapshot.pub"] {
+            assert!(dir.join(file).is_file(), "{file}");
+        }
+        drop(keys);
+        assert!(!dir.exists());
+    }
+}
