@@ -12,8 +12,9 @@ use super::keys::ClusterKeys;
 use super::outbound::Outbound;
 use super::peers::Peers;
 use super::pending::PendingPlayers;
+use super::snapshot::PlayerSnapshot;
 use telos_redis::directory::Directory;
-use telos_redis::store::Store;
+use telos_redis::store::{SaveOutcome, Store, StoreError};
 
 /// How long a prepared handoff may wait for its phase 2 (the gate's attach
 /// on the destination, the destination's `Commit` on the source). A redirect
@@ -92,6 +93,22 @@ impl Handoff {
             }
             on_expiry.await;
         });
+    }
+
+    /// Save a held snapshot as its TTL ends (the source's frozen copy with no
+    /// `Commit`, the destination's pending copy nobody attached to): under
+    /// the snapshot's own epoch, so a newer owner's row refuses it.
+    pub async fn save_snapshot(&self, s: &PlayerSnapshot) -> Result<SaveOutcome, StoreError> {
+        self.store
+            .save(
+                &s.character,
+                s.epoch,
+                s.state_version,
+                &s.state,
+                &s.conn_id,
+                s.applied_seq,
+            )
+            .await
     }
 
     /// The address of a live shard, from the registry.

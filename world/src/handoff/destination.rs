@@ -147,18 +147,7 @@ async fn expire_pending(h: &Handoff, token: &str) {
     };
     let s = &p.snapshot;
     warn!(player = %s.character, "pending handoff expired: saving its state");
-    if let Err(e) = h
-        .store
-        .save(
-            &s.character,
-            s.epoch,
-            s.state_version,
-            &s.state,
-            &s.conn_id,
-            s.applied_seq,
-        )
-        .await
-    {
+    if let Err(e) = h.save_snapshot(s).await {
         warn!(player = %s.character, error = %e, "saving an expired pending handoff failed");
     }
 }

@@ -57,6 +57,51 @@ pub enum Outcome {
     Superseded { winner: u64 },
 }
 
+/// Who writes a player's row: the epoch (and the claim that minted it) and
+/// the row version the write is based on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteAs {
+    pub epoch: u64,
+    pub claim: ClaimId,
+    pub state_version: u64,
+}
+
+impl Outcome {
+    /// The settle rule, in one place: what a session holding `held` (the
+    /// snapshot's identity) writes under once its `Commit` resolved.
+    /// Committed: `held` stands. Reclaimed: the minted epoch, never lower
+    /// (a refused handoff from here may have minted an even newer one
+    /// meanwhile), from the row version its claim read. Superseded: `held`
+    /// stands too, so a write is refused by the newer owner's epoch; a
+    /// caller that must not even try asks [`Outcome::is_superseded`].
+    pub fn settle(self, held: WriteAs) -> WriteAs {
+        match self {
+            Outcome::Committed | Outcome::Superseded { .. } => held,
+            Outcome::Reclaimed {
+                epoch,
+                claim,
+                state_version,
+            } => {
+                let (epoch, claim) = if epoch > held.epoch {
+                    (epoch, claim)
+                } else {
+                    (held.epoch, held.claim)
+                };
+                WriteAs {
+                    epoch,
+                    claim,
+                    state_version,
+                }
+            }
+        }
+    }
+
+    /// Claimed elsewhere meanwhile: the session is stale.
+    pub fn is_superseded(self) -> bool {
+        matches!(self, Outcome::Superseded { .. })
+    }
+}
+
 /// The session's side: travels with the player in its `SessionMeta`.
 #[derive(Debug, Clone)]
 pub struct CommitFence(watch::Receiver<Option<Outcome>>);
@@ -135,5 +180,47 @@ mod tests {
         let (resolver, mut fence) = commit_fence();
         drop(resolver);
         assert_eq!(fence.wait(Duration::from_millis(50)).await, None);
+    }
+}
+
+#[cfg(test)]
+mod settle_tests {
+    use super::*;
+
+    #[test]
+    fn the_settle_rule_moves_only_to_a_newer_minted_epoch() {
+        let (old, minted) = (ClaimId::random(), ClaimId::random());
+        let held = WriteAs {
+            epoch: 5,
+            claim: old,
+            state_version: 9,
+        };
+        assert_eq!(Outcome::Committed.settle(held), held);
+        assert_eq!(Outcome::Superseded { winner: 7 }.settle(held), held);
+        assert!(Outcome::Superseded { winner: 7 }.is_superseded());
+        let reclaimed = Outcome::Reclaimed {
+            epoch: 6,
+            claim: minted,
+            state_version: 11,
+        };
+        assert_eq!(
+            reclaimed.settle(held),
+            WriteAs {
+                epoch: 6,
+                claim: minted,
+                state_version: 11
+            }
+        );
+        // A newer epoch minted here meanwhile is never lowered; the version
+        // is the reclaim's.
+        let newer = WriteAs { epoch: 8, ..held };
+        assert_eq!(
+            reclaimed.settle(newer),
+            WriteAs {
+                epoch: 8,
+                claim: old,
+                state_version: 11
+            }
+        );
     }
 }

@@ -34,7 +34,7 @@ use tokio::time::Instant;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use super::context::{Handoff, RPC_TIMEOUT};
-use super::fence::{CommitFence, Outcome, SETTLE_BOUND};
+use super::fence::{CommitFence, SETTLE_BOUND, WriteAs};
 pub use super::outbound::CommitRefused;
 use super::phase2::{Phase2, sign_phase2};
 use super::snapshot::{PlayerSnapshot, sign_snapshot};
@@ -170,17 +170,18 @@ async fn begin_handoff_inner(
     // builds on; it resolves in a round trip (or the RPC bound).
     if let Some(mut fence) = req.commit.take() {
         match fence.wait(SETTLE_BOUND).await {
-            Some(Outcome::Committed) => {}
             // Claimed elsewhere meanwhile: this session is stale and must
             // not move anything; its next save closes it.
-            Some(Outcome::Superseded { .. }) => return Err(refused("commit", STAY, None)),
-            Some(Outcome::Reclaimed {
-                epoch,
-                state_version,
-                ..
-            }) => {
-                req.epoch = req.epoch.max(epoch);
-                req.state_version = state_version;
+            Some(outcome) if outcome.is_superseded() => {
+                return Err(refused("commit", STAY, None));
+            }
+            Some(outcome) => {
+                let w = outcome.settle(WriteAs {
+                    epoch: req.epoch,
+                    claim: req.claim,
+                    state_version: req.state_version,
+                });
+                (req.epoch, req.state_version) = (w.epoch, w.state_version);
             }
             None => return Err(refused("commit", STAY, None)),
         }
@@ -354,18 +355,7 @@ async fn expire(h: &Handoff, token: &str) {
     };
     warn!(player = %s.character, to_shard = %s.to_shard, "no Commit within the pending TTL: saving the frozen snapshot");
     metrics::counter!("telos_handoffs_total", "outcome" => "expired").increment(1);
-    match h
-        .store
-        .save(
-            &s.character,
-            s.epoch,
-            s.state_version,
-            &s.state,
-            &s.conn_id,
-            s.applied_seq,
-        )
-        .await
-    {
+    match h.save_snapshot(&s).await {
         Ok(SaveOutcome::Saved { .. }) => {}
         Ok(SaveOutcome::Refused { current_epoch, .. }) if current_epoch > s.epoch => {
             info!(player = %s.character, current_epoch, "frozen snapshot not saved: a newer owner already wrote")

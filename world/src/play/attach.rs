@@ -10,9 +10,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-use crate::game::{Character, from_state_json, sanitize_loaded, to_state_json, zone_of};
+use crate::game::{Character, Tier, from_state_json, sanitize_loaded, to_state_json, zone_of};
 use crate::handoff::destination::{Activated, activate};
-use crate::handoff::fence::{Outcome, SETTLE_BOUND};
+use crate::handoff::fence::{SETTLE_BOUND, WriteAs};
 use crate::runtime::shard::Shard;
 use crate::zone::{Joining, SessionMeta, ZoneHandle};
 
@@ -62,7 +62,12 @@ pub(super) async fn attach_local(
     character.room = resolve_room(shard, &character);
     // The row's tier is the authority; flags, aliases and bounds are
     // re-derived on every load.
-    character.tier = row.tier.parse().unwrap_or_default();
+    character.tier = row.tier.parse().unwrap_or_else(|_| {
+        // Least privilege, said out loud: a row written by a newer build
+        // (or edited by hand) never grants what this build cannot name.
+        warn!(player = %key, tier = %row.tier, "unknown tier in the row: playing as an ordinary player");
+        Tier::default()
+    });
     sanitize_loaded(&mut character);
     // The watermark carries over only for the same gate connection: its seqs
     // continue; a new connection numbers from 1.
@@ -189,16 +194,19 @@ async fn save_activated(shard: &Shard, a: &Activated, conn_id: &str) {
     let json = to_state_json(&a.character);
     let key = a.character.key();
     // Write only under the epoch the Commit's outcome settles on.
+    let held = WriteAs {
+        epoch: a.epoch,
+        claim: a.claim,
+        state_version: a.state_version,
+    };
     let (epoch, state_version) = match a.commit.clone().wait(SETTLE_BOUND).await {
-        Some(Outcome::Committed) => (a.epoch, a.state_version),
-        Some(Outcome::Reclaimed {
-            epoch,
-            state_version,
-            ..
-        }) => (epoch, state_version),
-        Some(Outcome::Superseded { .. }) => {
+        Some(outcome) if outcome.is_superseded() => {
             info!(player = %key, "claimed elsewhere while arriving: not saving");
             return;
+        }
+        Some(outcome) => {
+            let w = outcome.settle(held);
+            (w.epoch, w.state_version)
         }
         None => {
             warn!(player = %key, "Commit unresolved: not saving (the gate replays from the durable row)");

@@ -5,7 +5,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::game::Character;
-use crate::handoff::fence::{CommitFence, Outcome, SETTLE_BOUND};
+use crate::handoff::fence::{CommitFence, SETTLE_BOUND, WriteAs};
 use telos_redis::store::ClaimId;
 
 /// Bound of a player's out channel (frames towards the gate). A gate that
@@ -86,23 +86,14 @@ impl SessionMeta {
         match fence.outcome() {
             None => false,
             Some(outcome) => {
-                if let Outcome::Reclaimed {
-                    epoch,
-                    claim,
-                    state_version,
-                } = outcome
-                {
-                    // Never lower: a refused handoff from here may have
-                    // minted an even newer epoch meanwhile.
-                    if epoch > self.epoch {
-                        self.epoch = epoch;
-                        self.claim = claim;
-                    }
-                    self.state_version = state_version;
-                }
-                // Committed: the snapshot's epoch stands. Superseded: it
-                // stands too, so the next save is refused by the newer
+                // Superseded too: the next save is refused by the newer
                 // owner's epoch and the session is closed as stale.
+                let w = outcome.settle(WriteAs {
+                    epoch: self.epoch,
+                    claim: self.claim,
+                    state_version: self.state_version,
+                });
+                (self.epoch, self.claim, self.state_version) = (w.epoch, w.claim, w.state_version);
                 self.commit = None;
                 true
             }
@@ -152,6 +143,7 @@ pub struct Transfer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handoff::fence::Outcome;
     use crate::handoff::fence::commit_fence;
 
     fn meta(epoch: u64, state_version: u64) -> SessionMeta {

@@ -157,6 +157,8 @@ impl ZoneActor {
                     .chain(self.env.roster.snapshot())
                     .map(|p| crate::game::WhoEntry {
                         name: p.name,
+                        // Display only: an entry from a newer build shows
+                        // its tier as an ordinary player's.
                         tier: p.tier.parse().unwrap_or_default(),
                         wizinvis: p.wizinvis,
                         shard: p.shard,
