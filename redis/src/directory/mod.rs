@@ -14,6 +14,7 @@
 //! - [`registry`]: shard heartbeat and registry, known zones, per-zone player counts.
 //! - [`online`]: each shard's online-player list, merged for `who`.
 //! - [`keys`]: the key scheme below, in one place.
+//! - `args`: ids and TTLs checked before a request is sent (a leaf).
 //!
 //! ## Key scheme (prefix `telos:`)
 //! | key | type | TTL | meaning |
@@ -39,6 +40,7 @@
 //! `flip_zone → None`, `reserve_drain_target → None`. An `Err` means Redis could not be asked (failed) or
 //! the request itself is not allowed ([`DirectoryError::is_refused`]).
 
+mod args;
 pub mod connection;
 pub mod drain;
 mod error;
@@ -53,8 +55,6 @@ mod types;
 mod drain_tests;
 #[cfg(test)]
 mod tests;
-
-use std::time::Duration;
 
 use connection::RedisConn;
 
@@ -98,16 +98,4 @@ impl Directory {
     fn conn(&self) -> RedisConn {
         self.conn.clone()
     }
-}
-
-/// A TTL as whole milliseconds for `PX`/`PEXPIRE`. Zero is refused: Redis
-/// rejects it, and a lease that is born expired is a caller bug.
-fn ttl_ms(ttl: Duration) -> Result<u64, DirectoryError> {
-    let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-    if ms == 0 {
-        return Err(DirectoryError::Invalid(format!(
-            "ttl {ttl:?} rounds to 0 ms"
-        )));
-    }
-    Ok(ms)
 }

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use redis::Script;
 
-use super::lease::{check_shard, check_zone};
-use super::{Directory, DirectoryError, ShardInfo, ZoneStatus, keys, ttl_ms};
+use super::args::{check_shard, check_zone, ttl_ms};
+use super::{Directory, DirectoryError, ShardInfo, ZoneStatus, keys};
 
 static HEARTBEAT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("heartbeat.lua")));
 static SHARDS_LIVE: LazyLock<Script> =
