@@ -1,11 +1,11 @@
 //! Running one player command against a [`ZoneState`].
 
 use super::alias::{expand, remove_alias, set_alias};
-use super::character::{Affect, Character, MAX_INVENTORY};
+use super::character::{Affect, Character, MAX_INVENTORY, can_see, is_admin};
 use super::command::{Command, parse};
 use super::render::{count_suffix, group_items, name_cap, render_room};
 use super::text::{split_word, strip_control, truncate_bytes};
-use super::tier::{WIZINVIS, can_see, is_admin};
+use super::tier::WIZINVIS;
 use super::world::{Direction, WearSlot};
 use super::zone::{Action, Ctx, Delivery, Outcome, ZoneState};
 
@@ -68,7 +68,7 @@ impl ZoneState {
         }
         let ch = &self.players[key];
         let clean = strip_control(truncate_bytes(line, MAX_LINE));
-        let expanded = expand(ch, &clean);
+        let expanded = expand(&ch.aliases, &clean);
         match parse(truncate_bytes(&expanded, MAX_LINE)) {
             Command::Empty => Outcome::default(),
             Command::Unknown => Outcome::reply(key, HUH),
@@ -424,7 +424,7 @@ impl ZoneState {
             return Outcome::reply(key, out);
         }
         if expansion.is_empty() {
-            return if remove_alias(ch, name) {
+            return if remove_alias(&mut ch.aliases, name) {
                 Outcome::reply(
                     key,
                     format!("Alias '{}' removed.\n", name.to_ascii_lowercase()),
@@ -434,7 +434,7 @@ impl ZoneState {
                 Outcome::reply(key, "You have no such alias.\n")
             };
         }
-        match set_alias(ch, name, expansion) {
+        match set_alias(&mut ch.aliases, name, expansion) {
             Ok(()) => {
                 Outcome::reply(key, format!("Alias '{}' set.\n", name.to_ascii_lowercase())).dirty()
             }

@@ -1,9 +1,9 @@
 //! How rooms read. `look` and every successful move print exactly
 //! [`render_room`], so the two can never drift apart.
 
-use super::character::{Character, Item};
+use super::character::{Character, Item, can_see};
 use super::text::{capitalize, wrap};
-use super::tier::{WIZINVIS, can_see};
+use super::tier::WIZINVIS;
 use super::zone::ZoneState;
 
 /// Descriptions are wrapped for an 80-column telnet client.

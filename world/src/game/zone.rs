@@ -8,9 +8,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::character::{Character, Item, keywords_match};
+use super::character::{Character, Item, can_see, keywords_match};
 use super::render::{name_cap, render_room};
-use super::tier::can_see;
 use super::world::{Direction, WorldDef, ZoneDef, instance_room, is_instance_id};
 
 /// One in N chance per tick that a wandering mob moves.
