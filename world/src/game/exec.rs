@@ -3,11 +3,11 @@
 use super::alias::{expand, remove_alias, set_alias};
 use super::character::{Affect, Character, MAX_INVENTORY, can_see, is_admin};
 use super::command::{Command, parse};
-use super::render::{count_suffix, group_items, name_cap, render_room};
+use super::render::{count_suffix, group_items, name_cap};
 use super::text::{split_word, strip_control, truncate_bytes};
 use super::tier::WIZINVIS;
 use super::world::{Direction, WearSlot};
-use super::zone::{Action, Ctx, Delivery, Outcome, ZoneState};
+use super::zone::{Action, Ctx, Delivery, Outcome, ZoneState, render_room};
 
 /// Longest input line the model looks at, bytes (the gate already refuses
 /// longer ones; this keeps the model safe on its own).

@@ -7,8 +7,10 @@
 //! - [`tier`]: trust tiers and the capability flags they grant.
 //! - [`alias`]: bounded player aliases.
 //! - [`command`]: parsing an input line; the verb table.
-//! - [`zone`]: the live state of one hosted zone: arrival, departure, tick.
-//! - `exec`: running a command against a zone; `render`: how rooms read.
+//! - [`zone`]: the live state of one hosted zone: arrival, departure, tick,
+//!   how its rooms read.
+//! - `exec`: running a command against a zone; `render`: how names and
+//!   item lists read.
 //! - [`who`]: the `who` list.
 //! - `text`: sanitizing and formatting helpers.
 
@@ -28,7 +30,6 @@ pub use character::{
     from_state_json, is_admin, sanitize_loaded, to_state_json, valid_name,
 };
 pub use exec::{HUH, MAX_FLOOR_ITEMS, MAX_LINE};
-pub use render::render_room;
 pub use text::strip_control;
 pub use tier::{RESERVED_FLAGS, Tier, WIZINVIS};
 pub use who::{WhoEntry, format_who};
@@ -36,4 +37,4 @@ pub use world::{
     Direction, ItemDef, MobDef, RoomDef, WorldDef, WorldError, ZoneDef, instance_room,
     is_instance_id, load_world, template_of, valid_zone_id, zone_of,
 };
-pub use zone::{Action, Ctx, Delivery, Outcome, ZoneState};
+pub use zone::{Action, Ctx, Delivery, Outcome, ZoneState, render_room};
