@@ -9,8 +9,8 @@
 //! - [`command`]: parsing an input line; the verb table.
 //! - [`zone`]: the live state of one hosted zone: arrival, departure, tick,
 //!   how its rooms read.
-//! - `exec`: running a command against a zone; `render`: how names and
-//!   item lists read.
+//! - `exec`: running a command against a zone, one file per command family.
+//! - `render`: how names and item lists read.
 //! - [`who`]: the `who` list.
 //! - `text`: sanitizing and formatting helpers.
 
