@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::DirectoryError;
+use super::error::DirectoryError;
 
 /// Refuses ids that can never hold a lease: empty, or instance-shaped
 /// (`<zone>#<n>`, private to one shard, outside placement).

@@ -18,8 +18,11 @@ use std::time::Duration;
 use redis::Script;
 
 use super::args::{check_shard, ttl_ms};
+use super::error::DirectoryError;
+use super::handle::Directory;
+use super::keys;
 use super::registry::shard_from_fields;
-use super::{Directory, DirectoryError, ShardInfo, keys};
+use super::types::ShardInfo;
 
 /// Each drain script is the shared hold prelude followed by its own body.
 macro_rules! drain_script {

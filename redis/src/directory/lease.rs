@@ -11,8 +11,11 @@ use std::time::Duration;
 use redis::Script;
 
 use super::args::{check_shard, check_zone, ttl_ms};
+use super::error::DirectoryError;
+use super::handle::Directory;
+use super::keys;
 use super::registry::shard_from_fields;
-use super::{Claim, Directory, DirectoryError, ShardInfo, keys};
+use super::types::{Claim, ShardInfo};
 
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease_claim.lua")));
 static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease_renew.lua")));

@@ -15,6 +15,8 @@
 //! - [`online`]: each shard's online-player list, merged for `who`.
 //! - [`keys`]: the key scheme below, in one place.
 //! - `args`: ids and TTLs checked before a request is sent (a leaf).
+//! - `handle`: the [`Directory`] handle each operation file adds to; this
+//!   root only connects it (the files import each other, never the root).
 //!
 //! ## Key scheme (prefix `telos:`)
 //! | key | type | TTL | meaning |
@@ -44,6 +46,7 @@ mod args;
 pub mod connection;
 pub mod drain;
 mod error;
+mod handle;
 pub mod keys;
 pub mod lease;
 pub mod online;
@@ -60,20 +63,8 @@ use connection::RedisConn;
 
 pub use drain::DrainTarget;
 pub use error::DirectoryError;
+pub use handle::Directory;
 pub use types::{Claim, OnlinePlayer, ShardInfo, ShardState, ZoneStatus};
-
-/// A handle on the directory. Cheap to clone: every clone shares one
-/// multiplexed, self-reconnecting connection ([`RedisConn`]).
-#[derive(Clone)]
-pub struct Directory {
-    conn: RedisConn,
-}
-
-impl std::fmt::Debug for Directory {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Directory").finish_non_exhaustive()
-    }
-}
 
 impl Directory {
     /// Connects to Redis at `url` (`redis://host:port/db`).
@@ -91,11 +82,6 @@ impl Directory {
             lease::routing_script(include_str!("shard_for_zone.lua")),
         ];
         let conn = RedisConn::connect(url, &idempotent).await?;
-        Ok(Directory { conn })
-    }
-
-    /// A connection to run one command or script on (clones share the pipe).
-    fn conn(&self) -> RedisConn {
-        self.conn.clone()
+        Ok(Directory::new(conn))
     }
 }

@@ -4,7 +4,10 @@
 use std::time::Duration;
 
 use super::args::{check_shard, ttl_ms};
-use super::{Directory, DirectoryError, OnlinePlayer, keys};
+use super::error::DirectoryError;
+use super::handle::Directory;
+use super::keys;
+use super::types::OnlinePlayer;
 
 impl Directory {
     /// Replaces `shard`'s list. It expires after `ttl` unless republished,

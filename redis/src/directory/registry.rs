@@ -13,7 +13,10 @@ use std::time::Duration;
 use redis::Script;
 
 use super::args::{check_shard, check_zone, ttl_ms};
-use super::{Directory, DirectoryError, ShardInfo, ZoneStatus, keys};
+use super::error::DirectoryError;
+use super::handle::Directory;
+use super::keys;
+use super::types::{ShardInfo, ZoneStatus};
 
 static HEARTBEAT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("heartbeat.lua")));
 static SHARDS_LIVE: LazyLock<Script> =

@@ -12,7 +12,9 @@ use redis::{AsyncCommands, Script};
 use serde::{Deserialize, Serialize};
 
 use super::args::{check_shard, check_zone, ttl_ms};
-use super::{Directory, DirectoryError, keys};
+use super::error::DirectoryError;
+use super::handle::Directory;
+use super::keys;
 
 static PROPOSE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("transfer_propose.lua")));
