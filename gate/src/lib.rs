@@ -10,18 +10,39 @@
 //! - [`login`]: the login dialogue, pure.
 //! - [`buffer`]: the input buffer: seqs, acks, replay, backpressure. Pure.
 //! - [`ratelimit`]: per source IP login token buckets.
-//! - [`registry`]: shard discovery trait ([`ShardRegistry`]) and impls.
-//! - [`upstream`]: channel pool and establishing a session (login, resume,
-//!   attach, redirects).
-//! - [`liveness`]: noticing a hung shard and ending its links.
+//! - [`registry`]: shard discovery trait ([`ShardRegistry`]) and impls;
+//!   [`directory`]: the one over Redis.
+//! - [`metrics`]: metric names and the Prometheus exporter.
 //! - [`output`]: bounded socket writer, input backpressure, slow-client cut-off.
 //! - [`reader`]: socket reads through telnet and framing.
-//! - [`connection`]: the per-player task: greeting, login, how it ends.
+//! - [`watch`]: which shards have links, and ending a condemned one's links.
+//! - [`upstream`]: channel pool and establishing a session (login, resume,
+//!   attach, redirects).
+//! - [`shared`]: what every connection task shares.
+//! - [`liveness`]: noticing a hung shard and condemning it.
+//! - [`client`]: one player's connection: idle clock, how it ends.
 //! - [`session`]: the play loop: forward, freeze, re-attach, replay.
+//! - [`connection`]: the per-player task: greeting, login, then the session.
 //! - [`server`]: accept loop and shutdown ([`serve`]).
-//! - [`metrics`]: metric names and the Prometheus exporter.
+//!
+//! # Layers
+//! From the bottom up: a module imports only modules of the layers before
+//! its own, or before it in its own layer's chain (`a → b`: `b` may import
+//! `a`), never one after it (`tests/layers.rs` fails on an import cycle).
+//! 1. `config`, `metrics`, `lines`, `telnet`, `login`, `buffer`,
+//!    `ratelimit`, `registry`: leaves, no imports of the crate.
+//! 2. `directory`: the shard list over Redis (a `registry` impl);
+//!    `output` → `reader`: the socket halves (the reader answers telnet
+//!    negotiation through the output).
+//! 3. `watch` → `upstream` → `shared` → `liveness`: links to the shards.
+//!    A link holds a watch; the pool of links is shared by every
+//!    connection; the hung-shard watch reads the shared registry and pool.
+//! 4. `client` → `session` → `connection`: one player. The connection runs
+//!    the login on its client, then the session's play loop.
+//! 5. `server`: accepts players and starts the hung-shard watch.
 
 pub mod buffer;
+pub mod client;
 pub mod config;
 pub mod connection;
 pub mod directory;
@@ -35,8 +56,10 @@ pub mod reader;
 pub mod registry;
 pub mod server;
 pub mod session;
+pub mod shared;
 pub mod telnet;
 pub mod upstream;
+pub mod watch;
 
 pub use config::{Cli, GateConfig, Settings};
 pub use registry::{LiveShard, ShardRegistry, StaticRegistry};

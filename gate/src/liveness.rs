@@ -35,8 +35,8 @@
 //! peers can serve the zone (its lease outlives the hang by 4–6 s), so
 //! they wait in the world's park and get in as soon as it is served.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -44,8 +44,8 @@ use tonic::Code;
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::Channel;
 
-use crate::connection::Shared;
 use crate::metrics as m;
+use crate::shared::Shared;
 
 /// How often the registry is read while the gate holds links: half the
 /// shards' heartbeat period, so an entry's lapse is seen soon after.
@@ -61,98 +61,6 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_millis(1500);
 /// with an empty request (the whole server). Shards need not implement it:
 /// `Unimplemented` is an answer too.
 pub const HEALTH_CHECK: &str = "/grpc.health.v1.Health/Check";
-
-/// The shards the gate has links to, by address, each with the token its
-/// links wait on.
-#[derive(Debug, Default)]
-pub struct Liveness {
-    watched: Mutex<HashMap<String, Watched>>,
-    /// Numbers each entry, so a [`Watch`] of a condemned (replaced) entry
-    /// never counts against the fresh one.
-    next_id: std::sync::atomic::AtomicU64,
-}
-
-#[derive(Debug)]
-struct Watched {
-    id: u64,
-    /// Cancelled when the shard is condemned.
-    token: CancellationToken,
-    /// Links (and attaches in flight) holding a [`Watch`] of this entry.
-    users: usize,
-}
-
-/// Held by a link to a shard while it uses it: [`Watch::lost`] completes
-/// when the shard is condemned.
-#[derive(Debug)]
-pub struct Watch {
-    liveness: Arc<Liveness>,
-    addr: String,
-    id: u64,
-    token: CancellationToken,
-}
-
-impl Watch {
-    /// Completes when the shard behind this link stopped answering.
-    pub async fn lost(&self) {
-        self.token.cancelled().await
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let mut map = self.liveness.lock();
-        if let Some(w) = map.get_mut(&self.addr)
-            && w.id == self.id
-        {
-            w.users -= 1;
-            if w.users == 0 {
-                map.remove(&self.addr);
-            }
-        }
-    }
-}
-
-impl Liveness {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Watched>> {
-        self.watched.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Start watching `addr` for a link that is about to use it.
-    pub fn watch(self: &Arc<Self>, addr: &str) -> Watch {
-        let mut map = self.lock();
-        let w = map.entry(addr.to_string()).or_insert_with(|| Watched {
-            id: self
-                .next_id
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            token: CancellationToken::new(),
-            users: 0,
-        });
-        w.users += 1;
-        Watch {
-            liveness: self.clone(),
-            addr: addr.to_string(),
-            id: w.id,
-            token: w.token.clone(),
-        }
-    }
-
-    /// Addresses with links now.
-    fn in_use(&self) -> Vec<String> {
-        self.lock().keys().cloned().collect()
-    }
-
-    /// End every link to `addr` (returns how many); later links start a
-    /// fresh watch.
-    fn condemn(&self, addr: &str) -> usize {
-        match self.lock().remove(addr) {
-            Some(w) => {
-                w.token.cancel();
-                w.users
-            }
-            None => 0,
-        }
-    }
-}
 
 /// Watch the shards the gate has links to until `stop`; see the module docs.
 pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
@@ -248,27 +156,6 @@ fn answered(code: Code) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_watch_counts_until_dropped_and_a_condemned_entry_is_replaced() {
-        let l = Arc::new(Liveness::default());
-        let first = l.watch("a:1");
-        let second = l.watch("a:1");
-        assert_eq!(l.in_use(), ["a:1"]);
-        drop(first);
-        assert_eq!(l.in_use(), ["a:1"], "one link left");
-        assert_eq!(l.condemn("a:1"), 1);
-        assert!(second.token.is_cancelled());
-        assert!(l.in_use().is_empty());
-        // A link made after the condemnation is not condemned with it, and
-        // the old watch's drop does not count against it.
-        let fresh = l.watch("a:1");
-        drop(second);
-        assert!(!fresh.token.is_cancelled());
-        assert_eq!(l.in_use(), ["a:1"]);
-        drop(fresh);
-        assert!(l.in_use().is_empty());
-    }
 
     #[test]
     fn transport_failures_are_not_answers() {

@@ -11,9 +11,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::GateConfig;
-use crate::connection::{self, Shared};
+use crate::connection;
 use crate::metrics as m;
 use crate::registry::ShardRegistry;
+use crate::shared::Shared;
 
 /// Pause after a failed `accept` (e.g. out of file descriptors) so the loop
 /// does not spin while the condition lasts.

@@ -18,9 +18,10 @@ use std::time::{Duration, Instant};
 use telos_proto::v1::server_frame::Frame;
 
 use crate::buffer::InputBuffer;
-use crate::connection::{Conn, End, Shared};
+use crate::client::{Conn, End};
 use crate::lines::LineEvent;
 use crate::metrics as m;
+use crate::shared::Shared;
 use crate::upstream::{EstablishError, Established, Link, Opening, Who, establish};
 
 /// How much of the last output line is kept for the repeat check.

@@ -17,8 +17,8 @@ use tonic::Streaming;
 use tonic::transport::{Channel, Endpoint};
 
 use crate::config::GateConfig;
-use crate::liveness::{Liveness, Watch};
 use crate::login::Credentials;
+use crate::watch::{Liveness, Watch};
 
 /// One lazily connected channel per shard address. Tonic reconnects a
 /// channel on its own, so a shard restarted on the same address is reached

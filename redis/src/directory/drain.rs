@@ -17,9 +17,12 @@ use std::time::Duration;
 
 use redis::Script;
 
-use super::lease::check_shard;
+use super::args::{check_shard, ttl_ms};
+use super::error::DirectoryError;
+use super::handle::Directory;
+use super::keys;
 use super::registry::shard_from_fields;
-use super::{Directory, DirectoryError, ShardInfo, keys, ttl_ms};
+use super::types::ShardInfo;
 
 /// Each drain script is the shared hold prelude followed by its own body.
 macro_rules! drain_script {

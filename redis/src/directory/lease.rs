@@ -10,8 +10,12 @@ use std::time::Duration;
 
 use redis::Script;
 
+use super::args::{check_shard, check_zone, ttl_ms};
+use super::error::DirectoryError;
+use super::handle::Directory;
+use super::keys;
 use super::registry::shard_from_fields;
-use super::{Claim, Directory, DirectoryError, ShardInfo, keys, ttl_ms};
+use super::types::{Claim, ShardInfo};
 
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease_claim.lua")));
 static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease_renew.lua")));
@@ -24,25 +28,6 @@ static SHARD_FOR_ZONE: LazyLock<Script> =
 /// (the one place that rule is written) followed by `body`.
 pub(crate) fn routing_script(body: &str) -> Script {
     Script::new(&[include_str!("resolve_owner.lua"), body].concat())
-}
-
-/// Refuses ids that can never hold a lease: empty, or instance-shaped
-/// (`<zone>#<n>`, private to one shard, outside placement).
-pub(super) fn check_zone(zone: &str) -> Result<(), DirectoryError> {
-    if zone.is_empty() {
-        return Err(DirectoryError::Invalid("empty zone id".into()));
-    }
-    if zone.contains('#') {
-        return Err(DirectoryError::InstanceZone(zone.to_owned()));
-    }
-    Ok(())
-}
-
-pub(super) fn check_shard(shard: &str) -> Result<(), DirectoryError> {
-    if shard.is_empty() {
-        return Err(DirectoryError::Invalid("empty shard id".into()));
-    }
-    Ok(())
 }
 
 impl Directory {

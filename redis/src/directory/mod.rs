@@ -14,6 +14,9 @@
 //! - [`registry`]: shard heartbeat and registry, known zones, per-zone player counts.
 //! - [`online`]: each shard's online-player list, merged for `who`.
 //! - [`keys`]: the key scheme below, in one place.
+//! - `args`: ids and TTLs checked before a request is sent (a leaf).
+//! - `handle`: the [`Directory`] handle each operation file adds to; this
+//!   root only connects it (the files import each other, never the root).
 //!
 //! ## Key scheme (prefix `telos:`)
 //! | key | type | TTL | meaning |
@@ -39,9 +42,11 @@
 //! `flip_zone → None`, `reserve_drain_target → None`. An `Err` means Redis could not be asked (failed) or
 //! the request itself is not allowed ([`DirectoryError::is_refused`]).
 
+mod args;
 pub mod connection;
 pub mod drain;
 mod error;
+mod handle;
 pub mod keys;
 pub mod lease;
 pub mod online;
@@ -54,26 +59,12 @@ mod drain_tests;
 #[cfg(test)]
 mod tests;
 
-use std::time::Duration;
-
 use connection::RedisConn;
 
 pub use drain::DrainTarget;
 pub use error::DirectoryError;
+pub use handle::Directory;
 pub use types::{Claim, OnlinePlayer, ShardInfo, ShardState, ZoneStatus};
-
-/// A handle on the directory. Cheap to clone: every clone shares one
-/// multiplexed, self-reconnecting connection ([`RedisConn`]).
-#[derive(Clone)]
-pub struct Directory {
-    conn: RedisConn,
-}
-
-impl std::fmt::Debug for Directory {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Directory").finish_non_exhaustive()
-    }
-}
 
 impl Directory {
     /// Connects to Redis at `url` (`redis://host:port/db`).
@@ -91,23 +82,6 @@ impl Directory {
             lease::routing_script(include_str!("shard_for_zone.lua")),
         ];
         let conn = RedisConn::connect(url, &idempotent).await?;
-        Ok(Directory { conn })
+        Ok(Directory::new(conn))
     }
-
-    /// A connection to run one command or script on (clones share the pipe).
-    fn conn(&self) -> RedisConn {
-        self.conn.clone()
-    }
-}
-
-/// A TTL as whole milliseconds for `PX`/`PEXPIRE`. Zero is refused: Redis
-/// rejects it, and a lease that is born expired is a caller bug.
-fn ttl_ms(ttl: Duration) -> Result<u64, DirectoryError> {
-    let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-    if ms == 0 {
-        return Err(DirectoryError::Invalid(format!(
-            "ttl {ttl:?} rounds to 0 ms"
-        )));
-    }
-    Ok(ms)
 }

@@ -3,8 +3,11 @@
 
 use std::time::Duration;
 
-use super::lease::check_shard;
-use super::{Directory, DirectoryError, OnlinePlayer, keys, ttl_ms};
+use super::args::{check_shard, ttl_ms};
+use super::error::DirectoryError;
+use super::handle::Directory;
+use super::keys;
+use super::types::OnlinePlayer;
 
 impl Directory {
     /// Replaces `shard`'s list. It expires after `ttl` unless republished,

@@ -12,8 +12,11 @@ use std::time::Duration;
 
 use redis::Script;
 
-use super::lease::{check_shard, check_zone};
-use super::{Directory, DirectoryError, ShardInfo, ZoneStatus, keys, ttl_ms};
+use super::args::{check_shard, check_zone, ttl_ms};
+use super::error::DirectoryError;
+use super::handle::Directory;
+use super::keys;
+use super::types::{ShardInfo, ZoneStatus};
 
 static HEARTBEAT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("heartbeat.lua")));
 static SHARDS_LIVE: LazyLock<Script> =

@@ -11,8 +11,10 @@ use std::time::Duration;
 use redis::{AsyncCommands, Script};
 use serde::{Deserialize, Serialize};
 
-use super::lease::{check_shard, check_zone};
-use super::{Directory, DirectoryError, keys, ttl_ms};
+use super::args::{check_shard, check_zone, ttl_ms};
+use super::error::DirectoryError;
+use super::handle::Directory;
+use super::keys;
 
 static PROPOSE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("transfer_propose.lua")));

@@ -21,6 +21,7 @@
 //! - [`history`]: the recorder's data, all the checker reads.
 //! - [`checker`]: the history checker.
 //! - [`report`]: what a run prints.
+//! - [`stop`]: the run's stop flags and waiting on them.
 
 pub mod checker;
 pub mod classify;
@@ -36,6 +37,7 @@ pub mod probe;
 pub mod report;
 pub mod sampler;
 pub mod schedule;
+pub mod stop;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -226,17 +228,6 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
         );
     }
     Ok(passed)
-}
-
-/// Wait until `flag` is true. Holds no borrow across an await, so the
-/// future stays `Send` (unlike `watch::Receiver::wait_for` in a `select!`).
-pub(crate) async fn until_set(flag: &mut watch::Receiver<bool>) {
-    while !*flag.borrow_and_update() {
-        if flag.changed().await.is_err() {
-            // Nobody can set it any more.
-            std::future::pending::<()>().await;
-        }
-    }
 }
 
 /// Check, print and store the report and history; whether it passed.

@@ -10,6 +10,7 @@ use super::cluster::Pids;
 use super::config::{RSS_EVERY, SAMPLE_EVERY};
 use super::history::{Samples, journal_number, record_change};
 use super::probe::Probe;
+use super::stop::until_set;
 
 /// Journal tails are read every this many rounds: they decode a whole
 /// character row on the server, fences are one small reply each.
@@ -31,7 +32,7 @@ pub async fn run(
     let mut tick: u64 = 0;
     loop {
         tokio::select! {
-            _ = super::until_set(&mut stop) => break,
+            _ = until_set(&mut stop) => break,
             _ = fences.tick() => {
                 tick += 1;
                 let tails = tick % TAIL_EVERY_ROUNDS == 1;

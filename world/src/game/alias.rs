@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 
-use super::character::Character;
 use super::command::is_command_word;
 use super::text::{split_word, strip_control};
 
@@ -61,8 +60,12 @@ pub fn sanitize_aliases(aliases: &BTreeMap<String, String>) -> BTreeMap<String, 
     out
 }
 
-/// Sets (or replaces) one alias.
-pub fn set_alias(ch: &mut Character, name: &str, expansion: &str) -> Result<(), AliasError> {
+/// Sets (or replaces) one alias in a character's `aliases`.
+pub fn set_alias(
+    aliases: &mut BTreeMap<String, String>,
+    name: &str,
+    expansion: &str,
+) -> Result<(), AliasError> {
     let name = name.to_ascii_lowercase();
     if !valid_name(&name) {
         return Err(AliasError::BadName);
@@ -71,23 +74,23 @@ pub fn set_alias(ch: &mut Character, name: &str, expansion: &str) -> Result<(), 
         return Err(AliasError::Reserved(name));
     }
     let expansion = clean_expansion(expansion).ok_or(AliasError::BadExpansion)?;
-    if !ch.aliases.contains_key(&name) && ch.aliases.len() >= MAX_ALIASES {
+    if !aliases.contains_key(&name) && aliases.len() >= MAX_ALIASES {
         return Err(AliasError::TooMany);
     }
-    ch.aliases.insert(name, expansion);
+    aliases.insert(name, expansion);
     Ok(())
 }
 
 /// Removes an alias; false if there was none.
-pub fn remove_alias(ch: &mut Character, name: &str) -> bool {
-    ch.aliases.remove(&name.to_ascii_lowercase()).is_some()
+pub fn remove_alias(aliases: &mut BTreeMap<String, String>, name: &str) -> bool {
+    aliases.remove(&name.to_ascii_lowercase()).is_some()
 }
 
 /// Expands the first word if it is an alias, appending the rest of the line.
 /// One level only: the result is never expanded again, so aliases can't loop.
-pub fn expand(ch: &Character, line: &str) -> String {
+pub fn expand(aliases: &BTreeMap<String, String>, line: &str) -> String {
     let (word, rest) = split_word(line);
-    match ch.aliases.get(&word.to_ascii_lowercase()) {
+    match aliases.get(&word.to_ascii_lowercase()) {
         Some(expansion) if rest.is_empty() => expansion.clone(),
         Some(expansion) => format!("{expansion} {rest}"),
         None => line.to_string(),
@@ -98,13 +101,13 @@ pub fn expand(ch: &Character, line: &str) -> String {
 mod tests {
     use super::*;
 
-    fn ch() -> Character {
-        Character::new("alice", "city:square")
+    fn none() -> BTreeMap<String, String> {
+        BTreeMap::new()
     }
 
     #[test]
     fn set_and_expand_one_level() {
-        let mut c = ch();
+        let mut c = none();
         set_alias(&mut c, "Gr", "say hello").unwrap();
         set_alias(&mut c, "loop", "gr again").unwrap();
         assert_eq!(expand(&c, "gr"), "say hello");
@@ -116,7 +119,7 @@ mod tests {
 
     #[test]
     fn reserved_and_bad_names_refused() {
-        let mut c = ch();
+        let mut c = none();
         for name in ["look", "l", "n", "quit", "alias", "sc", "journal"] {
             assert_eq!(
                 set_alias(&mut c, name, "say x"),
@@ -138,12 +141,12 @@ mod tests {
             set_alias(&mut c, "ok", &"x".repeat(201)),
             Err(AliasError::BadExpansion)
         );
-        assert!(c.aliases.is_empty());
+        assert!(c.is_empty());
     }
 
     #[test]
     fn bounded_count() {
-        let mut c = ch();
+        let mut c = none();
         for i in 0..MAX_ALIASES {
             set_alias(&mut c, &format!("a{i}"), "look").unwrap();
         }
@@ -156,9 +159,9 @@ mod tests {
 
     #[test]
     fn control_characters_stripped_on_set() {
-        let mut c = ch();
+        let mut c = none();
         set_alias(&mut c, "x", " say \x1b[31mred\x07 ").unwrap();
-        assert_eq!(c.aliases["x"], "say [31mred");
+        assert_eq!(c["x"], "say [31mred");
     }
 
     #[test]

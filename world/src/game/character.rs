@@ -1,5 +1,6 @@
 //! The durable character: everything that survives a logout or rides a
-//! handoff snapshot, and the one serializer for it.
+//! handoff snapshot, the one serializer for it, and what the tier grants a
+//! character ([`apply_tier_flags`], [`is_admin`], [`can_see`]).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -7,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::alias::sanitize_aliases;
 use super::text::{strip_control, truncate_bytes};
-use super::tier::{Tier, apply_tier_flags};
+use super::tier::{RESERVED_FLAGS, Tier, WIZINVIS};
 use super::world::{Food, ItemDef, WearSlot};
 
 /// Journal entries kept; older ones fall off the front (CONTRACT).
@@ -225,6 +226,27 @@ pub fn sanitize_loaded(ch: &mut Character) {
     ch.vitals.clamp();
 }
 
+/// Strips every reserved flag, then grants exactly the character's tier's;
+/// removes `wizinvis` unless the character is an admin.
+pub fn apply_tier_flags(ch: &mut Character) {
+    ch.flags.retain(|f| !RESERVED_FLAGS.contains(&f.as_str()));
+    ch.flags
+        .extend(ch.tier.granted_flags().iter().map(|f| f.to_string()));
+    if ch.tier != Tier::Admin {
+        ch.flags.remove(WIZINVIS);
+    }
+}
+
+/// Admin checks read the tier, never a flag, so a stray flag can't elevate.
+pub fn is_admin(ch: &Character) -> bool {
+    ch.tier == Tier::Admin
+}
+
+/// Whether `viewer` can see `target` in rooms and `who`.
+pub fn can_see(viewer: &Character, target: &Character) -> bool {
+    !target.flags.contains(WIZINVIS) || is_admin(viewer)
+}
+
 /// 3–16 ASCII letters (CONTRACT).
 pub fn valid_name(name: &str) -> bool {
     (MIN_NAME_LEN..=MAX_NAME_LEN).contains(&name.len())
@@ -345,5 +367,39 @@ mod tests {
         assert!(!ch.aliases.contains_key("look"));
         assert_eq!(ch.vitals.hp, ch.vitals.max_hp);
         assert_eq!(ch.journal.back().unwrap(), "xy");
+    }
+
+    #[test]
+    fn player_loses_forged_caps_and_wizinvis() {
+        let mut ch = Character::new("alice", "city:square");
+        ch.flags
+            .extend(["cap_admin", "cap_build", "wizinvis", "brave"].map(String::from));
+        apply_tier_flags(&mut ch);
+        assert_eq!(ch.flags.iter().collect::<Vec<_>>(), ["brave"]);
+    }
+
+    #[test]
+    fn builder_gets_exactly_build() {
+        let mut ch = Character::new("bob", "city:square");
+        ch.tier = Tier::Builder;
+        ch.flags.extend(["cap_admin", "wizinvis"].map(String::from));
+        apply_tier_flags(&mut ch);
+        assert_eq!(ch.flags.iter().collect::<Vec<_>>(), ["cap_build"]);
+    }
+
+    #[test]
+    fn admin_gets_both_and_keeps_wizinvis() {
+        let mut ch = Character::new("carol", "city:square");
+        ch.tier = Tier::Admin;
+        ch.flags.insert(WIZINVIS.to_string());
+        apply_tier_flags(&mut ch);
+        assert_eq!(
+            ch.flags.iter().collect::<Vec<_>>(),
+            ["cap_admin", "cap_build", "wizinvis"]
+        );
+        // A demoted admin loses everything on the next application.
+        ch.tier = Tier::Player;
+        apply_tier_flags(&mut ch);
+        assert!(ch.flags.is_empty());
     }
 }

@@ -2,12 +2,15 @@
 //! The pure game model: no sockets, no Redis, no async. Only
 //! [`world::load_world`] reads files.
 //! - [`world`]: static definitions from the JSON zone files, and validation.
-//! - [`character`]: the durable character and its one serializer.
+//! - [`character`]: the durable character, its one serializer, and what
+//!   its tier grants it.
 //! - [`tier`]: trust tiers and the capability flags they grant.
 //! - [`alias`]: bounded player aliases.
 //! - [`command`]: parsing an input line; the verb table.
-//! - [`zone`]: the live state of one hosted zone: arrival, departure, tick.
-//! - `exec`: running a command against a zone; `render`: how rooms read.
+//! - [`zone`]: the live state of one hosted zone: arrival, departure, tick,
+//!   how its rooms read.
+//! - `exec`: running a command against a zone, one file per command family.
+//! - `render`: how names and item lists read.
 //! - [`who`]: the `who` list.
 //! - `text`: sanitizing and formatting helpers.
 
@@ -23,16 +26,15 @@ pub mod world;
 pub mod zone;
 
 pub use character::{
-    Affect, Character, Item, JOURNAL_LIMIT, Stats, Vitals, display_name, from_state_json,
-    sanitize_loaded, to_state_json, valid_name,
+    Affect, Character, Item, JOURNAL_LIMIT, Stats, Vitals, apply_tier_flags, display_name,
+    from_state_json, is_admin, sanitize_loaded, to_state_json, valid_name,
 };
 pub use exec::{HUH, MAX_FLOOR_ITEMS, MAX_LINE};
-pub use render::render_room;
 pub use text::strip_control;
-pub use tier::{RESERVED_FLAGS, Tier, WIZINVIS, apply_tier_flags, is_admin};
+pub use tier::{RESERVED_FLAGS, Tier, WIZINVIS};
 pub use who::{WhoEntry, format_who};
 pub use world::{
     Direction, ItemDef, MobDef, RoomDef, WorldDef, WorldError, ZoneDef, instance_room,
     is_instance_id, load_world, template_of, valid_zone_id, zone_of,
 };
-pub use zone::{Action, Ctx, Delivery, Outcome, ZoneState};
+pub use zone::{Action, Ctx, Delivery, Outcome, ZoneState, render_room};

@@ -1,15 +1,15 @@
 //! The account trust tier and the capability flags derived from it.
 //!
 //! The tier is the only source of elevation: reserved flags found in stored
-//! or handed-off state are never trusted, they are re-derived here on every
-//! load and arrival (a forged snapshot could otherwise inject `cap_admin`).
+//! or handed-off state are never trusted, they are re-derived from the tier
+//! on every load and arrival (a forged snapshot could otherwise inject
+//! `cap_admin`) by `apply_tier_flags`, which lives with the character it
+//! rewrites ([`super::character`]).
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
-
-use super::character::Character;
 
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
@@ -72,27 +72,6 @@ pub const RESERVED_FLAGS: &[&str] = &[CAP_BUILD, CAP_ADMIN];
 /// it for admins too; the seed accepts a one-time presence flicker).
 pub const WIZINVIS: &str = "wizinvis";
 
-/// Strips every reserved flag, then grants exactly the character's tier's;
-/// removes `wizinvis` unless the character is an admin.
-pub fn apply_tier_flags(ch: &mut Character) {
-    ch.flags.retain(|f| !RESERVED_FLAGS.contains(&f.as_str()));
-    ch.flags
-        .extend(ch.tier.granted_flags().iter().map(|f| f.to_string()));
-    if ch.tier != Tier::Admin {
-        ch.flags.remove(WIZINVIS);
-    }
-}
-
-/// Admin checks read the tier, never a flag, so a stray flag can't elevate.
-pub fn is_admin(ch: &Character) -> bool {
-    ch.tier == Tier::Admin
-}
-
-/// Whether `viewer` can see `target` in rooms and `who`.
-pub fn can_see(viewer: &Character, target: &Character) -> bool {
-    !target.flags.contains(WIZINVIS) || is_admin(viewer)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,39 +84,5 @@ mod tests {
         }
         assert!("Admin".parse::<Tier>().is_err());
         assert!("root".parse::<Tier>().is_err());
-    }
-
-    #[test]
-    fn player_loses_forged_caps_and_wizinvis() {
-        let mut ch = Character::new("alice", "city:square");
-        ch.flags
-            .extend(["cap_admin", "cap_build", "wizinvis", "brave"].map(String::from));
-        apply_tier_flags(&mut ch);
-        assert_eq!(ch.flags.iter().collect::<Vec<_>>(), ["brave"]);
-    }
-
-    #[test]
-    fn builder_gets_exactly_build() {
-        let mut ch = Character::new("bob", "city:square");
-        ch.tier = Tier::Builder;
-        ch.flags.extend(["cap_admin", "wizinvis"].map(String::from));
-        apply_tier_flags(&mut ch);
-        assert_eq!(ch.flags.iter().collect::<Vec<_>>(), ["cap_build"]);
-    }
-
-    #[test]
-    fn admin_gets_both_and_keeps_wizinvis() {
-        let mut ch = Character::new("carol", "city:square");
-        ch.tier = Tier::Admin;
-        ch.flags.insert(WIZINVIS.to_string());
-        apply_tier_flags(&mut ch);
-        assert_eq!(
-            ch.flags.iter().collect::<Vec<_>>(),
-            ["cap_admin", "cap_build", "wizinvis"]
-        );
-        // A demoted admin loses everything on the next application.
-        ch.tier = Tier::Player;
-        apply_tier_flags(&mut ch);
-        assert!(ch.flags.is_empty());
     }
 }

@@ -2,15 +2,18 @@
 //! present. Single-writer (the zone actor owns it); every method is pure and
 //! returns what should be said to whom.
 //!
-//! Command execution lives in `exec.rs`, room rendering in `render.rs`;
-//! this file holds the state, arrival/departure and the tick.
+//! Command execution lives in `exec.rs`, how names and items read in
+//! `render.rs`; this file holds the state, arrival/departure, the tick and
+//! [`render_room`], the view of a room that `look`, every successful move
+//! and every arrival print.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::character::{Character, Item, keywords_match};
-use super::render::{name_cap, render_room};
-use super::tier::can_see;
+use super::character::{Character, Item, can_see, keywords_match};
+use super::render::{WRAP_WIDTH, item_lines, name_cap};
+use super::text::wrap;
+use super::tier::WIZINVIS;
 use super::world::{Direction, WorldDef, ZoneDef, instance_room, is_instance_id};
 
 /// One in N chance per tick that a wandering mob moves.
@@ -329,6 +332,41 @@ impl ZoneState {
         self.mobs[i].room = to;
         out
     }
+}
+
+/// The room `viewer` stands in: name on its own line, wrapped description,
+/// `Exits: ...`, then floor items, mobs and the other players the viewer can
+/// see, one line each.
+pub fn render_room(zone: &ZoneState, viewer: &Character) -> String {
+    let Some(room) = zone.rooms.get(&viewer.room) else {
+        // Unreachable while the zone keeps its invariant (players stand in
+        // its rooms); said plainly rather than panicking.
+        return "You are nowhere at all.\n".to_string();
+    };
+    let def = &zone.def.rooms[room.def];
+    let mut out = format!("{}\n", def.name);
+    out.push_str(&wrap(&def.description, WRAP_WIDTH));
+    let exits: Vec<&str> = room.exits.keys().map(|d| d.name()).collect();
+    if exits.is_empty() {
+        out.push_str("Exits: none\n");
+    } else {
+        out.push_str(&format!("Exits: {}\n", exits.join(" ")));
+    }
+    out.push_str(&item_lines(&room.items, "lies here."));
+    for mob in zone.mobs.iter().filter(|m| m.room == viewer.room) {
+        out.push_str(&format!("{} is here.\n", name_cap(&mob.name)));
+    }
+    for other in zone.players.values() {
+        if other.room == viewer.room && other.key() != viewer.key() && can_see(viewer, other) {
+            let invis = if other.flags.contains(WIZINVIS) {
+                " (wizinvis)"
+            } else {
+                ""
+            };
+            out.push_str(&format!("{} is here.{invis}\n", other.name));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@ use super::super::config::{ANSWER_BOUND, LOGIN_BOUND};
 use super::super::history::{
     Answer, BotHistory, CloseCause, CommandRecord, Evidence, Kind, Outcome,
 };
-use super::{CheckResult, Faults, Violation};
+use super::findings::{CheckResult, Violation};
+use super::windows::Faults;
 
 /// Lines a login may be refused with while something is down (the gate's
 /// outage lines); outside a fault each is a violation (issue 11 item 4).

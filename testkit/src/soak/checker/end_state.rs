@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use super::super::clock::{Ms, secs};
 use super::super::history::{BotHistory, Evidence, StatusView};
-use super::{CheckResult, Violation};
+use super::findings::{CheckResult, Violation};
 
 const KIB_PER_MIB: u64 = 1024;
 

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use super::super::clock::{Ms, secs};
 use super::super::history::{Evidence, Series};
-use super::{CheckResult, Faults, Violation};
+use super::findings::{CheckResult, Violation};
+use super::windows::Faults;
 
 pub fn check(e: &Evidence, faults: &Faults) -> CheckResult {
     let s = &e.samples;

@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, HashMap};
 use super::super::clock::{Ms, secs};
 use super::super::config::{ANSWER_BOUND, SAVE_INTERVAL};
 use super::super::history::{BotHistory, CloseCause, Evidence, JournalLine, Series};
-use super::{CheckResult, Faults, Violation};
+use super::findings::{CheckResult, Violation};
+use super::windows::Faults;
 
 /// The world keeps the last this many entries (CONTRACT.md); older lines
 /// fall off the front and are not checked.

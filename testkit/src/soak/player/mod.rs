@@ -23,6 +23,7 @@ use super::clock::{Clock, Ms};
 use super::history::{Answer, BotHistory, Kind, Role};
 use super::population::{Action, BotSpec, between, choose, think};
 use super::schedule::bot_rng;
+use super::stop::until_set;
 
 /// A logger logs out and in again every so often (while the budget lasts).
 const RELOG_EVERY_MIN: Duration = Duration::from_secs(15);
@@ -142,7 +143,7 @@ impl Player {
         let mut stop = self.stop.clone();
         tokio::select! {
             _ = tokio::time::sleep(d) => {}
-            _ = super::until_set(&mut stop) => {}
+            _ = until_set(&mut stop) => {}
         }
     }
 

@@ -1,0 +1,229 @@
+//! One player's connection as both phases (login, then the play loop)
+//! use it: the socket halves, the idle clock, and how a connection ends
+//! ([`End`], its goodbye line and the lingering close).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::GateConfig;
+use crate::lines::LineEvent;
+use crate::metrics as m;
+use crate::output::{Output, SlowClient};
+use crate::reader::{ReadError, Reader};
+use crate::shared::Shared;
+
+/// Why a connection ends. Each carries its goodbye line and metric.
+#[derive(Debug)]
+pub enum End {
+    ClientGone,
+    SlowClient,
+    Idle,
+    Shutdown,
+    Quit,
+    /// The world closed the session for good (`Closed{final}`), with its reason.
+    Closed(String),
+    LoginFailures,
+    ResumeGaveUp,
+}
+
+impl From<SlowClient> for End {
+    fn from(_: SlowClient) -> Self {
+        End::SlowClient
+    }
+}
+
+impl From<ReadError> for End {
+    fn from(e: ReadError) -> Self {
+        match e {
+            ReadError::Closed => End::ClientGone,
+            ReadError::SlowClient => End::SlowClient,
+        }
+    }
+}
+
+const IDLE_WARNING: &str =
+    "You have been idle for a while; type something or you will be disconnected soon.";
+const IDLE_GOODBYE: &str = "Idle timeout; goodbye.";
+const SHUTDOWN_GOODBYE: &str = "The gate is shutting down; please reconnect in a moment.";
+const TOO_MANY_FAILURES: &str = "Too many failed logins; goodbye.";
+pub const RESUME_GAVE_UP: &str = "The world could not be reached; please reconnect later.";
+
+/// After the goodbye, how long the gate keeps reading (and discarding) what
+/// a client still sends, waiting for it to close its side, before it drops
+/// the socket: see [`close_lingering`]. 2 s is plenty for a client to see
+/// the close and hang up; one that does not is not waited for longer.
+pub const CLOSE_LINGER: Duration = Duration::from_secs(2);
+
+/// The per-connection state both phases use.
+pub struct Conn {
+    pub shared: Arc<Shared>,
+    pub peer: SocketAddr,
+    pub conn_id: String,
+    pub reader: Reader,
+    pub out: Output,
+    pub cancel: CancellationToken,
+    last_input: Instant,
+    warned: bool,
+}
+
+impl Conn {
+    /// Take over an accepted socket: start its writer and reader and give
+    /// the connection its id.
+    pub fn open(
+        stream: TcpStream,
+        peer: SocketAddr,
+        shared: Arc<Shared>,
+        cancel: CancellationToken,
+    ) -> Conn {
+        let _ = stream.set_nodelay(true);
+        let (rd, wr) = stream.into_split();
+        let out = Output::spawn(
+            wr,
+            shared.cfg.output_buffer_bytes,
+            shared.cfg.output_stall_timeout,
+        );
+        let reader = Reader::new(rd, shared.cfg.max_line_bytes);
+        let conn_id = hex::encode(rand::random::<u128>().to_be_bytes());
+        Conn {
+            shared,
+            peer,
+            conn_id,
+            reader,
+            out,
+            cancel,
+            last_input: Instant::now(),
+            warned: false,
+        }
+    }
+
+    pub fn cfg(&self) -> &GateConfig {
+        &self.shared.cfg
+    }
+
+    /// Tell the player an over-long line was thrown away.
+    pub fn line_too_long(&self) -> Result<(), SlowClient> {
+        let max = self.cfg().max_line_bytes;
+        self.out
+            .line(&format!("Line too long (over {max} bytes); ignored."))
+    }
+
+    /// A line arrived: the player is not idle.
+    pub fn touch(&mut self) {
+        self.last_input = Instant::now();
+        self.warned = false;
+    }
+
+    /// When the idle clock next fires (warning first, then the close).
+    pub fn idle_deadline(&self) -> tokio::time::Instant {
+        let cfg = self.cfg();
+        let at = if self.warned {
+            self.last_input + cfg.idle_timeout
+        } else {
+            self.last_input + cfg.idle_timeout.saturating_sub(cfg.idle_warning)
+        };
+        at.into()
+    }
+
+    /// The idle clock fired: warn, or end if already warned.
+    pub fn on_idle(&mut self) -> Result<(), End> {
+        if self.warned {
+            return Err(End::Idle);
+        }
+        self.warned = true;
+        self.out.line(IDLE_WARNING)?;
+        Ok(())
+    }
+
+    /// Say goodbye the way `end` calls for and close the socket.
+    pub async fn finish(self, end: End) {
+        let goodbye = match &end {
+            End::ClientGone => None,
+            End::SlowClient => {
+                m::disconnect("slow_client");
+                tracing::info!(peer = %self.peer, conn_id = %self.conn_id, "slow client disconnected");
+                let grace = self.cfg().shutdown_grace;
+                let Conn {
+                    mut reader, out, ..
+                } = self;
+                close_lingering(&mut reader, out.kill_slow(), grace).await;
+                return;
+            }
+            End::Idle => {
+                m::disconnect("idle");
+                Some(IDLE_GOODBYE.to_string())
+            }
+            End::Shutdown => {
+                m::disconnect("shutdown");
+                Some(SHUTDOWN_GOODBYE.to_string())
+            }
+            End::Quit => Some("Goodbye.".to_string()),
+            End::Closed(reason) => Some(reason.trim_end().to_string()).filter(|r| !r.is_empty()),
+            End::LoginFailures => {
+                m::disconnect("login_failures");
+                Some(TOO_MANY_FAILURES.to_string())
+            }
+            End::ResumeGaveUp => {
+                m::disconnect("resume_gave_up");
+                Some(RESUME_GAVE_UP.to_string())
+            }
+        };
+        tracing::debug!(peer = %self.peer, conn_id = %self.conn_id, ?end, "connection closing");
+        if let Some(line) = goodbye {
+            // Past the bound the client is slow anyway; just close.
+            let _ = self.out.line(&line);
+        }
+        let grace = self.cfg().shutdown_grace;
+        let Conn {
+            mut reader, out, ..
+        } = self;
+        close_lingering(&mut reader, out.close(grace), grace).await;
+    }
+
+    /// Wait for the next line event before login (no upstream yet). Every
+    /// line may earn a reply, so above the output high-water mark no line
+    /// is taken and nothing read until the writer catches up.
+    pub async fn next_line(&mut self) -> Result<LineEvent, End> {
+        loop {
+            let paused = self.out.input_paused();
+            if !paused && let Some(ev) = self.reader.pop() {
+                return Ok(ev);
+            }
+            let deadline = self.idle_deadline();
+            tokio::select! {
+                _ = self.cancel.cancelled() => return Err(End::Shutdown),
+                _ = self.out.gone() => return Err(End::ClientGone),
+                _ = tokio::time::sleep_until(deadline) => self.on_idle()?,
+                r = self.out.drained(), if paused => r?,
+                r = self.reader.fill(&self.out), if !paused => r?,
+            }
+        }
+    }
+}
+
+/// Close the socket without losing the goodbye: `closing` writes the last
+/// output and shuts the write side; meanwhile, and for up to [`CLOSE_LINGER`]
+/// after, whatever the client still sends is read and thrown away, until it
+/// closes its side. Closing a socket with unread input makes the kernel
+/// answer with a reset, and a client that gets a reset drops the output it
+/// has not read yet: the goodbye, or the notice saying why it was cut off.
+/// The lingering ends `grace` after the close began at the latest, so a
+/// shutdown is not held up by it.
+async fn close_lingering(reader: &mut Reader, closing: impl Future<Output = ()>, grace: Duration) {
+    let give_up = tokio::time::Instant::now() + grace;
+    tokio::pin!(closing);
+    let client_closed = tokio::select! {
+        _ = &mut closing => false,
+        _ = reader.discard_until_eof() => true,
+    };
+    if client_closed {
+        closing.await;
+        return;
+    }
+    let until = give_up.min(tokio::time::Instant::now() + CLOSE_LINGER);
+    let _ = tokio::time::timeout_at(until, reader.discard_until_eof()).await;
+}

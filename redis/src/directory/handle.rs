@@ -1,0 +1,28 @@
+//! The [`Directory`] handle. Each operation file (lease, registry, drain,
+//! online, transfer) adds its methods to it; the module root connects it.
+
+use super::connection::RedisConn;
+
+/// A handle on the directory. Cheap to clone: every clone shares one
+/// multiplexed, self-reconnecting connection ([`RedisConn`]).
+#[derive(Clone)]
+pub struct Directory {
+    conn: RedisConn,
+}
+
+impl std::fmt::Debug for Directory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Directory").finish_non_exhaustive()
+    }
+}
+
+impl Directory {
+    pub(super) fn new(conn: RedisConn) -> Directory {
+        Directory { conn }
+    }
+
+    /// A connection to run one command or script on (clones share the pipe).
+    pub(super) fn conn(&self) -> RedisConn {
+        self.conn.clone()
+    }
+}
