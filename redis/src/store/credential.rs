@@ -8,7 +8,8 @@ use std::time::Duration;
 use redis::Script;
 use sha2::{Digest, Sha256};
 
-use super::{PREFIX, Store, StoreError, normalize};
+use super::error::StoreError;
+use super::handle::{PREFIX, Store, normalize};
 
 static CHECK: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("credential_check.lua")));

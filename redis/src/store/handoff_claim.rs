@@ -7,7 +7,9 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use super::{ClaimId, Store, StoreError, row_key};
+use super::claim_id::ClaimId;
+use super::error::StoreError;
+use super::handle::{Store, row_key};
 use crate::directory::ShardInfo;
 use crate::directory::keys;
 use crate::directory::lease::routing_script;

@@ -30,7 +30,7 @@ use std::sync::LazyLock;
 use argon2::password_hash::phc::{Output, ParamsString, Salt};
 use argon2::{Algorithm, Argon2, Block, Params, PasswordHash, PasswordHasher, Version};
 
-use super::StoreError;
+use super::error::StoreError;
 use super::hash_pool::{HashPool, PoolError};
 
 /// Hashes that may wait for a worker unless configured otherwise: at a few

@@ -4,9 +4,10 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use super::{
-    CharacterRow, ClaimId, ClaimedCharacter, SaveOutcome, Store, StoreError, TIERS, row_key,
-};
+use super::claim_id::ClaimId;
+use super::error::StoreError;
+use super::handle::{Store, row_key};
+use super::types::{CharacterRow, ClaimedCharacter, SaveOutcome, TIERS};
 
 static CREATE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("create.lua")));
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));

@@ -50,9 +50,11 @@
 //! sees plain text; it still strips every IAC sequence (the gate's opening
 //! `DO NAWS`/`DO TTYPE`, anything else) and never sends one.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+
 use std::time::Duration;
+use sync::lock;
 
 use anyhow::{Context, bail};
 use tokio::io::AsyncWriteExt;
@@ -77,6 +79,7 @@ const BANNER_LAST_LINE: &str = "`create <name> <password>`";
 mod markers;
 mod parse;
 mod reader;
+mod sync;
 mod telnet;
 
 pub use markers::{MARKER_WORDS, answered_marker, is_marker_answer, is_marker_line, marker_answer};
@@ -468,10 +471,6 @@ impl Bot {
     pub fn closed_at(&self) -> Option<Instant> {
         *lock(&self.received.closed_at)
     }
-}
-
-pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use tokio::net::tcp::OwnedReadHalf;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::lock;
+use super::sync::lock;
 use super::telnet::{IacStripper, clean_line};
 
 /// Bytes per socket read.

@@ -1,0 +1,45 @@
+//! What the store answers: rows, claims, saves.
+
+use serde::{Deserialize, Serialize};
+
+use super::claim_id::ClaimId;
+
+/// The tiers a character may hold; `player` is the default.
+pub const TIERS: [&str; 3] = ["player", "builder", "admin"];
+
+/// A character's durable row.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CharacterRow {
+    pub name: String,
+    pub persist_id: String,
+    pub state_json: Vec<u8>,
+    pub state_version: u64,
+    pub owner_epoch: u64,
+    pub conn_id: String,
+    pub applied_seq: u64,
+    pub tier: String,
+}
+
+/// The result of a claim: the newly minted owner epoch and the row as it
+/// stood at that instant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimedCharacter {
+    pub epoch: u64,
+    /// The id this claim wrote beside the epoch.
+    pub claim: ClaimId,
+    pub row: CharacterRow,
+}
+
+/// The answer to a fenced save.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SaveOutcome {
+    /// Applied; the row is now at `version` (the DurableAck, see above).
+    Saved { version: u64 },
+    /// Not applied: the row is at another version or has a newer owner.
+    Refused {
+        current_epoch: u64,
+        current_version: u64,
+        /// Who minted `current_epoch`.
+        current_claim: ClaimId,
+    },
+}
