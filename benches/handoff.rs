@@ -601,13 +601,16 @@ where
 /// process, p50 µs: the source builds, encodes and signs the snapshot; the
 /// destination verifies, decodes and rehydrates it (`apply_state_components`).
 fn on_path_work_us(keys_dir: &std::path::Path) -> anyhow::Result<f64> {
-    use telos_world::game::Character;
+    use telos_world::game::{Character, StarterGame, load_world};
     use telos_world::handoff::destination::apply_state_components;
     use telos_world::handoff::snapshot::{PlayerSnapshot, sign_snapshot, verify_snapshot};
     let keys = telos_world::handoff::keys::load(keys_dir)?;
     let public = keys.snapshot_public();
     let target = start_room();
     let character = Character::new("Walker", &target);
+    let game = StarterGame::new(load_world(
+        &telos_testkit::process::repo_root().join("config/world"),
+    )?);
     let mut took = Vec::with_capacity(WORK_REPS);
     for epoch in 0..WORK_REPS as u64 {
         let t0 = std::time::Instant::now();
@@ -618,7 +621,7 @@ fn on_path_work_us(keys_dir: &std::path::Path) -> anyhow::Result<f64> {
         let sig = sign_snapshot(&keys.snapshot, &encoded);
         anyhow::ensure!(verify_snapshot(&public, &encoded, &sig), "signature");
         let decoded = PlayerSnapshot::decode(&encoded)?;
-        apply_state_components(&decoded).map_err(|e| anyhow::anyhow!("{e}"))?;
+        apply_state_components(&game, &decoded).map_err(|e| anyhow::anyhow!("{e}"))?;
         took.push(t0.elapsed().as_nanos() as u64);
     }
     took.sort_unstable();

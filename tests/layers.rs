@@ -40,7 +40,7 @@ fn no_crate_has_an_import_cycle() {
 /// (the process's settings, defaulting to the handoff version) is read
 /// from the runtime up.
 const WORLD_LAYERS: &[&str] = &[
-    "game", "handoff", "zone", "config", "runtime", "play", "rpc", "app",
+    "model", "game", "handoff", "zone", "config", "runtime", "play", "rpc", "app",
 ];
 
 /// The layer of a module path (its first segment), as an index.
@@ -119,6 +119,29 @@ fn no_source_file_is_over_500_lines_before_its_tests() {
     assert!(
         report.is_empty(),
         "files over {MAX_LINES_BEFORE_TESTS} lines before their tests:\n{}",
+        report.join("\n")
+    );
+}
+
+/// The runtime drives the game only through the interface (`model`): no
+/// module but the starter game's own imports it (the binary picks it).
+#[test]
+fn the_runtime_never_imports_the_starter_game() {
+    let graph = Graph::read(&repo_root().join("world/src")).expect("read the crate");
+    let mut report = Vec::new();
+    for (from, imports) in &graph.edges {
+        if from == "game" || from.starts_with("game::") {
+            continue;
+        }
+        for (to, path) in imports {
+            if to == "game" || to.starts_with("game::") {
+                report.push(format!("{from} imports the starter game: {path}"));
+            }
+        }
+    }
+    assert!(
+        report.is_empty(),
+        "the game interface is bypassed:\n{}",
         report.join("\n")
     );
 }

@@ -29,8 +29,8 @@ use telos_testkit::RedisServer;
 use telos_testkit::world::world_dir;
 use telos_world::config::{Cli, WorldConfig};
 use telos_world::game::{
-    Character, Ctx, ZoneDef, ZoneState, from_state_json, load_world, sanitize_loaded,
-    to_state_json, zone_of,
+    Character, Ctx, StarterGame, WorldDef, ZoneDef, ZoneState, from_state_json, load_world,
+    sanitize_loaded, to_state_json, zone_of,
 };
 use telos_world::runtime::shard::Shard;
 use telos_world::zone::lease::{LeaseState, renew_loop};
@@ -131,6 +131,8 @@ fn main() -> anyhow::Result<()> {
         .ok_or_else(|| anyhow::anyhow!("start zone {zone} is not defined"))?;
     let rooms: Vec<String> = def.rooms.iter().map(|r| r.id.clone()).collect();
     let start_room = world.start_room.clone();
+    let world = Arc::new(world);
+    let game = Arc::new(StarterGame::new((*world).clone()));
     let max_players = CASES.iter().map(|c| c.players).max().unwrap_or(1);
     let names: Vec<String> = (0..max_players).map(bot_name).collect();
 
@@ -144,7 +146,7 @@ fn main() -> anyhow::Result<()> {
     let shard = runtime.block_on(async {
         // The real shard wiring builds the zone environment; nothing is
         // started (no heartbeat, no gRPC): only the actor runs.
-        let shard = Shard::new(cfg, "127.0.0.1:0".into(), world).await?;
+        let shard = Shard::new(cfg, "127.0.0.1:0".into(), game.clone()).await?;
         create_characters(&shard, &names, &start_room).await?;
         anyhow::Ok(shard)
     })?;
@@ -201,13 +203,14 @@ fn main() -> anyhow::Result<()> {
         let names = &names[..case.players];
         let actor = runtime.block_on(measure_actor(
             &shard,
+            &world,
             &zone,
             def.clone(),
             names,
             &placement,
             measure,
         ))?;
-        let model = measure_model(&shard, &zone, def.clone(), names, &placement, measure);
+        let model = measure_model(&world, &zone, def.clone(), names, &placement, measure);
         let failed = if actor.failed + model.failed > 0 {
             format!("  ({} failed replies!)", actor.failed + model.failed)
         } else {
@@ -316,7 +319,7 @@ async fn join(
         shard_id: shard.id().to_string(),
     };
     zone.join(Joining {
-        character,
+        character: Box::new(character),
         meta,
         attached,
     })
@@ -326,6 +329,7 @@ async fn join(
 
 async fn measure_actor(
     shard: &Arc<Shard>,
+    shard_world: &Arc<WorldDef>,
     zone_id: &str,
     def: Arc<ZoneDef>,
     names: &[String],
@@ -349,7 +353,7 @@ async fn measure_actor(
     let zone = spawn_zone(
         shard.env.clone(),
         zone_id,
-        def,
+        Box::new(ZoneState::new(def, shard_world.clone(), zone_id)),
         Some(lease.clone()),
         &tracker,
         &stop,
@@ -424,14 +428,14 @@ async fn measure_actor(
 }
 
 fn measure_model(
-    shard: &Shard,
+    world: &Arc<WorldDef>,
     zone_id: &str,
     def: Arc<ZoneDef>,
     names: &[String],
     placement: &[String],
     measure: Duration,
 ) -> Measured {
-    let mut state = ZoneState::new(def, shard.env.world.clone(), zone_id);
+    let mut state = ZoneState::new(def, world.clone(), zone_id);
     let mut keys = Vec::with_capacity(names.len());
     for (name, room) in names.iter().zip(placement) {
         let mut ch = Character::new(name, room);

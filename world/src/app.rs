@@ -17,7 +17,7 @@ use tonic::transport::server::TcpIncoming;
 use tracing::info;
 
 use crate::config::WorldConfig;
-use crate::game::load_world;
+use crate::model::Game;
 use crate::rpc::{admin::AdminService, handoff::HandoffService, play::PlayService};
 use crate::runtime::moves::drain::DrainSummary;
 use crate::runtime::shard::Shard;
@@ -39,9 +39,9 @@ const SERVER_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2)
 /// a SIGTERM (CONTRACT.md: an orchestrator reads it), `stopped` after a
 /// SIGINT — after the shutdown, the server's stop and the trace flush, which
 /// log their own troubles before it.
-pub async fn run(cfg: WorldConfig) -> anyhow::Result<()> {
+pub async fn run(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<()> {
     let telemetry = telos_telemetry::init("telos-world");
-    let result = serve(cfg).await;
+    let result = serve(cfg, game).await;
     telemetry.shutdown().await;
     match result? {
         Some(drain) => drain.log(),
@@ -51,8 +51,7 @@ pub async fn run(cfg: WorldConfig) -> anyhow::Result<()> {
 }
 
 /// Serve until a signal; `Some` with the drain's outcome after a SIGTERM.
-async fn serve(cfg: WorldConfig) -> anyhow::Result<Option<DrainSummary>> {
-    let world = load_world(&cfg.world)?;
+async fn serve(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<Option<DrainSummary>> {
     if let Some(addr) = cfg.metrics_listen {
         metrics_exporter_prometheus::PrometheusBuilder::new()
             .with_http_listener(addr)
@@ -67,7 +66,7 @@ async fn serve(cfg: WorldConfig) -> anyhow::Result<Option<DrainSummary>> {
         .with_context(|| format!("binding --grpc-listen {}", cfg.grpc_listen))?;
     let bound = listener.local_addr()?.to_string();
     let addr = cfg.advertise_addr.clone().unwrap_or_else(|| bound.clone());
-    let shard = Shard::new(cfg, addr.clone(), world).await?;
+    let shard = Shard::new(cfg, addr.clone(), game).await?;
     crate::runtime::start(&shard);
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let stop_serving = shard.root.clone();

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+pub use crate::model::names::{MAX_NAME_LEN, MIN_NAME_LEN, display_name, valid_name};
 use serde::{Deserialize, Serialize};
 
 use super::alias::sanitize_aliases;
@@ -17,8 +18,6 @@ pub const JOURNAL_LIMIT: usize = 1000;
 pub const JOURNAL_ENTRY_MAX: usize = 1000;
 /// Items carried (inventory, not counting equipment): bounds state size.
 pub const MAX_INVENTORY: usize = 50;
-pub const MIN_NAME_LEN: usize = 3;
-pub const MAX_NAME_LEN: usize = 16;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
@@ -230,8 +229,11 @@ pub fn sanitize_loaded(ch: &mut Character) {
 /// removes `wizinvis` unless the character is an admin.
 pub fn apply_tier_flags(ch: &mut Character) {
     ch.flags.retain(|f| !RESERVED_FLAGS.contains(&f.as_str()));
-    ch.flags
-        .extend(ch.tier.granted_flags().iter().map(|f| f.to_string()));
+    ch.flags.extend(
+        super::tier::granted_flags(ch.tier)
+            .iter()
+            .map(|f| f.to_string()),
+    );
     if ch.tier != Tier::Admin {
         ch.flags.remove(WIZINVIS);
     }
@@ -245,18 +247,6 @@ pub fn is_admin(ch: &Character) -> bool {
 /// Whether `viewer` can see `target` in rooms and `who`.
 pub fn can_see(viewer: &Character, target: &Character) -> bool {
     !target.flags.contains(WIZINVIS) || is_admin(viewer)
-}
-
-/// 3–16 ASCII letters (CONTRACT).
-pub fn valid_name(name: &str) -> bool {
-    (MIN_NAME_LEN..=MAX_NAME_LEN).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphabetic())
-}
-
-/// "aLiCe" → "Alice".
-pub fn display_name(name: &str) -> String {
-    let lower = name.to_ascii_lowercase();
-    super::text::capitalize(&lower)
 }
 
 #[cfg(test)]

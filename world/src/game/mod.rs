@@ -19,6 +19,7 @@ pub mod character;
 pub mod command;
 mod exec;
 mod render;
+pub mod starter;
 mod text;
 pub mod tier;
 pub mod who;
@@ -30,6 +31,7 @@ pub use character::{
     from_state_json, is_admin, sanitize_loaded, to_state_json, valid_name,
 };
 pub use exec::{HUH, MAX_FLOOR_ITEMS, MAX_LINE};
+pub use starter::StarterGame;
 pub use text::strip_control;
 pub use tier::{RESERVED_FLAGS, Tier, WIZINVIS};
 pub use who::{WhoEntry, format_who};

@@ -6,60 +6,14 @@
 //! `cap_admin`) by `apply_tier_flags`, which lives with the character it
 //! rewrites ([`super::character`]).
 
-use std::fmt;
-use std::str::FromStr;
+pub use crate::model::tier::{Tier, UnknownTier};
 
-use serde::{Deserialize, Serialize};
-
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Tier {
-    #[default]
-    Player,
-    Builder,
-    Admin,
-}
-
-impl Tier {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Tier::Player => "player",
-            Tier::Builder => "builder",
-            Tier::Admin => "admin",
-        }
-    }
-
-    /// The reserved flags this tier grants, and nothing else.
-    pub fn granted_flags(&self) -> &'static [&'static str] {
-        match self {
-            Tier::Player => &[],
-            Tier::Builder => &[CAP_BUILD],
-            Tier::Admin => &[CAP_BUILD, CAP_ADMIN],
-        }
-    }
-}
-
-impl fmt::Display for Tier {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown tier {0:?} (expected player, builder or admin)")]
-pub struct UnknownTier(pub String);
-
-impl FromStr for Tier {
-    type Err = UnknownTier;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "player" => Ok(Tier::Player),
-            "builder" => Ok(Tier::Builder),
-            "admin" => Ok(Tier::Admin),
-            _ => Err(UnknownTier(s.to_string())),
-        }
+/// The reserved flags `tier` grants, and nothing else.
+pub fn granted_flags(tier: Tier) -> &'static [&'static str] {
+    match tier {
+        Tier::Player => &[],
+        Tier::Builder => &[CAP_BUILD],
+        Tier::Admin => &[CAP_BUILD, CAP_ADMIN],
     }
 }
 

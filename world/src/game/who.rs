@@ -1,15 +1,7 @@
 //! The `who` list. The zone actor gathers entries from every shard; this
 //! only decides what a given viewer may see and how it reads.
 
-use super::tier::Tier;
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WhoEntry {
-    pub name: String,
-    pub tier: Tier,
-    pub wizinvis: bool,
-    pub shard: String,
-}
+pub use crate::model::WhoEntry;
 
 /// One line per player the viewer may see (sorted by name), then exactly
 /// `<N> players online` where N counts only those lines: a hidden admin
@@ -32,6 +24,7 @@ pub fn format_who(entries: &[WhoEntry], viewer_is_admin: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Tier;
 
     fn entry(name: &str, tier: Tier, wizinvis: bool) -> WhoEntry {
         WhoEntry {

@@ -7,87 +7,18 @@
 //! `<template>#<n>:<name>` so a saved room id always says which copy it was in.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use crate::model::direction::Direction;
+pub use crate::model::ids::{
+    MAX_ZONE_ID_LEN, instance_room, is_instance_id, template_of, template_room, valid_zone_id,
+    zone_of,
+};
 use serde::{Deserialize, Serialize};
 
-/// Longest zone id (CONTRACT: `[a-z0-9_]{1,32}`).
-pub const MAX_ZONE_ID_LEN: usize = 32;
 /// The optional file naming the start room.
 pub const WORLD_TOML: &str = "world.toml";
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    North,
-    South,
-    East,
-    West,
-    Up,
-    Down,
-}
-
-impl Direction {
-    pub const ALL: [Direction; 6] = [
-        Direction::North,
-        Direction::South,
-        Direction::East,
-        Direction::West,
-        Direction::Up,
-        Direction::Down,
-    ];
-
-    pub fn name(&self) -> &'static str {
-        match self {
-            Direction::North => "north",
-            Direction::South => "south",
-            Direction::East => "east",
-            Direction::West => "west",
-            Direction::Up => "up",
-            Direction::Down => "down",
-        }
-    }
-
-    /// Full names and the one-letter abbreviations, case-insensitive.
-    pub fn parse(s: &str) -> Option<Direction> {
-        let lower = s.to_ascii_lowercase();
-        Direction::ALL
-            .into_iter()
-            .find(|d| d.name() == lower || d.name()[..1] == lower)
-    }
-
-    pub fn opposite(&self) -> Direction {
-        match self {
-            Direction::North => Direction::South,
-            Direction::South => Direction::North,
-            Direction::East => Direction::West,
-            Direction::West => Direction::East,
-            Direction::Up => Direction::Down,
-            Direction::Down => Direction::Up,
-        }
-    }
-
-    /// Where someone who walked this way came from, as a phrase
-    /// ("the south", "below").
-    pub fn from_phrase(&self) -> &'static str {
-        match self.opposite() {
-            Direction::North => "the north",
-            Direction::South => "the south",
-            Direction::East => "the east",
-            Direction::West => "the west",
-            Direction::Up => "above",
-            Direction::Down => "below",
-        }
-    }
-}
-
-impl fmt::Display for Direction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -207,49 +138,6 @@ impl WorldDef {
     pub fn zone(&self, zone_id: &str) -> Option<&Arc<ZoneDef>> {
         self.zones.get(zone_id)
     }
-}
-
-/// The zone part of a room id: everything before the first ':'.
-pub fn zone_of(room_id: &str) -> &str {
-    room_id.split_once(':').map_or(room_id, |(zone, _)| zone)
-}
-
-/// Instance-shaped ids (`crypt#3`) are never handoff or adoption targets.
-pub fn is_instance_id(zone_id: &str) -> bool {
-    zone_id.contains('#')
-}
-
-/// The template a zone id was made from: `crypt#3` → `crypt`; a plain zone
-/// id is its own template.
-pub fn template_of(zone_id: &str) -> &str {
-    zone_id.split_once('#').map_or(zone_id, |(t, _)| t)
-}
-
-/// Renames a room into the hosted zone `zone_id` when it belongs to that
-/// zone's template: (`crypt:hall`, `crypt#3`) → `crypt#3:hall`. Rooms of
-/// other zones are returned unchanged.
-pub fn instance_room(room_id: &str, zone_id: &str) -> String {
-    match room_id.split_once(':') {
-        Some((zone, rest)) if template_of(zone) == template_of(zone_id) => {
-            format!("{zone_id}:{rest}")
-        }
-        _ => room_id.to_string(),
-    }
-}
-
-/// The template room of a possibly instanced room id: `crypt#3:hall` → `crypt:hall`.
-pub fn template_room(room_id: &str) -> String {
-    match room_id.split_once(':') {
-        Some((zone, rest)) => format!("{}:{rest}", template_of(zone)),
-        None => room_id.to_string(),
-    }
-}
-
-pub fn valid_zone_id(id: &str) -> bool {
-    (1..=MAX_ZONE_ID_LEN).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// The name part of a room id: non-empty, no whitespace, no ':' or '#', so a

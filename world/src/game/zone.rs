@@ -7,6 +7,7 @@
 //! [`render_room`], the view of a room that `look`, every successful move
 //! and every arrival print.
 
+pub use crate::model::outcome::{Action, Ctx, Delivery, Outcome};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -24,55 +25,6 @@ pub const WANDER_ODDS: u32 = 8;
 pub const RESET_TICKS: u64 = 300;
 /// Per-tick regeneration (hit points, mana, moves).
 pub const REGEN: (u32, u32, u32) = (1, 1, 2);
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Delivery {
-    /// Player key.
-    pub to: String,
-    /// One or more lines, each ending in "\n".
-    pub text: String,
-}
-
-impl Delivery {
-    pub fn new(to: &str, text: impl Into<String>) -> Self {
-        Delivery {
-            to: to.to_string(),
-            text: text.into(),
-        }
-    }
-}
-
-pub struct Ctx<'a> {
-    pub shard_id: &'a str,
-    /// The hosted id, e.g. "forest" or "crypt#3".
-    pub zone_id: &'a str,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Action {
-    #[default]
-    None,
-    /// The player walked into a room of another zone. The model has NOT
-    /// moved them: they are still in this ZoneState. The actor moves them to
-    /// another local zone or hands them off (`begin_handoff`, which words a
-    /// refusal).
-    LeaveZone { to_room: String, dir: Direction },
-    /// The player typed quit ("Goodbye." is already in the deliveries); the
-    /// actor saves, calls [`ZoneState::leave`] and closes.
-    Quit,
-    /// The actor gathers the online list and replies with `format_who`.
-    Who { viewer_is_admin: bool },
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Outcome {
-    pub deliveries: Vec<Delivery>,
-    pub action: Action,
-    /// Durable character state changed (room, inventory, journal, aliases,
-    /// flags, vitals from eating). Tick changes (regeneration, affects
-    /// running out) never set it: the actor's periodic save covers them.
-    pub dirty: bool,
-}
 
 #[derive(Clone, Debug)]
 pub(super) struct LiveRoom {

@@ -13,6 +13,7 @@ use super::outbound::Outbound;
 use super::peers::Peers;
 use super::pending::PendingPlayers;
 use super::snapshot::PlayerSnapshot;
+use crate::model::Game;
 use telos_redis::directory::Directory;
 use telos_redis::store::{SaveOutcome, Store, StoreError};
 
@@ -36,11 +37,21 @@ pub struct Handoff {
     pub pending: PendingPlayers,
     pub directory: Directory,
     pub store: Store,
+    /// The game whose players are handed off (`apply_state_components`).
+    pub game: Arc<dyn Game>,
     pub pending_ttl: Duration,
     /// Handoff protocol version this shard speaks (`HANDOFF_VERSION`
     /// unless overridden for a skew drill).
     pub version: u32,
     /// Where every handoff task (TTL timers, `Commit`, `Abort`) runs.
+    pub tasks: Tasks,
+}
+
+/// What the handoff layer shares with the rest of the shard.
+pub struct Shared {
+    pub directory: Directory,
+    pub store: Store,
+    pub game: Arc<dyn Game>,
     pub tasks: Tasks,
 }
 
@@ -55,14 +66,14 @@ pub struct Tasks {
 }
 
 impl Handoff {
+    /// The handoff state of shard `shard_id` (dialled at `addr`), speaking
+    /// protocol `version`, with `keys` (`None`: keyless).
     pub fn new(
         shard_id: &str,
         addr: &str,
         keys: Option<ClusterKeys>,
-        directory: Directory,
-        store: Store,
         version: u32,
-        tasks: Tasks,
+        shared: Shared,
     ) -> Self {
         Handoff {
             shard_id: shard_id.to_string(),
@@ -71,11 +82,12 @@ impl Handoff {
             peers: Peers::default(),
             outbound: Outbound::default(),
             pending: PendingPlayers::default(),
-            directory,
-            store,
+            directory: shared.directory,
+            store: shared.store,
+            game: shared.game,
             pending_ttl: PENDING_TTL,
             version,
-            tasks,
+            tasks: shared.tasks,
         }
     }
 

@@ -27,10 +27,8 @@ use super::fence::{CommitFence, CommitResolver, Outcome, commit_fence};
 use super::pending::PendingPlayer;
 use super::phase2::{Phase2, sign_phase2, verify_phase2};
 use super::snapshot::{PlayerSnapshot, handoff_token, verify_snapshot};
-use crate::game::{
-    Character, Tier, WIZINVIS, alias::sanitize_aliases, from_state_json, is_instance_id,
-    sanitize_loaded, zone_of,
-};
+use crate::model::ids::{is_instance_id, zone_of};
+use crate::model::{Game, PlayerBox, StateComponents, Tier};
 use telos_redis::store::{ClaimFrom, ClaimId, StoreError};
 use telos_telemetry::traced;
 
@@ -53,29 +51,34 @@ pub enum PrepareRefused {
     Version { theirs: u32, ours: u32 },
 }
 
-/// `applyStateComponents`: rehydrate the character from a verified
-/// snapshot (pure) — the state, the re-sanitized alias field, the reserved
-/// flags re-derived from the signed tier, `wizinvis` cleared.
-pub fn apply_state_components(snapshot: &PlayerSnapshot) -> Result<Character, PrepareRefused> {
-    let mut ch = from_state_json(&snapshot.state)
-        .map_err(|e| PrepareRefused::Malformed(format!("state: {e}")))?;
-    if ch.key() != snapshot.character {
-        return Err(PrepareRefused::Malformed("character name mismatch".into()));
-    }
-    // The tier rides the snapshot, signed; the reserved flags are never
-    // trusted from the state: they are re-derived from the tier.
-    ch.tier = snapshot
+/// `applyStateComponents`: rehydrate the player from a verified snapshot
+/// through the game ([`Game::apply_state_components`]): the state, the
+/// re-sanitized alias field, what the signed tier grants re-derived,
+/// session concealment cleared, placed in the target room. The runtime's
+/// part: the tier must be one this build knows, and the state must be the
+/// snapshot's character.
+pub fn apply_state_components(
+    game: &dyn Game,
+    snapshot: &PlayerSnapshot,
+) -> Result<PlayerBox, PrepareRefused> {
+    let tier = snapshot
         .tier
         .parse::<Tier>()
         .map_err(|_| PrepareRefused::Malformed(format!("tier {:?}", snapshot.tier)))?;
-    ch.account = snapshot.account.clone();
-    ch.aliases = sanitize_aliases(&snapshot.aliases);
-    sanitize_loaded(&mut ch);
-    // wizinvis is a session concealment, never tier-granted: it clears on
-    // arrival (a deliberate one-time flicker across the boundary).
-    ch.flags.remove(WIZINVIS);
-    ch.room = snapshot.target_room.clone();
-    Ok(ch)
+    let player = game
+        .apply_state_components(&StateComponents {
+            state: &snapshot.state,
+            character: &snapshot.character,
+            tier,
+            account: &snapshot.account,
+            aliases: &snapshot.aliases,
+            target_room: &snapshot.target_room,
+        })
+        .map_err(|e| PrepareRefused::Malformed(e.to_string()))?;
+    if player.key() != snapshot.character {
+        return Err(PrepareRefused::Malformed("character name mismatch".into()));
+    }
+    Ok(player)
 }
 
 /// `Handoff.Prepare` on the destination; `hosts` says whether this shard
@@ -117,7 +120,7 @@ pub fn prepare(
     if !hosts(zone) {
         return Err(PrepareRefused::NotOwner(zone.to_string()));
     }
-    let character = apply_state_components(&snapshot)?;
+    let character = apply_state_components(&*h.game, &snapshot)?;
     let token = handoff_token(&snapshot.character, snapshot.epoch);
     let recorded = h.pending.insert_new(&token, || PendingPlayer {
         snapshot,
@@ -171,7 +174,7 @@ pub fn abort(h: &Handoff, token: &str, to_shard: &str, sig: &[u8]) -> Result<boo
 
 /// A pending player ready to join its zone actor.
 pub struct Activated {
-    pub character: Character,
+    pub character: PlayerBox,
     pub epoch: u64,
     /// The claim that minted `epoch` (the snapshot's).
     pub claim: ClaimId,

@@ -8,12 +8,12 @@ use std::sync::Mutex;
 use tokio::time::Instant;
 
 use super::snapshot::PlayerSnapshot;
-use crate::game::Character;
+use crate::model::PlayerBox;
 
 /// A player held PENDING until the gate attaches.
 pub struct PendingPlayer {
     pub snapshot: PlayerSnapshot,
-    pub character: Character,
+    pub character: PlayerBox,
     pub expires: Instant,
     /// The source's address as it sent it (empty: look it up).
     pub from_addr: String,

@@ -14,7 +14,7 @@ use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use sha2::{Digest, Sha256};
 
 use super::wire::{Reader, WireError, Writer};
-use crate::game::{Character, to_state_json};
+use crate::model::Player;
 use telos_redis::store::ClaimId;
 
 /// Domain separator of the snapshot encoding (and so of its signature).
@@ -54,7 +54,7 @@ impl PlayerSnapshot {
     /// Build from the frozen character with the durable-save serializer.
     #[allow(clippy::too_many_arguments)]
     pub fn build(
-        character: &Character,
+        character: &dyn Player,
         epoch: u64,
         from_shard: &str,
         to_shard: &str,
@@ -72,13 +72,13 @@ impl PlayerSnapshot {
             to_shard: to_shard.to_string(),
             target_room: target_room.to_string(),
             state: dump_state_json(character),
-            aliases: character.aliases.clone(),
+            aliases: character.aliases(),
             state_version,
             applied_seq,
             persist_id: persist_id.to_string(),
             conn_id: conn_id.to_string(),
-            tier: character.tier.to_string(),
-            account: character.account.clone(),
+            tier: character.tier().to_string(),
+            account: character.account().to_string(),
         }
     }
 
@@ -149,8 +149,8 @@ impl PlayerSnapshot {
 
 /// `dumpStateJSON`: the snapshot's state is the durable save's serializer,
 /// byte for byte, so storage is bypassed without a second format.
-pub fn dump_state_json(character: &Character) -> Vec<u8> {
-    to_state_json(character)
+pub fn dump_state_json(character: &dyn Player) -> Vec<u8> {
+    character.dump_state_json()
 }
 
 /// SHA-256 of the canonical bytes: binds character, epoch, target and state.
@@ -180,7 +180,7 @@ pub fn handoff_token(character: &str, epoch: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::game::{Character, Tier, from_state_json};
+    use crate::game::{Character, Tier, from_state_json, to_state_json};
 
     fn sample() -> (Character, PlayerSnapshot) {
         let mut ch = Character::new("Alice", "city:square");

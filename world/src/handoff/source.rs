@@ -38,13 +38,14 @@ use super::fence::{CommitFence, SETTLE_BOUND, WriteAs};
 pub use super::outbound::CommitRefused;
 use super::phase2::{Phase2, sign_phase2};
 use super::snapshot::{PlayerSnapshot, sign_snapshot};
-use crate::game::{Character, is_instance_id, template_of, zone_of};
+use crate::model::PlayerBox;
+use crate::model::ids::{is_instance_id, template_of, zone_of};
 use telos_redis::store::{ClaimId, HandoffClaim, SaveOutcome};
 use telos_telemetry::traced;
 
 /// What the source knows about the frozen player.
 pub struct HandoffRequest {
-    pub character: Character,
+    pub character: PlayerBox,
     pub target_room: String,
     pub epoch: u64,
     pub state_version: u64,
@@ -237,7 +238,7 @@ async fn begin_handoff_inner(
     span.record("epoch", epoch);
     // 3. Snapshot, sign, Prepare.
     let snapshot = PlayerSnapshot::build(
-        &req.character,
+        &*req.character,
         epoch,
         &h.shard_id,
         &dest.id,

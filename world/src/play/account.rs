@@ -9,7 +9,7 @@ use telos_proto::v1::ServerFrame;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
-use crate::game::{Character, display_name, to_state_json, valid_name};
+use crate::model::names::valid_name;
 use crate::runtime::shard::Shard;
 use crate::zone::ZoneHandle;
 use telos_redis::store::StoreError;
@@ -53,9 +53,9 @@ pub(super) async fn login_frame(
             .await;
             return None;
         }
-        let ch = Character::new(&display_name(&login.name), &shard.env.world.start_room);
+        let ch = shard.env.game.new_player(&login.name);
         match store
-            .create_character(&login.name, &login.password, &to_state_json(&ch))
+            .create_character(&login.name, &login.password, &ch.dump_state_json())
             .await
         {
             Ok(()) => info!(player = %key, "character created"),

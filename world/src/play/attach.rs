@@ -10,24 +10,27 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-use crate::game::{Character, Tier, from_state_json, sanitize_loaded, to_state_json, zone_of};
 use crate::handoff::destination::{Activated, activate};
 use crate::handoff::fence::{SETTLE_BOUND, WriteAs};
+use crate::model::ids::{is_instance_id, zone_of};
+use crate::model::{Player, Tier};
 use crate::runtime::shard::Shard;
 use crate::zone::{Joining, SessionMeta, ZoneHandle};
 
 use super::frames::send_closed;
 
-pub(super) fn resolve_room(shard: &Shard, ch: &Character) -> String {
-    let world = &shard.env.world;
-    if world.room(&ch.room).is_some() && !crate::game::is_instance_id(zone_of(&ch.room)) {
-        return ch.room.clone();
+/// Where a loaded character plays: its saved room, unless that is inside a
+/// private instance (gone with its shard) or unknown — then the room it
+/// entered the instance from, or the start room.
+pub(super) fn resolve_room(shard: &Shard, ch: &dyn Player) -> String {
+    let game = &shard.env.game;
+    if game.has_room(ch.room()) && !is_instance_id(zone_of(ch.room())) {
+        return ch.room().to_string();
     }
-    ch.instance_return
-        .as_ref()
-        .filter(|r| world.room(r).is_some())
-        .cloned()
-        .unwrap_or_else(|| world.start_room.clone())
+    ch.instance_return()
+        .filter(|r| game.has_room(r))
+        .map(str::to_string)
+        .unwrap_or_else(|| game.start_room().to_string())
 }
 
 /// Why a character could not be put into play here.
@@ -55,20 +58,24 @@ pub(super) async fn attach_local(
         AttachError::Store
     })?;
     let row = claimed.row;
-    let mut character = from_state_json(&row.state_json).map_err(|e| {
-        warn!(player = %key, error = %e, "character state unreadable");
-        AttachError::Store
-    })?;
-    character.room = resolve_room(shard, &character);
-    // The row's tier is the authority; flags, aliases and bounds are
-    // re-derived on every load.
-    character.tier = row.tier.parse().unwrap_or_else(|_| {
+    // The row's tier is the authority; what it grants, aliases and bounds
+    // are re-derived on every load (the game's `load_player`).
+    let tier = row.tier.parse().unwrap_or_else(|_| {
         // Least privilege, said out loud: a row written by a newer build
         // (or edited by hand) never grants what this build cannot name.
         warn!(player = %key, tier = %row.tier, "unknown tier in the row: playing as an ordinary player");
         Tier::default()
     });
-    sanitize_loaded(&mut character);
+    let mut character = shard
+        .env
+        .game
+        .load_player(&row.state_json, tier)
+        .map_err(|e| {
+            warn!(player = %key, error = %e, "character state unreadable");
+            AttachError::Store
+        })?;
+    let room = resolve_room(shard, &*character);
+    character.set_room(room);
     // The watermark carries over only for the same gate connection: its seqs
     // continue; a new connection numbers from 1.
     let applied_seq = if row.conn_id == conn_id {
@@ -92,7 +99,7 @@ pub(super) async fn attach_local(
     };
     let attached = Attached {
         ack_input_seq: applied_seq,
-        name: character.name.clone(),
+        name: character.name().to_string(),
         credential: credential.to_string(),
         shard_id: shard.id().to_string(),
     };
@@ -133,7 +140,7 @@ pub(super) async fn attach_frame(
         }
     };
     let key = activated.character.key();
-    let zone = zone_of(&activated.character.room).to_string();
+    let zone = zone_of(activated.character.room()).to_string();
     let meta = SessionMeta {
         conn_id: attach.conn_id.clone(),
         epoch: activated.epoch,
@@ -155,7 +162,7 @@ pub(super) async fn attach_frame(
     };
     let attached = Attached {
         ack_input_seq: activated.applied_seq,
-        name: activated.character.name.clone(),
+        name: activated.character.name().to_string(),
         credential: String::new(),
         shard_id: shard.id().to_string(),
     };
@@ -163,7 +170,7 @@ pub(super) async fn attach_frame(
     // confirm loop polls); give it a moment before giving up.
     let until = Instant::now() + ADOPTION_GRACE;
     let mut joining = Joining {
-        character: activated.character.clone(),
+        character: activated.character.clone_player(),
         meta,
         attached,
     };
@@ -191,7 +198,7 @@ const ADOPTION_GRACE: Duration = Duration::from_secs(3);
 const ADOPTION_POLL: Duration = Duration::from_millis(20);
 
 async fn save_activated(shard: &Shard, a: &Activated, conn_id: &str) {
-    let json = to_state_json(&a.character);
+    let json = a.character.dump_state_json();
     let key = a.character.key();
     // Write only under the epoch the Commit's outcome settles on.
     let held = WriteAs {

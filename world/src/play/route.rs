@@ -10,7 +10,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::warn;
 
-use crate::game::{from_state_json, zone_of};
+use crate::model::Tier;
+use crate::model::ids::zone_of;
 use crate::runtime::shard::{Shard, ZoneRoute};
 use crate::zone::ZoneHandle;
 
@@ -133,6 +134,10 @@ async fn saved_zone(shard: &Shard, key: &str) -> anyhow::Result<String> {
         .load(key)
         .await?
         .ok_or_else(|| anyhow::anyhow!("no such character"))?;
-    let ch = from_state_json(&row.state_json)?;
-    Ok(zone_of(&resolve_room(shard, &ch)).to_string())
+    // Only the room is read here: the tier does not place anyone.
+    let ch = shard
+        .env
+        .game
+        .load_player(&row.state_json, Tier::default())?;
+    Ok(zone_of(&resolve_room(shard, &*ch)).to_string())
 }

@@ -7,9 +7,9 @@ use telos_proto::v1::*;
 use tonic::{Request, Response, Status};
 use tracing::{Instrument, info_span};
 
-use crate::game::is_instance_id;
 use crate::handoff::destination::{self, PrepareRefused};
 use crate::handoff::source::{self, CommitRefused};
+use crate::model::ids::is_instance_id;
 use crate::runtime::moves::adopt::{self, AdoptRefused};
 use crate::runtime::moves::drain;
 use crate::runtime::shard::Shard;

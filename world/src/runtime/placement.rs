@@ -79,7 +79,7 @@ pub async fn orphan_loop(shard: &Shard) {
             continue;
         }
         for zone in orphans {
-            if shard.env.world.zone(&zone).is_none_or(|d| d.instanced)
+            if shard.env.game.zone(&zone).is_none_or(|z| z.instanced)
                 || transfer_pending(shard, &zone).await
             {
                 continue;

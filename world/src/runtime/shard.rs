@@ -17,9 +17,10 @@ use tracing::{Instrument, info, info_span, warn};
 use super::closing::Closing;
 use super::leases::{Confirm, LeaseKeeper};
 use crate::config::WorldConfig;
-use crate::game::{WorldDef, ZoneDef, is_instance_id, template_of};
-use crate::handoff::context::Handoff;
+use crate::handoff::context::{Handoff, Shared, Tasks};
 use crate::handoff::keys;
+use crate::model::ids::{is_instance_id, template_of};
+use crate::model::{Game, ZoneModel};
 use crate::zone::lease::LeaseState;
 use crate::zone::{Hosted, ZoneEnv, ZoneHandle, roster::Roster, spawn_adopted_zone, spawn_zone};
 use telos_redis::directory::{Directory, ShardInfo, ShardState};
@@ -57,11 +58,11 @@ pub enum ZoneRoute {
 }
 
 impl Shard {
-    /// Connect to Redis and load the world. Starts nothing yet.
+    /// Connect to Redis for a shard running `game`. Starts nothing yet.
     pub async fn new(
         cfg: WorldConfig,
         addr: String,
-        world: WorldDef,
+        game: Arc<dyn Game>,
     ) -> anyhow::Result<Arc<Shard>> {
         let directory = Directory::connect(&cfg.redis_url)
             .await
@@ -70,15 +71,15 @@ impl Shard {
             .await
             .with_context(|| format!("connecting to Redis at {}", cfg.redis_url))?;
         for zone in &cfg.zones {
-            if world.zone(zone).is_none() {
+            if game.zone(zone).is_none() {
                 anyhow::bail!("invalid setting --zones (TELOS_ZONES): unknown zone {zone:?}");
             }
         }
-        let zone_ids: Vec<String> = world
-            .zones
-            .values()
+        let zone_ids: Vec<String> = game
+            .zones()
+            .into_iter()
             .filter(|z| !z.instanced)
-            .map(|z| z.id.clone())
+            .map(|z| z.id)
             .collect();
         directory.register_zones(&zone_ids).await?;
         let keys = match &cfg.keys {
@@ -97,17 +98,20 @@ impl Shard {
             &cfg.shard_id,
             &addr,
             keys,
-            directory.clone(),
-            store.clone(),
             cfg.handoff_version,
-            crate::handoff::context::Tasks {
-                tracker: tracker.clone(),
-                stop: root.clone(),
+            Shared {
+                directory: directory.clone(),
+                store: store.clone(),
+                game: game.clone(),
+                tasks: Tasks {
+                    tracker: tracker.clone(),
+                    stop: root.clone(),
+                },
             },
         ));
         let env = ZoneEnv {
             shard_id: cfg.shard_id.clone(),
-            world: Arc::new(world),
+            game,
             store,
             directory,
             hosted: Hosted::default(),
@@ -164,7 +168,7 @@ impl Shard {
             .map(|z| (z, 0))
             .collect();
         for p in &players {
-            let zone = crate::game::template_of(&p.zone).to_string();
+            let zone = template_of(&p.zone).to_string();
             *counts.entry(zone).or_default() += 1;
         }
         let info = ShardInfo {
@@ -240,19 +244,29 @@ impl Shard {
         if let Some(h) = self.env.hosted.get(zone) {
             return Ok(Some(h));
         }
-        let def = self
-            .env
-            .world
-            .zone(zone)
-            .cloned()
-            .with_context(|| format!("unknown zone {zone}"))?;
+        if self.env.game.zone(zone).is_none() {
+            anyhow::bail!("unknown zone {zone}");
+        }
         let Some(lease) = self.leases.claim(zone).await? else {
             return Ok(None);
+        };
+        let Some(model) = self.env.game.open_zone(zone) else {
+            // Ours now, but the game cannot build it: give the lease back
+            // at once rather than hold a zone nobody serves.
+            let released = self
+                .env
+                .directory
+                .release_zone(zone, self.id(), lease.generation())
+                .await;
+            if let Err(e) = released {
+                warn!(zone, error = %e, "releasing the lease failed; it expires by TTL");
+            }
+            anyhow::bail!("the game could not open zone {zone}");
         };
         let handle = spawn_zone(
             self.env.clone(),
             zone,
-            def,
+            model,
             Some(lease.clone()),
             &self.tracker,
             &self.root,
@@ -269,7 +283,7 @@ impl Shard {
     pub fn build_unconfirmed(
         self: &Arc<Self>,
         zone: &str,
-        def: Arc<ZoneDef>,
+        model: Box<dyn ZoneModel>,
         how: Confirm,
         deadline: Instant,
     ) {
@@ -277,7 +291,7 @@ impl Shard {
         let handle = spawn_adopted_zone(
             self.env.clone(),
             zone,
-            def,
+            model,
             lease.clone(),
             &self.tracker,
             &self.root,

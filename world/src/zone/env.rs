@@ -9,8 +9,8 @@ use tokio_util::task::TaskTracker;
 
 use super::handle::Hosted;
 use super::roster::Roster;
-use crate::game::WorldDef;
 use crate::handoff::context::Handoff;
+use crate::model::Game;
 use telos_redis::directory::Directory;
 use telos_redis::store::Store;
 
@@ -18,7 +18,8 @@ use telos_redis::store::Store;
 #[derive(Clone)]
 pub struct ZoneEnv {
     pub shard_id: String,
-    pub world: Arc<WorldDef>,
+    /// The game the zones run ([`crate::model::Game`]).
+    pub game: Arc<dyn Game>,
     pub store: Store,
     pub directory: Directory,
     pub hosted: Hosted,

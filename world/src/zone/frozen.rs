@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::handle::InputReply;
 use super::session::SessionMeta;
-use crate::game::{Character, Direction};
+use crate::model::{Direction, PlayerBox};
 use telos_redis::store::ClaimId;
 
 /// How long a walk keeps trying before it is refused: a lease in flight, an
@@ -37,7 +37,7 @@ pub const OPENING_REFUSED: &str =
 /// line at a time): dropped on success (the gate replays it at the
 /// destination), applied in order on failure (the player stays).
 pub(super) struct FrozenPlayer {
-    pub(super) character: Character,
+    pub(super) character: PlayerBox,
     pub(super) meta: SessionMeta,
     pub(super) from_room: String,
     pub(super) target_room: String,

@@ -7,7 +7,7 @@ use telos_proto::v1::{DurableAck, server_frame::Frame};
 use tracing::{debug, info, warn};
 
 use super::session::SessionMeta;
-use crate::game::{Character, to_state_json};
+use crate::model::Player;
 use telos_redis::store::{ClaimId, SaveOutcome, Store};
 
 /// One save round trip may take this long before we give up on it for this
@@ -81,7 +81,7 @@ fn classify(
 pub async fn save_player(
     store: &Store,
     zone: &str,
-    character: &Character,
+    character: &dyn Player,
     meta: &mut SessionMeta,
 ) -> Saved {
     if !meta.needs_save() {
@@ -92,7 +92,7 @@ pub async fn save_player(
         debug!(zone, player = %key, "save held: the handoff's Commit is still in flight");
         return Saved::Held;
     }
-    let json = to_state_json(character);
+    let json = character.dump_state_json();
     let seq = meta.applied_seq;
     let epoch = meta.epoch;
     let mut result = tokio::time::timeout(

@@ -4,8 +4,8 @@ use telos_proto::v1::{ServerFrame, server_frame::Frame};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::game::Character;
 use crate::handoff::fence::{CommitFence, SETTLE_BOUND, WriteAs};
+use crate::model::PlayerBox;
 use telos_redis::store::ClaimId;
 
 /// Bound of a player's out channel (frames towards the gate). A gate that
@@ -120,7 +120,7 @@ impl SessionMeta {
 
 /// A player entering a zone from a login, resume or takeover.
 pub struct Joining {
-    pub character: Character,
+    pub character: PlayerBox,
     pub meta: SessionMeta,
     /// The `Attached` frame to send first (its `ack_input_seq` is filled in
     /// by the actor, so it always precedes the room description).
@@ -129,10 +129,10 @@ pub struct Joining {
 
 /// A player moving between two zone actors of this shard.
 pub struct Transfer {
-    pub character: Character,
+    pub character: PlayerBox,
     pub meta: SessionMeta,
     /// Direction they walked, for the arrival message.
-    pub dir: Option<crate::game::Direction>,
+    pub dir: Option<crate::model::Direction>,
     /// Room to return to if the destination refuses.
     pub from_room: String,
     /// When the walk is refused if it has not landed (see

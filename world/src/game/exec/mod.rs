@@ -25,9 +25,7 @@ use self::player::score;
 
 pub use self::items::MAX_FLOOR_ITEMS;
 
-/// Longest input line the model looks at, bytes (the gate already refuses
-/// longer ones; this keeps the model safe on its own).
-pub const MAX_LINE: usize = 4096;
+pub use crate::model::MAX_LINE;
 
 pub const HUH: &str = "Huh? Type 'help' for commands.\n";
 

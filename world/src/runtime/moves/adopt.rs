@@ -17,7 +17,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tracing::info;
 
-use crate::game::is_instance_id;
+use crate::model::ids::is_instance_id;
 use crate::runtime::leases::Confirm;
 use crate::runtime::shard::Shard;
 
@@ -58,13 +58,9 @@ pub async fn adopt_zone(
     if is_instance_id(zone) {
         return Err(AdoptRefused::InstanceZone(zone.to_string()));
     }
-    let def = shard
-        .env
-        .world
-        .zone(zone)
-        .filter(|d| !d.instanced)
-        .cloned()
-        .ok_or_else(|| AdoptRefused::UnknownZone(zone.to_string()))?;
+    if shard.env.game.zone(zone).is_none_or(|z| z.instanced) {
+        return Err(AdoptRefused::UnknownZone(zone.to_string()));
+    }
     if shard.is_draining() {
         return Err(AdoptRefused::Draining);
     }
@@ -90,9 +86,14 @@ pub async fn adopt_zone(
     if shard.is_draining() {
         return Err(AdoptRefused::Draining);
     }
+    let model = shard
+        .env
+        .game
+        .open_zone(zone)
+        .ok_or_else(|| AdoptRefused::UnknownZone(zone.to_string()))?;
     shard.build_unconfirmed(
         zone,
-        def,
+        model,
         Confirm::Flip,
         Instant::now() + shard.cfg.drain_deadline,
     );

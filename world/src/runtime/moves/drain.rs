@@ -22,8 +22,8 @@ use telos_proto::v1::AdoptZoneRequest;
 use tokio::time::Instant;
 use tracing::{Instrument, info, info_span, warn};
 
-use crate::game::{is_instance_id, template_of};
 use crate::handoff::context::RPC_TIMEOUT;
+use crate::model::ids::{is_instance_id, template_of};
 use crate::runtime::leases::HeldLease;
 use crate::runtime::shard::Shard;
 use crate::zone::DrainReport;

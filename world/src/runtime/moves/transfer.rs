@@ -27,7 +27,7 @@ use tokio::time::Instant;
 use tokio_stream::StreamExt;
 use tracing::{Instrument, info, info_span, warn};
 
-use crate::game::template_of;
+use crate::model::ids::template_of;
 use crate::runtime::leases::Confirm;
 use crate::runtime::shard::Shard;
 use telos_redis::directory::connection::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
@@ -298,12 +298,12 @@ async fn target_step(shard: &Arc<Shard>, t: &Transfer, source_live: bool) -> any
     }
     if shard.env.hosted.get(&t.zone).is_none()
         && !shard.is_draining()
-        && let Some(def) = shard.env.world.zone(&t.zone).cloned()
+        && let Some(model) = shard.env.game.open_zone(&t.zone)
     {
         info!(zone = t.zone, "transfer target: pre-building the zone");
         shard.build_unconfirmed(
             &t.zone,
-            def,
+            model,
             Confirm::Completion,
             Instant::now() + PREWARM_DEADLINE,
         );

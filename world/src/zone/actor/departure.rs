@@ -30,8 +30,9 @@ use tokio::time::Instant;
 use tracing::warn;
 
 use super::ZoneActor;
-use crate::game::{Character, Direction, zone_of};
 use crate::handoff::source::MOVE_REFUSED;
+use crate::model::ids::zone_of;
+use crate::model::{Direction, PlayerBox};
 use crate::zone::frozen::{FrozenPlayer, OPENING_REFUSED, WALK_RETRY_WINDOW, Walk};
 use crate::zone::handle::{InputReply, Msg, ZoneHandle};
 use crate::zone::session::{SessionMeta, Transfer};
@@ -76,7 +77,7 @@ impl ZoneActor {
         dir: Option<Direction>,
         until: Instant,
         to: ZoneHandle,
-        frozen: Option<(Character, SessionMeta)>,
+        frozen: Option<(PlayerBox, SessionMeta)>,
     ) -> InputReply {
         let (mut character, mut meta) = match frozen {
             Some(p) => p,
@@ -92,7 +93,11 @@ impl ZoneActor {
         // Its InputAck comes from the sibling, after the room (see
         // `arrive`), or with the refusal if the walk comes back.
         meta.dirty = true;
-        let from_room = std::mem::replace(&mut character.room, to_room.to_string());
+        let from_room = {
+            let from = character.room().to_string();
+            character.set_room(to_room.to_string());
+            from
+        };
         InputReply::Moved {
             to,
             transfer: Box::new(Transfer {
@@ -115,7 +120,11 @@ impl ZoneActor {
         self.deliver(deliveries);
         let mut meta = self.sessions.remove(key).expect("player has a session");
         // The snapshot (and a save of it) reflects the applied move.
-        let from_room = std::mem::replace(&mut character.room, to_room.to_string());
+        let from_room = {
+            let from = character.room().to_string();
+            character.set_room(to_room.to_string());
+            from
+        };
         let departure = departure_id(&mut meta);
         self.frozen.insert(
             key.to_string(),
@@ -213,7 +222,7 @@ impl ZoneActor {
         } = *transfer;
         let departure = departure_id(&mut meta);
         let key = character.key();
-        let target_room = character.room.clone();
+        let target_room = character.room().to_string();
         let mut walk = Walk::new(dir, until);
         walk.reply = Some(reply);
         self.frozen.insert(
@@ -270,7 +279,7 @@ impl ZoneActor {
         meta.send(Frame::InputAck(InputAck {
             seq: meta.applied_seq,
         }));
-        character.room = from_room;
+        character.set_room(from_room);
         self.sessions.insert(key.to_string(), meta);
         let deliveries = self.state.enter(character, None);
         self.deliver(deliveries);
@@ -323,11 +332,11 @@ impl ZoneActor {
     /// aborted when its result arrives), and the player, back in the room
     /// they left, is returned with their old session's bookkeeping for the
     /// takeover.
-    pub(super) fn abandon_departure(&mut self, key: &str) -> Option<(Character, SessionMeta)> {
+    pub(super) fn abandon_departure(&mut self, key: &str) -> Option<(PlayerBox, SessionMeta)> {
         let mut f = self.frozen.remove(key)?;
         f.release_callers();
         let mut character = f.character;
-        character.room = f.from_room;
+        character.set_room(f.from_room);
         Some((character, f.meta))
     }
 

@@ -18,9 +18,9 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::ZoneActor;
-use crate::game::zone_of;
 use crate::handoff::fence::SETTLE_BOUND;
 use crate::handoff::source::Begun;
+use crate::model::ids::zone_of;
 use crate::zone::frozen::FrozenPlayer;
 use crate::zone::handle::Unadopted;
 use crate::zone::persist::save_player;
@@ -46,7 +46,7 @@ impl ZoneActor {
             if wedged {
                 continue;
             }
-            let room = self.state.character(&key).map(|c| c.room.clone());
+            let room = self.state.player(&key).map(|c| c.room().to_string());
             if let Some(room) = room {
                 self.freeze_for_handoff(&key, &room);
             }
@@ -95,7 +95,11 @@ impl ZoneActor {
                 .sessions
                 .iter()
                 .filter(|(_, m)| !m.wedged)
-                .filter_map(|(k, _)| self.state.character(k).map(|c| (k.clone(), c.room.clone())))
+                .filter_map(|(k, _)| {
+                    self.state
+                        .player(k)
+                        .map(|c| (k.clone(), c.room().to_string()))
+                })
                 .collect();
             for (key, room) in recovered {
                 self.freeze_for_handoff(&key, &room);
@@ -113,7 +117,7 @@ impl ZoneActor {
         for (key, mut f) in frozen {
             f.meta.dirty = true;
             f.meta.settle_by(settle_by).await;
-            save_player(&self.env.store, &self.id, &f.character, &mut f.meta).await;
+            save_player(&self.env.store, &self.id, &*f.character, &mut f.meta).await;
             f.meta.send(Frame::Closed(Closed {
                 reason: "The world shifts around you; reconnecting...".into(),
                 r#final: false,
@@ -127,9 +131,7 @@ impl ZoneActor {
         }
         let wedged: Vec<String> = self.sessions.keys().cloned().collect();
         for key in wedged {
-            if let (Some(ch), Some(meta)) =
-                (self.state.character(&key), self.sessions.get_mut(&key))
-            {
+            if let (Some(ch), Some(meta)) = (self.state.player(&key), self.sessions.get_mut(&key)) {
                 meta.dirty = true;
                 meta.settle_by(settle_by).await;
                 save_player(&self.env.store, &self.id, ch, meta).await;
@@ -163,9 +165,9 @@ impl ZoneActor {
         for key in keys {
             let back = self
                 .state
-                .character(&key)
-                .and_then(|c| c.instance_return.clone())
-                .unwrap_or_else(|| self.env.world.start_room.clone());
+                .player(&key)
+                .and_then(|c| c.instance_return().map(str::to_string))
+                .unwrap_or_else(|| self.env.game.start_room().to_string());
             let Some(to) = self.env.hosted.get(zone_of(&back)) else {
                 continue;
             };
@@ -178,7 +180,11 @@ impl ZoneActor {
             };
             meta.dirty = true;
             meta.output("The walls fade; you find yourself back where you came in.\n".into());
-            let from_room = std::mem::replace(&mut character.room, back);
+            let from_room = {
+                let from = character.room().to_string();
+                character.set_room(back);
+                from
+            };
             let transfer = Box::new(Transfer {
                 character,
                 meta,
@@ -188,7 +194,7 @@ impl ZoneActor {
             });
             if let Err(mut t) = to.arrive(transfer).await {
                 // The way back is closed: stay in the instance.
-                t.character.room = t.from_room.clone();
+                t.character.set_room(t.from_room.clone());
                 self.sessions.insert(key.clone(), t.meta);
                 let deliveries = self.state.enter(t.character, None);
                 self.deliver(deliveries);

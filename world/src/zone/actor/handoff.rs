@@ -27,7 +27,7 @@ impl ZoneActor {
             .then(|| f.meta.commit.clone())
             .flatten();
         let request = HandoffRequest {
-            character: f.character.clone(),
+            character: f.character.clone_player(),
             target_room: f.target_room.clone(),
             epoch: f.meta.epoch,
             state_version: f.meta.state_version,

@@ -1,17 +1,16 @@
 //! One input line applied exactly once: the watermark, the command, what it
 //! leads to (a walk out, an instance, `who`, a quit).
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use telos_proto::v1::{InputAck, server_frame::Frame};
 use tokio::time::Instant;
+use tracing::warn;
 
 use super::{EARLY_SAVE_LINES, Leaving, WHO_TIMEOUT, ZoneActor, spawn_zone};
-use crate::game::{
-    Action, Ctx, Delivery, Direction, MAX_LINE, Outcome, ZoneDef, format_who, instance_room,
-    is_instance_id, zone_of,
-};
+use crate::handoff::source::MOVE_REFUSED;
+use crate::model::ids::{instance_room, is_instance_id, zone_of};
+use crate::model::{Action, Ctx, Delivery, Direction, MAX_LINE, Outcome, WhoEntry};
 use crate::zone::frozen::WALK_RETRY_WINDOW;
 use crate::zone::handle::InputReply;
 
@@ -107,10 +106,9 @@ impl ZoneActor {
     /// [`super::departure`]).
     pub(super) fn leave_zone(&mut self, key: &str, to_room: &str, dir: Direction) -> InputReply {
         let zone = zone_of(to_room);
-        match self.env.world.zone(zone) {
-            Some(def) if def.instanced && !is_instance_id(zone) => {
-                let def = def.clone();
-                self.enter_instance(key, to_room, def, dir)
+        match self.env.game.zone(zone) {
+            Some(info) if info.instanced && !is_instance_id(zone) => {
+                self.enter_instance(key, to_room, &info.id, dir)
             }
             _ => self.walk_out(key, to_room, dir),
         }
@@ -122,17 +120,26 @@ impl ZoneActor {
         &mut self,
         key: &str,
         to_room: &str,
-        def: Arc<ZoneDef>,
+        template: &str,
         dir: Direction,
     ) -> InputReply {
         let n = self.env.instances.fetch_add(1, Ordering::Relaxed) + 1;
-        let id = format!("{}#{n}", def.id);
+        let id = format!("{template}#{n}");
+        let Some(model) = self.env.game.open_zone(&id) else {
+            // The game defines the template but cannot open it: the way
+            // is refused like any other that cannot be taken.
+            warn!(zone = %self.id, instance = %id, "the game could not open an instance");
+            if let Some(m) = self.sessions.get_mut(key) {
+                m.output(format!("{MOVE_REFUSED}.\n"));
+            }
+            return InputReply::Applied;
+        };
         let to_room = instance_room(to_room, &id);
-        let back = self.state.character(key).map(|c| c.room.clone());
+        let back = self.state.player(key).map(|c| c.room().to_string());
         let to = spawn_zone(
             self.env.clone(),
             &id,
-            def,
+            model,
             None,
             &self.env.tracker,
             &self.env.root,
@@ -140,7 +147,7 @@ impl ZoneActor {
         let until = Instant::now() + WALK_RETRY_WINDOW;
         let mut moved = self.move_to_sibling(key, &to_room, Some(dir), until, to, None);
         if let InputReply::Moved { transfer, .. } = &mut moved {
-            transfer.character.instance_return = back;
+            transfer.character.set_instance_return(back);
         }
         moved
     }
@@ -151,11 +158,11 @@ impl ZoneActor {
         match tokio::time::timeout(WHO_TIMEOUT, self.env.directory.online()).await {
             Ok(Ok(players)) => {
                 let shard = &self.env.shard_id;
-                let entries: Vec<crate::game::WhoEntry> = players
+                let entries: Vec<WhoEntry> = players
                     .into_iter()
                     .filter(|p| &p.shard != shard)
                     .chain(self.env.roster.snapshot())
-                    .map(|p| crate::game::WhoEntry {
+                    .map(|p| WhoEntry {
                         name: p.name,
                         // Display only: an entry from a newer build shows
                         // its tier as an ordinary player's.
@@ -164,7 +171,7 @@ impl ZoneActor {
                         shard: p.shard,
                     })
                     .collect();
-                format_who(&entries, viewer_is_admin)
+                self.env.game.render_who(&entries, viewer_is_admin)
             }
             _ => "The list of who is online cannot be read right now.\n".into(),
         }

@@ -26,7 +26,7 @@ use super::handle::{MAILBOX, Msg, ZoneHandle};
 use super::lease::LeaseState;
 use super::phase::{Origin, Phase};
 use super::session::SessionMeta;
-use crate::game::{ZoneDef, ZoneState};
+use crate::model::ZoneModel;
 
 /// Save early once this many applied lines are not yet durable, so a flood
 /// does not hold the gate's replay buffer full until the next cadence.
@@ -45,30 +45,30 @@ const WHO_TIMEOUT: Duration = Duration::from_secs(1);
 pub fn spawn_zone(
     env: ZoneEnv,
     zone_id: &str,
-    def: Arc<ZoneDef>,
+    model: Box<dyn ZoneModel>,
     lease: Option<LeaseState>,
     tracker: &TaskTracker,
     parent: &CancellationToken,
 ) -> ZoneHandle {
-    spawn_zone_with(env, zone_id, def, lease, tracker, parent, false)
+    spawn_zone_with(env, zone_id, model, lease, tracker, parent, false)
 }
 
 /// [`spawn_zone`] for a zone adopted at runtime ahead of a lease flip.
 pub fn spawn_adopted_zone(
     env: ZoneEnv,
     zone_id: &str,
-    def: Arc<ZoneDef>,
+    model: Box<dyn ZoneModel>,
     lease: LeaseState,
     tracker: &TaskTracker,
     parent: &CancellationToken,
 ) -> ZoneHandle {
-    spawn_zone_with(env, zone_id, def, Some(lease), tracker, parent, true)
+    spawn_zone_with(env, zone_id, model, Some(lease), tracker, parent, true)
 }
 
 fn spawn_zone_with(
     env: ZoneEnv,
     zone_id: &str,
-    def: Arc<ZoneDef>,
+    model: Box<dyn ZoneModel>,
     lease: Option<LeaseState>,
     tracker: &TaskTracker,
     parent: &CancellationToken,
@@ -94,7 +94,7 @@ fn spawn_zone_with(
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(1));
     let actor = ZoneActor {
-        state: ZoneState::new(def, env.world.clone(), zone_id),
+        state: model,
         id: zone_id.to_string(),
         env,
         sessions: HashMap::new(),
@@ -121,7 +121,7 @@ pub(super) enum Leaving {
 pub(super) struct ZoneActor {
     pub(super) env: ZoneEnv,
     pub(super) id: String,
-    pub(super) state: ZoneState,
+    pub(super) state: Box<dyn ZoneModel>,
     pub(super) sessions: HashMap<String, SessionMeta>,
     pub(super) lease: Option<LeaseState>,
     pub(super) handle: ZoneHandle,

@@ -4,7 +4,7 @@
 use telos_proto::v1::{Closed, InputAck, server_frame::Frame};
 
 use super::ZoneActor;
-use crate::game::{Character, Ctx, Delivery, WIZINVIS, apply_tier_flags};
+use crate::model::{Ctx, Delivery, Player, PlayerBox};
 use crate::zone::handle::JoinError;
 use crate::zone::session::{Joining, SessionMeta, Transfer};
 use telos_redis::directory::OnlinePlayer;
@@ -56,7 +56,7 @@ impl ZoneActor {
             let deliveries = self.state.enter(kept, None);
             self.deliver(deliveries);
             self.publish(&key);
-            self.take_tier(&key, &character);
+            self.take_tier(&key, &*character);
             return Ok(ack);
         }
         if let Some(old) = self.sessions.remove(&key) {
@@ -64,7 +64,7 @@ impl ZoneActor {
             attached.ack_input_seq = meta.applied_seq;
             let ack = meta.applied_seq;
             self.seat(&key, meta, attached);
-            self.take_tier(&key, &character);
+            self.take_tier(&key, &*character);
             let look = self.state.execute(
                 &key,
                 "look",
@@ -99,12 +99,11 @@ impl ZoneActor {
 
     /// A login is where a tier change takes effect, takeover or not: the
     /// row's tier (`joining`'s) replaces the kept character's.
-    pub(super) fn take_tier(&mut self, key: &str, joining: &Character) {
-        if let Some(ch) = self.state.character_mut(key)
-            && ch.tier != joining.tier
+    pub(super) fn take_tier(&mut self, key: &str, joining: &dyn Player) {
+        if let Some(ch) = self.state.player_mut(key)
+            && ch.tier() != joining.tier()
         {
-            ch.tier = joining.tier;
-            apply_tier_flags(ch);
+            ch.set_tier(joining.tier());
             if let Some(m) = self.sessions.get_mut(key) {
                 m.dirty = true;
             }
@@ -144,7 +143,7 @@ impl ZoneActor {
     }
 
     pub(super) fn publish(&self, key: &str) {
-        if let Some(ch) = self.state.character(key) {
+        if let Some(ch) = self.state.player(key) {
             self.env
                 .roster
                 .set(key, online_entry(ch, &self.env.shard_id, &self.id));
@@ -152,7 +151,7 @@ impl ZoneActor {
     }
 
     /// Take a player out of play without saving (the caller saved or must not).
-    pub(super) fn remove(&mut self, key: &str) -> Option<(Character, SessionMeta)> {
+    pub(super) fn remove(&mut self, key: &str) -> Option<(PlayerBox, SessionMeta)> {
         let meta = self.sessions.remove(key)?;
         let character = self.state.leave(key, None).map(|(ch, deliveries)| {
             self.deliver(deliveries);
@@ -174,11 +173,11 @@ impl ZoneActor {
     }
 }
 
-pub(crate) fn online_entry(ch: &Character, shard: &str, zone: &str) -> OnlinePlayer {
+pub(crate) fn online_entry(ch: &dyn Player, shard: &str, zone: &str) -> OnlinePlayer {
     OnlinePlayer {
-        name: ch.name.clone(),
-        tier: ch.tier.to_string(),
-        wizinvis: ch.flags.contains(WIZINVIS),
+        name: ch.name().to_string(),
+        tier: ch.tier().to_string(),
+        wizinvis: ch.concealed(),
         shard: shard.to_string(),
         zone: zone.to_string(),
     }

@@ -59,7 +59,7 @@ impl ZoneActor {
         let key = key.to_string();
         self.env.tracker.spawn(async move {
             let saved = if meta.settle().await {
-                save_player(&store, &zone, &character, &mut meta).await
+                save_player(&store, &zone, &*character, &mut meta).await
             } else {
                 warn!(zone, player = %key, "Commit unresolved: not saving (the gate keeps the lines)");
                 Saved::Held
@@ -81,7 +81,7 @@ impl ZoneActor {
     /// `settle_by`: a final save, waiting for an in-flight `Commit` until
     /// then; `None`: a cadence save, skipped while one is in flight.
     pub(super) async fn save_as(&mut self, key: &str, settle_by: Option<Instant>) {
-        let (Some(character), Some(meta)) = (self.state.character(key), self.sessions.get_mut(key))
+        let (Some(character), Some(meta)) = (self.state.player(key), self.sessions.get_mut(key))
         else {
             return;
         };

@@ -1,0 +1,54 @@
+//! What a game's zone answers to a command: text for players, what the
+//! runtime must do next, whether durable state changed.
+
+use super::direction::Direction;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// Player key.
+    pub to: String,
+    /// One or more lines, each ending in "\n".
+    pub text: String,
+}
+
+impl Delivery {
+    pub fn new(to: &str, text: impl Into<String>) -> Self {
+        Delivery {
+            to: to.to_string(),
+            text: text.into(),
+        }
+    }
+}
+
+pub struct Ctx<'a> {
+    pub shard_id: &'a str,
+    /// The hosted id, e.g. "forest" or "crypt#3".
+    pub zone_id: &'a str,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Action {
+    #[default]
+    None,
+    /// The player walked into a room of another zone. The model has NOT
+    /// moved them: they are still in this zone. The actor moves them to
+    /// another local zone or hands them off (`begin_handoff`, which words a
+    /// refusal).
+    LeaveZone { to_room: String, dir: Direction },
+    /// The player typed quit ("Goodbye." is already in the deliveries); the
+    /// actor saves, calls [`super::ZoneModel::leave`] and closes.
+    Quit,
+    /// The actor gathers the online list and replies with
+    /// [`super::Game::render_who`].
+    Who { viewer_is_admin: bool },
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub deliveries: Vec<Delivery>,
+    pub action: Action,
+    /// Durable character state changed (room, inventory, journal, aliases,
+    /// flags, vitals from eating). Tick changes (regeneration, affects
+    /// running out) never set it: the actor's periodic save covers them.
+    pub dirty: bool,
+}
