@@ -74,7 +74,7 @@ const BASELINE_PER_TRANSFER: usize = 5;
 /// (19 MiB and a core) in the world.
 const CREATE_PARALLELISM: usize = 2;
 const PASSWORD: &str = "bench-password";
-/// What a parked open is told (world `play.rs`).
+/// What a parked open is told (world `play/route.rs`).
 const SHIFT: &str = "The world shifts around you...";
 /// Bounds that turn a hang into an error, far above any real latency.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(60);

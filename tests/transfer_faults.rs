@@ -33,7 +33,7 @@ use tokio::time::Instant;
 
 const PASSWORD: &str = "correct horse";
 
-/// What a login parked on the transfer target is told (play.rs `enter`).
+/// What a login parked on the transfer target is told (world `play/route.rs`).
 const SHIFT: &str = "The world shifts around you...";
 
 /// Lease TTL of a source that a test pauses: 20 s, so a SIGSTOP of a few
@@ -45,7 +45,7 @@ const PAUSE_SAFE_LEASE_MS: &str = "20000";
 /// Lease TTL of "the source never comes back" (the brief's 2 s).
 const SHORT_LEASE: Duration = Duration::from_secs(2);
 
-/// `TARGET_GONE_GRACE` of `handoff/transfer.rs` (private there): how long
+/// `TARGET_GONE_GRACE` of `runtime/moves/transfer.rs` (private there): how long
 /// the source waits on a target missing from the registry before it
 /// cancels.
 const TARGET_GONE_GRACE: Duration = Duration::from_secs(10);

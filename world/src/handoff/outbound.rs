@@ -47,7 +47,7 @@ pub enum CommitRefused {
 }
 
 impl Outbound {
-    pub fn freeze(&self, token: &str, snapshot: PlayerSnapshot, frozen_at: Instant) {
+    pub(super) fn freeze(&self, token: &str, snapshot: PlayerSnapshot, frozen_at: Instant) {
         self.frozen.lock().expect("outbound lock").insert(
             token.to_string(),
             Frozen {
@@ -59,7 +59,7 @@ impl Outbound {
 
     /// The TTL fired with no `Commit`: take the snapshot (to save) and
     /// refuse every later `Commit` for `token`. `None` if it was committed.
-    pub fn expire(&self, token: &str) -> Option<PlayerSnapshot> {
+    pub(super) fn expire(&self, token: &str) -> Option<PlayerSnapshot> {
         let frozen = self.frozen.lock().expect("outbound lock").remove(token)?;
         let mut expired = self.expired.lock().expect("outbound lock");
         expired.retain(|_, at| at.elapsed() < EXPIRED_MEMORY);

@@ -42,7 +42,7 @@ impl PendingPlayers {
     }
 
     /// Put a taken record back (an attach that could not complete).
-    pub fn put(&self, token: &str, p: PendingPlayer) {
+    pub(super) fn put(&self, token: &str, p: PendingPlayer) {
         self.map
             .lock()
             .expect("pending lock")

@@ -77,12 +77,8 @@ impl LeaseKeeper {
         }
     }
 
-    pub fn ttl(&self) -> Duration {
-        self.ttl
-    }
-
     /// Claim `zone`'s lease: `None` when another shard holds it.
-    pub async fn claim(&self, zone: &str) -> Result<Option<LeaseState>, DirectoryError> {
+    pub(super) async fn claim(&self, zone: &str) -> Result<Option<LeaseState>, DirectoryError> {
         let sent_at = Instant::now();
         match self
             .directory
@@ -103,9 +99,9 @@ impl LeaseKeeper {
     }
 
     /// Watch until `lease` (built unconfirmed) is ours, then hold it. False
-    /// when `deadline` passed first or the zone stopped: the caller
-    /// un-adopts the zone it built.
-    pub async fn confirm(
+    /// when the zone stopped (nothing to do), or when `deadline` passed
+    /// first (the caller un-adopts the zone it built).
+    pub(super) async fn confirm(
         &self,
         zone: &str,
         lease: &LeaseState,
@@ -177,7 +173,7 @@ impl LeaseKeeper {
     /// Renew `lease` until the zone stops (`zone_stop`, which the renew loop
     /// also cancels on loss: the fence) or a hand-over stops the renewing;
     /// release it when the zone stops.
-    pub fn hold(&self, zone: &str, lease: &LeaseState, zone_stop: &CancellationToken) {
+    pub(super) fn hold(&self, zone: &str, lease: &LeaseState, zone_stop: &CancellationToken) {
         let renew_stop = zone_stop.child_token();
         self.held.lock().expect("leases lock").insert(
             zone.to_string(),

@@ -303,7 +303,14 @@ impl Shard {
         };
         self.tracker.spawn(
             async move {
-                let running = || shard.env.hosted.get(&zone).is_some();
+                // This very actor, not a later one built for the same zone.
+                let running = || {
+                    shard
+                        .env
+                        .hosted
+                        .get(&zone)
+                        .is_some_and(|h| h.same_actor(&handle))
+                };
                 let stop = handle.cancel_token();
                 let confirmed = shard
                     .leases

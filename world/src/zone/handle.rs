@@ -147,7 +147,8 @@ pub struct ZoneHandle {
     pub(super) tx: mpsc::Sender<Msg>,
     pub(super) cancel: CancellationToken,
     /// Set by the actor once it takes no more players (drain, fence,
-    /// shutdown): shared so a sibling can tell before it sends one.
+    /// shutdown, un-adoption): shared so a sibling can tell before it
+    /// sends one.
     pub(super) stopping: Arc<AtomicBool>,
     /// The zone's lease as this shard holds it (`None`: a private
     /// instance, which holds none).
@@ -178,6 +179,12 @@ impl ZoneHandle {
 
     fn is_stopping(&self) -> bool {
         self.cancel.is_cancelled() || self.stopping.load(Ordering::SeqCst)
+    }
+
+    /// The same actor as `other` (not merely the same zone id: a zone
+    /// rebuilt here is another actor).
+    pub fn same_actor(&self, other: &ZoneHandle) -> bool {
+        self.tx.same_channel(&other.tx)
     }
 
     /// The zone's lifetime token: cancelled when the zone stops for any reason.

@@ -3,7 +3,7 @@
 //!
 //! Fence twice: this loop stops a zone the moment its local deadline passes
 //! without a successful renew, and the actor itself checks the deadline
-//! before it applies anything (see `actor.rs`). The Lua scripts check the
+//! before it applies anything (see `actor/`). The Lua scripts check the
 //! generation before they write.
 
 use std::future::Future;
@@ -146,6 +146,9 @@ pub async fn renew_loop(
 ) {
     let period = lease.ttl / RENEWS_PER_TTL;
     let mut next = period;
+    // Renews failing in a row: the first is a warning, the retries that
+    // follow it every 200 ms are not news.
+    let mut failing = 0u32;
     loop {
         let wake = (Instant::now() + next).min(lease.deadline());
         next = period;
@@ -177,6 +180,9 @@ pub async fn renew_loop(
             Ok(Ok(true)) => {
                 metrics::counter!("telos_lease_renewals_total").increment(1);
                 lease.renewed(sent_at);
+                if std::mem::take(&mut failing) > 0 {
+                    info!(zone, "lease renewed again");
+                }
             }
             Ok(Ok(false)) if stop.is_cancelled() => return,
             Ok(Ok(false)) => {
@@ -192,7 +198,12 @@ pub async fn renew_loop(
             }
             Ok(Err(e)) => {
                 metrics::counter!("telos_redis_errors_total", "op" => "renew_zone").increment(1);
-                warn!(zone, error = %e, "lease renew failed; will retry until the deadline");
+                if failing == 0 {
+                    warn!(zone, error = %e, "lease renew failed; will retry until the deadline");
+                } else {
+                    tracing::debug!(zone, error = %e, failing, "lease renew failed again");
+                }
+                failing += 1;
                 next = RENEW_RETRY;
             }
             Err(_) => info!(zone, "lease renew timed out at the deadline"),

@@ -4,6 +4,7 @@
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+/// Per-player outcomes of one zone's drain.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct DrainReport {
     pub redirected: u64,
@@ -38,8 +39,11 @@ pub(super) enum Phase {
     /// Every player was fanned off: the loop ends (still not fenced).
     Drained,
     /// Fenced or shutting down: players are saved and closed, then the
-    /// loop ends.
-    Stopping,
+    /// loop ends. A drain under way when the stop came is kept (`drain`):
+    /// its caller is answered only when the actor has ended, so nothing
+    /// that waits on a drain (a transfer's close releasing the lease) runs
+    /// while this actor still applies input.
+    Stopping { drain: Option<DrainState> },
     /// Un-adopted: the loop ends.
     Finished,
 }
@@ -52,7 +56,10 @@ impl Phase {
 
     /// The zone's players are (being) fanned off to the lease's new owner.
     pub(super) fn is_draining(&self) -> bool {
-        matches!(self, Phase::Draining(_) | Phase::Drained)
+        matches!(
+            self,
+            Phase::Draining(_) | Phase::Drained | Phase::Stopping { drain: Some(_) }
+        )
     }
 }
 

@@ -45,14 +45,6 @@ impl Roster {
             .map(|p| p.zone.clone())
     }
 
-    pub fn len(&self) -> usize {
-        self.inner.lock().expect("roster lock").len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Resolves when the roster changed since the last call.
     pub async fn changed(&self) {
         self.changed.notified().await

@@ -5,12 +5,12 @@
 //! 1. refuse before any state work unless `from_shard_id` is the zone's
 //!    live owner at the stated generation;
 //! 2. the adoption is confirmed only by **observing the flip land** — this
-//!    shard's own `ClaimZone` succeeding ([`confirm_adoption`]) — never by
-//!    the RPC returning;
-//! 3. an adoption still unconfirmed at its deadline is un-adopted, gated on
-//!    the zone's `adopted` flag (a boot zone that loses its lease fences; it
-//!    never deletes itself), and the teardown refuses, keeping the zone, if
-//!    it has acquired a player or owes a durable write.
+//!    shard's own `ClaimZone` succeeding ([`Confirm::Flip`], in the one
+//!    lease lifecycle of `runtime::leases`) — never by the RPC returning;
+//! 3. an adoption still unconfirmed at its deadline is un-adopted, only if
+//!    the actor's origin is `Adopted` (a claimed zone that loses its lease
+//!    fences; it never deletes itself), and the teardown refuses, keeping
+//!    the zone, if it has acquired a player or owes a durable write.
 
 use std::sync::Arc;
 

@@ -27,7 +27,6 @@ use crate::zone::persist::save_player;
 use crate::zone::phase::{DrainReport, DrainState, Origin, Phase};
 use crate::zone::session::Transfer;
 
-/// Per-player outcomes of one zone's drain.
 impl ZoneActor {
     pub(super) async fn start_drain(
         &mut self,

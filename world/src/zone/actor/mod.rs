@@ -19,6 +19,8 @@ mod handoff;
 mod input;
 mod players;
 mod save;
+#[cfg(test)]
+mod tests;
 
 use super::env::ZoneEnv;
 use super::frozen::FrozenPlayer;
@@ -119,15 +121,15 @@ pub(super) enum Leaving {
 }
 
 pub(super) struct ZoneActor {
-    pub(super) env: ZoneEnv,
-    pub(super) id: String,
-    pub(super) state: Box<dyn ZoneModel>,
-    pub(super) sessions: HashMap<String, SessionMeta>,
-    pub(super) lease: Option<LeaseState>,
-    pub(super) handle: ZoneHandle,
+    env: ZoneEnv,
+    id: String,
+    state: Box<dyn ZoneModel>,
+    sessions: HashMap<String, SessionMeta>,
+    lease: Option<LeaseState>,
+    handle: ZoneHandle,
     rng: u64,
     /// Players frozen mid-move: out of the room, inputs held in order.
-    pub(super) frozen: HashMap<String, FrozenPlayer>,
+    frozen: HashMap<String, FrozenPlayer>,
     /// Where the actor is in its life.
     phase: Phase,
     /// How the zone came to run here.
@@ -214,6 +216,16 @@ impl ZoneActor {
         self.handle.stopping.store(!open, Ordering::SeqCst);
     }
 
+    /// Fenced or shutting down: take no more players, keeping a drain under
+    /// way (see [`Phase::Stopping`]).
+    fn stop(&mut self) {
+        let drain = match std::mem::replace(&mut self.phase, Phase::Open) {
+            Phase::Draining(d) => Some(d),
+            _ => None,
+        };
+        self.enter_phase(Phase::Stopping { drain });
+    }
+
     /// A player has been here: a private instance ends when empty again.
     fn occupy(&mut self) {
         if let Origin::Instance { occupied } = &mut self.origin {
@@ -290,7 +302,7 @@ impl ZoneActor {
                 }
             }
             Msg::Shutdown { reason, reply } => {
-                self.enter_phase(Phase::Stopping);
+                self.stop();
                 self.settle_frozen_for_stop(&reason).await;
                 self.save_all(true).await;
                 for key in self.sessions.keys().cloned().collect::<Vec<_>>() {
@@ -345,7 +357,7 @@ impl ZoneActor {
     /// served next); their characters are still ours by epoch, so we save.
     async fn fence(&mut self) {
         warn!(zone = %self.id, players = self.sessions.len(), "zone fenced: lease lost");
-        self.enter_phase(Phase::Stopping);
+        self.stop();
         self.settle_frozen_for_stop("zone lease lost").await;
         let keys: Vec<String> = self.sessions.keys().cloned().collect();
         for key in &keys {

@@ -1,0 +1,136 @@
+//! The zone actor against a real Redis (a private `redis-server`), driven
+//! through its handle as the runtime drives it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use telos_proto::v1::{Attached, server_frame::Frame};
+use telos_redis::directory::Directory;
+use telos_redis::store::{ClaimId, Store};
+use telos_testkit::RedisServer;
+use telos_testkit::process::repo_root;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::spawn_zone;
+use crate::game::{StarterGame, load_world};
+use crate::handoff::context::{Handoff, Shared, Tasks};
+use crate::model::Game;
+use crate::zone::env::ZoneEnv;
+use crate::zone::handle::{Hosted, ZoneHandle};
+use crate::zone::lease::LeaseState;
+use crate::zone::roster::Roster;
+use crate::zone::session::{Joining, OUT_CHANNEL, SessionMeta};
+
+/// Bounds every wait here (a hang, not a performance claim).
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A keyless zone `city` with one player in it, under a valid local lease.
+async fn city_with_a_player(
+    redis: &RedisServer,
+) -> anyhow::Result<(ZoneHandle, mpsc::Receiver<telos_proto::v1::ServerFrame>)> {
+    let store = Store::connect(&redis.url).await?;
+    let directory = Directory::connect(&redis.url).await?;
+    let game: Arc<dyn Game> = Arc::new(StarterGame::new(load_world(
+        &repo_root().join("config/world"),
+    )?));
+    let (tracker, root) = (TaskTracker::new(), CancellationToken::new());
+    let handoff = Arc::new(Handoff::new(
+        "shard-a",
+        "127.0.0.1:1",
+        None,
+        crate::handoff::HANDOFF_VERSION,
+        Shared {
+            directory: directory.clone(),
+            store: store.clone(),
+            game: game.clone(),
+            tasks: Tasks {
+                tracker: tracker.clone(),
+                stop: root.clone(),
+            },
+        },
+    ));
+    let env = ZoneEnv {
+        shard_id: "shard-a".into(),
+        game: game.clone(),
+        store,
+        directory,
+        hosted: Hosted::default(),
+        roster: Roster::default(),
+        tick: Duration::from_millis(50),
+        save_interval: Duration::from_secs(60),
+        handoff,
+        tracker: tracker.clone(),
+        root: root.clone(),
+        instances: Arc::default(),
+    };
+    let model = game.open_zone("city").expect("the starter has a city");
+    let lease = LeaseState::new(1, Duration::from_secs(60), Instant::now());
+    let zone = spawn_zone(env, "city", model, Some(lease), &tracker, &root);
+    let (out, frames) = mpsc::channel(OUT_CHANNEL);
+    let meta = SessionMeta {
+        conn_id: "conn-1".into(),
+        epoch: 1,
+        claim: ClaimId::random(),
+        departure_claim: None,
+        state_version: 0,
+        applied_seq: 0,
+        saved_seq: 0,
+        dirty: true,
+        out,
+        wedged: false,
+        persist_id: "pid".into(),
+        commit: None,
+    };
+    let attached = Attached {
+        ack_input_seq: 0,
+        name: "Ada".into(),
+        credential: String::new(),
+        shard_id: "shard-a".into(),
+    };
+    zone.join(Joining {
+        character: game.new_player("Ada"),
+        meta,
+        attached,
+    })
+    .await?;
+    Ok((zone, frames))
+}
+
+/// A drain interrupted by a shutdown (or a fence) answers its caller only
+/// once the actor has ended — its players closed — never while it still
+/// applies input: a transfer's close releases the lease when the drain
+/// answers, and a released zone must have no writer left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_drain_answers_only_after_the_zone_has_stopped() -> anyhow::Result<()> {
+    let redis = RedisServer::start()?;
+    let (zone, mut frames) = city_with_a_player(&redis).await?;
+    // Keyless: every handoff of the fan-off is refused and retried on the
+    // tick, so the drain stays under way until the shutdown comes.
+    let drain = {
+        let zone = zone.clone();
+        tokio::spawn(async move { zone.drain(Instant::now() + WAIT).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!drain.is_finished(), "the drain answered before any stop");
+    let stopping = {
+        let zone = zone.clone();
+        tokio::spawn(async move { zone.shutdown("The world is restarting; hold on...").await })
+    };
+    let answered = tokio::time::timeout(WAIT, drain).await??;
+    assert!(answered.is_err(), "an interrupted drain reports no outcome");
+    // By the time the drain answered, the player had been closed (read
+    // before the shutdown's own answer is awaited).
+    let mut closed = false;
+    while let Ok(frame) = frames.try_recv() {
+        closed |= matches!(frame.frame, Some(Frame::Closed(_)));
+    }
+    assert!(
+        closed,
+        "the drain answered while its player was still in play"
+    );
+    tokio::time::timeout(WAIT, stopping).await??;
+    Ok(())
+}
