@@ -207,6 +207,9 @@ pub struct WorldOpts<'a> {
     pub extra: Vec<String>,
     /// Extra environment variables (`OTEL_*` for the tracing tests).
     pub env: Vec<(String, String)>,
+    /// The program: `telos-world` unless a test runs another game's shard
+    /// (an example built on the same runtime, [`example`]).
+    pub program: PathBuf,
 }
 
 impl<'a> WorldOpts<'a> {
@@ -219,6 +222,7 @@ impl<'a> WorldOpts<'a> {
             world: repo_root().join("config/world"),
             extra: Vec::new(),
             env: Vec::new(),
+            program: bin("telos-world"),
         }
     }
 
@@ -231,6 +235,22 @@ impl<'a> WorldOpts<'a> {
     }
 }
 
+/// A workspace example binary (`cargo build --workspace --examples`),
+/// beside the workspace binaries.
+pub fn example(name: &str) -> PathBuf {
+    let path = bin("telos-world")
+        .parent()
+        .expect("the binaries' folder")
+        .join("examples")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is not built; run `cargo build --workspace --examples` first",
+        path.display()
+    );
+    path
+}
+
 /// Start a real `telos-world` on the starter world.
 pub fn start_world(opts: WorldOpts<'_>) -> anyhow::Result<Proc> {
     let name = format!("world-{}", opts.shard_id);
@@ -240,7 +260,7 @@ pub fn start_world(opts: WorldOpts<'_>) -> anyhow::Result<Proc> {
 /// The command [`start_world`] runs, for callers that spawn it themselves
 /// ([`Proc::spawn_logging_to`]).
 pub fn world_command(opts: WorldOpts<'_>) -> Command {
-    let mut cmd = Command::new(bin("telos-world"));
+    let mut cmd = Command::new(&opts.program);
     cmd.current_dir(repo_root())
         .env("RUST_LOG", "info")
         .arg("--shard-id")
