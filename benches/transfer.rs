@@ -43,7 +43,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use telos_proto::v1::server_frame::Frame;
 use telos_redis::directory::Directory;
-use telos_redis::directory::keys;
+use telos_redis::directory::key_names;
 use telos_redis::directory::transfer::Proposal;
 use telos_testkit::RedisServer;
 use telos_testkit::driver::Driver;
@@ -429,7 +429,7 @@ async fn watch_completion(
 ) -> anyhow::Result<oneshot::Receiver<Instant>> {
     let client = redis::Client::open(url)?;
     let mut pubsub = client.get_async_pubsub().await?;
-    pubsub.subscribe(keys::transfer_channel()).await?;
+    pubsub.subscribe(key_names::transfer_channel()).await?;
     let (tx, rx) = oneshot::channel();
     let dir = dir.clone();
     tokio::spawn(async move {

@@ -6,6 +6,10 @@
 //!
 //! The `.proto` files under `proto/telos/v1/` are the source of truth; code is
 //! generated at build time without a system `protoc`.
+//! - [`ids`]: room and zone ids (`<zone>:<room>`, instances `<template>#<n>`),
+//!   the one rule every process reads.
+
+pub mod ids;
 
 pub mod v1 {
     tonic::include_proto!("telos.v1");

@@ -1,5 +1,5 @@
 //! Logs and OpenTelemetry traces for `telos-world` and `telos-gate`
-//! (CONTRACT "Tracing"; seed `cross-shard-handoff.md`, "Why it exists").
+//! (the project contract, "Tracing"; handoff design note, "Why it exists").
 //!
 //! # Layout
 //! - [`init`]: logs to stderr as before (`RUST_LOG` filters,

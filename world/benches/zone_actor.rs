@@ -262,7 +262,7 @@ async fn create_characters(
     let limit = Arc::new(Semaphore::new(CREATE_PARALLELISM));
     let mut tasks = tokio::task::JoinSet::new();
     for name in names {
-        let (store, name, limit) = (shard.env.store.clone(), name.clone(), limit.clone());
+        let (store, name, limit) = (shard.store().clone(), name.clone(), limit.clone());
         let state = to_state_json(&Character::new(&name, start_room));
         tasks.spawn(async move {
             let _permit = limit.acquire_owned().await?;
@@ -287,7 +287,7 @@ async fn join(
 ) -> anyhow::Result<(String, String)> {
     let key = name.to_ascii_lowercase();
     let conn_id = format!("bench-{key}");
-    let claimed = shard.env.store.claim_character(&key).await?;
+    let claimed = shard.store().claim_character(&key).await?;
     let row = claimed.row;
     let mut character = from_state_json(&row.state_json)?;
     character.room = room.to_string();
@@ -338,20 +338,15 @@ async fn measure_actor(
 ) -> anyhow::Result<Measured> {
     let tracker = TaskTracker::new();
     let stop = CancellationToken::new();
-    let ttl = shard.cfg.lease_ttl;
+    let ttl = shard.config().lease_ttl;
     let sent_at = Instant::now();
-    let generation = match shard
-        .env
-        .directory
-        .claim_zone(zone_id, SHARD_ID, ttl)
-        .await?
-    {
+    let generation = match shard.directory().claim_zone(zone_id, SHARD_ID, ttl).await? {
         Claim::Acquired { r#gen } => r#gen,
         Claim::Held { owner, .. } => anyhow::bail!("zone {zone_id} is held by {owner}"),
     };
     let lease = LeaseState::new(generation, ttl, sent_at);
     let zone = spawn_zone(
-        shard.env.clone(),
+        shard.zone_env().clone(),
         zone_id,
         Box::new(ZoneState::new(def, shard_world.clone(), zone_id)),
         Some(lease.clone()),
@@ -359,7 +354,7 @@ async fn measure_actor(
         &stop,
     );
     tracker.spawn(renew_loop(
-        shard.env.directory.clone(),
+        shard.directory().clone(),
         zone_id.to_string(),
         SHARD_ID.to_string(),
         lease,
@@ -420,8 +415,7 @@ async fn measure_actor(
     tracker.close();
     tracker.wait().await;
     shard
-        .env
-        .directory
+        .directory()
         .release_zone(zone_id, SHARD_ID, generation)
         .await?;
     Ok(Measured::from(latencies, secs, failed))

@@ -36,7 +36,7 @@ const SERVER_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2)
 /// after the drain or stop, so the handoff spans of a drain are exported.
 ///
 /// The last line logged says how the process ended: the drain summary after
-/// a SIGTERM (CONTRACT.md: an orchestrator reads it), `stopped` after a
+/// a SIGTERM (the project contract: an orchestrator reads it), `stopped` after a
 /// SIGINT — after the shutdown, the server's stop and the trace flush, which
 /// log their own troubles before it.
 pub async fn run(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<()> {
@@ -69,7 +69,7 @@ async fn serve(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<Option<D
     let shard = Shard::new(cfg, addr.clone(), game).await?;
     crate::runtime::start(&shard);
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-    let stop_serving = shard.root.clone();
+    let stop_serving = shard.stopped().clone();
     let server = tonic::transport::Server::builder()
         .add_service(PlayServer::new(PlayService::new(shard.clone())))
         .add_service(HandoffServer::new(HandoffService::new(shard.clone())))
@@ -121,6 +121,6 @@ async fn wait_for_signal() -> anyhow::Result<Signal> {
 }
 
 async fn stop(shard: Arc<Shard>) {
-    let deadline = shard.cfg.drain_deadline;
+    let deadline = shard.config().drain_deadline;
     shard.shutdown(deadline).await;
 }

@@ -12,7 +12,7 @@ pub(super) fn check_zone(zone: &str) -> Result<(), DirectoryError> {
     if zone.is_empty() {
         return Err(DirectoryError::Invalid("empty zone id".into()));
     }
-    if zone.contains('#') {
+    if telos_proto::ids::is_instance_id(zone) {
         return Err(DirectoryError::InstanceZone(zone.to_owned()));
     }
     Ok(())

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::drain::{PRESENCE_REFLECT_WINDOW, drain_reservation_ttl};
+use super::drain_targets::{PRESENCE_REFLECT_WINDOW, drain_reservation_ttl};
 use super::tests::{eventually, setup};
 use super::*;
 
@@ -61,7 +61,7 @@ async fn hold(dir: &Directory, target: &str, drainer: &str) -> Option<(u64, u64)
 
 async fn raw_hold(dir: &Directory, target: &str, drainer: &str) -> Option<String> {
     redis::cmd("HGET")
-        .arg(keys::drain_reserve(target))
+        .arg(key_names::drain_reserve(target))
         .arg(drainer)
         .query_async(&mut dir.conn())
         .await
@@ -111,7 +111,7 @@ async fn reserves_accumulate_into_one_packed_hold_and_rebase_expiry() {
         Some(format!("3:{first_expiry}")),
         "count and expiry packed in one field"
     );
-    let hash_ttl = pttl(&dir, &keys::drain_reserve("b")).await;
+    let hash_ttl = pttl(&dir, &key_names::drain_reserve("b")).await;
     assert!(
         hash_ttl > 0 && hash_ttl <= ttl_ms as i64,
         "hash expires with its latest hold, got {hash_ttl}"
@@ -193,7 +193,7 @@ async fn expire_soon_only_ever_shortens() {
     assert_eq!(count, 5);
     assert!(shortened < expiry);
     assert!(shortened <= server_now_ms(&dir).await + 1000);
-    let hash_ttl = pttl(&dir, &keys::drain_reserve("b")).await;
+    let hash_ttl = pttl(&dir, &key_names::drain_reserve("b")).await;
     assert!(
         hash_ttl > 0 && hash_ttl <= 1000,
         "hash follows its latest hold, got {hash_ttl}"
@@ -206,7 +206,7 @@ async fn expire_soon_only_ever_shortens() {
     assert_eq!(raw_hold(&dir, "b", "nobody").await, None);
     dir.expire_drain_target_soon("c", "a", LONG).await.unwrap();
     let exists: bool = redis::cmd("EXISTS")
-        .arg(keys::drain_reserve("c"))
+        .arg(key_names::drain_reserve("c"))
         .query_async(&mut dir.conn())
         .await
         .unwrap();
@@ -385,7 +385,7 @@ async fn never_picks_draining_dead_excluded_or_itself() {
     let d = live(&dir, "d", 90, 100).await;
     eventually("c's presence to expire", || async {
         let exists: bool = redis::cmd("EXISTS")
-            .arg(keys::shard("c"))
+            .arg(key_names::shard("c"))
             .query_async(&mut dir.conn())
             .await
             .unwrap();
@@ -449,7 +449,7 @@ async fn bad_requests_are_refused_and_foreign_data_is_corrupt() {
     }
 
     redis::cmd("HSET")
-        .arg(keys::drain_reserve("b"))
+        .arg(key_names::drain_reserve("b"))
         .arg("a")
         .arg("junk")
         .exec_async(&mut dir.conn())
@@ -457,9 +457,50 @@ async fn bad_requests_are_refused_and_foreign_data_is_corrupt() {
         .unwrap();
     match dir.reserve_drain_target("x", 1, LONG, &[]).await {
         Err(DirectoryError::Corrupt { key, reason }) => {
-            assert_eq!(key, keys::drain_reserve("b"));
+            assert_eq!(key, key_names::drain_reserve("b"));
             assert!(reason.contains("junk"), "{reason}");
         }
         other => panic!("expected Corrupt, got {other:?}"),
     }
+}
+
+/// Placement of orphaned zones asks the drain selector's own rule, read
+/// only: the same peer a reserve would choose (reservations counted),
+/// nothing reserved, excluded ids never chosen, no live peer none.
+#[tokio::test]
+async fn the_pick_is_the_selectors_choice_and_reserves_nothing() {
+    let (_redis, dir) = setup().await;
+    assert_eq!(dir.pick_drain_target(&[]).await.unwrap(), None);
+    live(&dir, "a", 10, 100).await;
+    live(&dir, "b", 20, 100).await;
+    dir.heartbeat(&peer("c", ShardState::Draining, 0, 100), LONG)
+        .await
+        .unwrap();
+    // Most headroom: a (90), not the draining c.
+    assert_eq!(
+        dir.pick_drain_target(&[]).await.unwrap().as_deref(),
+        Some("a")
+    );
+    assert_eq!(hold(&dir, "a", "x").await, None);
+    assert!(dir.drain_reservations("a").await.unwrap().is_empty());
+    // A reservation counts: 25 held on a leaves it 65, below b's 80.
+    let t = dir
+        .reserve_drain_target("x", 25, LONG, &["b".to_string()])
+        .await
+        .unwrap();
+    assert_eq!(t.map(|t| t.shard.id).as_deref(), Some("a"));
+    assert_eq!(
+        dir.pick_drain_target(&[]).await.unwrap().as_deref(),
+        Some("b")
+    );
+    let reserved = reserve(&dir, "y", 1, LONG).await;
+    assert_eq!(reserved.shard.id, "b", "reserve and pick disagree");
+    // Excluded (another handoff version): never chosen.
+    assert_eq!(
+        dir.pick_drain_target(&["b".to_string()])
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("a")
+    );
 }

@@ -13,7 +13,7 @@ use redis::Script;
 use super::args::{check_shard, check_zone, ttl_ms};
 use super::error::DirectoryError;
 use super::handle::Directory;
-use super::keys;
+use super::key_names;
 use super::registry::shard_from_fields;
 use super::types::{Claim, ShardInfo};
 
@@ -43,8 +43,8 @@ impl Directory {
         check_zone(zone)?;
         check_shard(shard)?;
         let (won, generation, owner): (i64, u64, String) = CLAIM
-            .key(keys::zone_lease(zone))
-            .key(keys::zone_gen(zone))
+            .key(key_names::zone_lease(zone))
+            .key(key_names::zone_gen(zone))
             .arg(shard)
             .arg(ttl_ms(ttl)?)
             .invoke_async(&mut self.conn())
@@ -70,7 +70,7 @@ impl Directory {
     ) -> Result<bool, DirectoryError> {
         check_zone(zone)?;
         let renewed: i64 = RENEW
-            .key(keys::zone_lease(zone))
+            .key(key_names::zone_lease(zone))
             .arg(shard)
             .arg(generation)
             .arg(ttl_ms(ttl)?)
@@ -88,7 +88,7 @@ impl Directory {
     ) -> Result<bool, DirectoryError> {
         check_zone(zone)?;
         let released: i64 = RELEASE
-            .key(keys::zone_lease(zone))
+            .key(key_names::zone_lease(zone))
             .arg(shard)
             .arg(generation)
             .invoke_async(&mut self.conn())
@@ -110,8 +110,8 @@ impl Directory {
         check_zone(zone)?;
         check_shard(to)?;
         Ok(FLIP
-            .key(keys::zone_lease(zone))
-            .key(keys::zone_gen(zone))
+            .key(key_names::zone_lease(zone))
+            .key(key_names::zone_gen(zone))
             .arg(from)
             .arg(expected_gen)
             .arg(to)
@@ -123,7 +123,7 @@ impl Directory {
     /// The live lease's `(owner, gen)`, or `None` while the zone is free.
     pub async fn zone_owner(&self, zone: &str) -> Result<Option<(String, u64)>, DirectoryError> {
         check_zone(zone)?;
-        let key = keys::zone_lease(zone);
+        let key = key_names::zone_lease(zone);
         let (owner, generation): (Option<String>, Option<u64>) = redis::cmd("HMGET")
             .arg(&key)
             .arg("owner")
@@ -146,9 +146,9 @@ impl Directory {
     pub async fn shard_for_zone(&self, zone: &str) -> Result<Option<ShardInfo>, DirectoryError> {
         check_zone(zone)?;
         let reply: Option<Vec<String>> = SHARD_FOR_ZONE
-            .key(keys::zone_lease(zone))
-            .key(keys::transfer(zone))
-            .arg(keys::shard(""))
+            .key(key_names::zone_lease(zone))
+            .key(key_names::transfer(zone))
+            .arg(key_names::shard(""))
             .invoke_async(&mut self.conn())
             .await?;
         let Some(reply) = reply else {
@@ -157,6 +157,6 @@ impl Directory {
         // reply = [owner, gen, field, value, ...]; the registry fields decide.
         let owner = reply.first().cloned().unwrap_or_default();
         let fields = reply.get(2..).unwrap_or_default();
-        shard_from_fields(&keys::shard(&owner), fields).map(Some)
+        shard_from_fields(&key_names::shard(&owner), fields).map(Some)
     }
 }

@@ -9,11 +9,11 @@
 //! ## Layout
 //! - [`connection`]: the Redis connection every client uses: endless
 //!   reconnects, a bound on every request, retries of idempotent ones.
-//! - [`drain`]: drain-target selection and its reservations; orphaned zones.
+//! - [`drain_targets`]: drain-target selection and its reservations; orphaned zones.
 //! - [`lease`]: claim / renew / release / fenced flip of zone leases, `ShardForZone`.
 //! - [`registry`]: shard heartbeat and registry, known zones, per-zone player counts.
 //! - [`online`]: each shard's online-player list, merged for `who`.
-//! - [`keys`]: the key scheme below, in one place.
+//! - [`key_names`]: the key scheme below, in one place.
 //! - `args`: ids and TTLs checked before a request is sent (a leaf).
 //! - `handle`: the [`Directory`] handle each operation file adds to; this
 //!   root only connects it (the files import each other, never the root).
@@ -44,10 +44,10 @@
 
 mod args;
 pub mod connection;
-pub mod drain;
+pub mod drain_targets;
 mod error;
 mod handle;
-pub mod keys;
+pub mod key_names;
 pub mod lease;
 pub mod online;
 pub mod registry;
@@ -61,7 +61,7 @@ mod tests;
 
 use connection::RedisConn;
 
-pub use drain::DrainTarget;
+pub use drain_targets::DrainTarget;
 pub use error::DirectoryError;
 pub use handle::Directory;
 pub use types::{Claim, OnlinePlayer, ShardInfo, ShardState, ZoneStatus};

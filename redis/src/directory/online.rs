@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::args::{check_shard, ttl_ms};
 use super::error::DirectoryError;
 use super::handle::Directory;
-use super::keys;
+use super::key_names;
 use super::types::OnlinePlayer;
 
 impl Directory {
@@ -22,7 +22,7 @@ impl Directory {
         let json = serde_json::to_string(players)
             .map_err(|e| DirectoryError::Invalid(format!("online list: {e}")))?;
         redis::cmd("SET")
-            .arg(keys::shard_online(shard))
+            .arg(key_names::shard_online(shard))
             .arg(json)
             .arg("PX")
             .arg(ttl_ms(ttl)?)
@@ -38,7 +38,10 @@ impl Directory {
         if shards.is_empty() {
             return Ok(Vec::new());
         }
-        let keys: Vec<String> = shards.iter().map(|s| keys::shard_online(&s.id)).collect();
+        let keys: Vec<String> = shards
+            .iter()
+            .map(|s| key_names::shard_online(&s.id))
+            .collect();
         let lists: Vec<Option<String>> = redis::cmd("MGET")
             .arg(&keys)
             .query_async(&mut self.conn())

@@ -15,7 +15,7 @@ use redis::Script;
 use super::args::{check_shard, check_zone, ttl_ms};
 use super::error::DirectoryError;
 use super::handle::Directory;
-use super::keys;
+use super::key_names;
 use super::types::{ShardInfo, ZoneStatus};
 
 static HEARTBEAT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("heartbeat.lua")));
@@ -77,9 +77,9 @@ impl Directory {
         ttl: Duration,
     ) -> Result<(), DirectoryError> {
         check_shard(&info.id)?;
-        let mut script = HEARTBEAT.key(keys::shard(&info.id));
+        let mut script = HEARTBEAT.key(key_names::shard(&info.id));
         script
-            .key(keys::shards())
+            .key(key_names::shards())
             .arg(ttl_ms(ttl)?)
             .arg(&info.id)
             .arg(&info.addr)
@@ -101,9 +101,9 @@ impl Directory {
         check_shard(shard)?;
         redis::pipe()
             .atomic()
-            .del(keys::shard(shard))
-            .del(keys::shard_online(shard))
-            .srem(keys::shards(), shard)
+            .del(key_names::shard(shard))
+            .del(key_names::shard_online(shard))
+            .srem(key_names::shards(), shard)
             .exec_async(&mut self.conn())
             .await?;
         Ok(())
@@ -123,14 +123,14 @@ impl Directory {
     /// players it counts per zone.
     async fn live_entries(&self) -> Result<Vec<LiveEntry>, DirectoryError> {
         let entries: Vec<Vec<String>> = SHARDS_LIVE
-            .key(keys::shards())
-            .arg(keys::shard(""))
+            .key(key_names::shards())
+            .arg(key_names::shard(""))
             .invoke_async(&mut self.conn())
             .await?;
         let mut live = entries
             .iter()
             .map(|flat| {
-                let key = keys::shard("?");
+                let key = key_names::shard("?");
                 let shard = shard_from_fields(&key, flat)?;
                 let zones = zone_players_from_fields(&key, flat)?;
                 Ok((shard, zones))
@@ -149,7 +149,7 @@ impl Directory {
             check_zone(zone)?;
         }
         redis::cmd("SADD")
-            .arg(keys::zones())
+            .arg(key_names::zones())
             .arg(zones)
             .exec_async(&mut self.conn())
             .await?;
@@ -159,7 +159,7 @@ impl Directory {
     /// Every known zone id, sorted.
     pub async fn known_zones(&self) -> Result<Vec<String>, DirectoryError> {
         let mut zones: Vec<String> = redis::cmd("SMEMBERS")
-            .arg(keys::zones())
+            .arg(key_names::zones())
             .query_async(&mut self.conn())
             .await?;
         zones.sort();
@@ -196,10 +196,10 @@ impl Directory {
         let mut pipe = redis::pipe();
         for id in ids {
             pipe.cmd("HMGET")
-                .arg(keys::zone_lease(id))
+                .arg(key_names::zone_lease(id))
                 .arg("owner")
                 .arg("gen");
-            pipe.cmd("GET").arg(keys::zone_gen(id));
+            pipe.cmd("GET").arg(key_names::zone_gen(id));
         }
         let leases: Vec<redis::Value> = pipe.query_async(&mut self.conn()).await?;
 
@@ -207,9 +207,9 @@ impl Directory {
         for (i, id) in ids.iter().enumerate() {
             let (owner, lease_gen): (Option<String>, Option<u64>) =
                 redis::from_redis_value(leases[2 * i].clone())
-                    .map_err(|e| corrupt(&keys::zone_lease(id), e))?;
+                    .map_err(|e| corrupt(&key_names::zone_lease(id), e))?;
             let last_gen: Option<u64> = redis::from_redis_value(leases[2 * i + 1].clone())
-                .map_err(|e| corrupt(&keys::zone_gen(id), e))?;
+                .map_err(|e| corrupt(&key_names::zone_gen(id), e))?;
             let players = live.iter().filter_map(|(_, zones)| zones.get(id)).sum();
             out.push(ZoneStatus {
                 id: id.clone(),

@@ -101,10 +101,10 @@ async fn expiry_refuses_late_renewal_and_generations_never_go_back() {
         dir.claim_zone("city", "a", SHORT).await.unwrap(),
         Claim::Acquired { r#gen: 1 }
     );
-    let ttl = pttl(&dir, &keys::zone_lease("city")).await;
+    let ttl = pttl(&dir, &key_names::zone_lease("city")).await;
     assert!(ttl > 0 && ttl <= 300, "lease TTL {ttl}");
     assert_eq!(
-        pttl(&dir, &keys::zone_gen("city")).await,
+        pttl(&dir, &key_names::zone_gen("city")).await,
         -1,
         "gen counter must not expire"
     );
@@ -172,7 +172,7 @@ async fn fenced_flip() {
         dir.zone_owner("moor").await.unwrap(),
         Some(("b".into(), g + 1))
     );
-    let ttl = pttl(&dir, &keys::zone_lease("moor")).await;
+    let ttl = pttl(&dir, &key_names::zone_lease("moor")).await;
     assert!(
         ttl > SHORT.as_millis() as i64,
         "flip must set the fresh TTL, got {ttl}"
@@ -272,7 +272,7 @@ async fn heartbeat_registry_and_expiry() {
     })
     .await;
     let members: Vec<String> = redis::cmd("SMEMBERS")
-        .arg(keys::shards())
+        .arg(key_names::shards())
         .query_async(&mut dir.conn())
         .await
         .unwrap();

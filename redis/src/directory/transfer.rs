@@ -1,4 +1,4 @@
-//! Pending zone transfers (seed `transfers.md`, "stream" read as "zone",
+//! Pending zone transfers (transfers design note, "stream" read as "zone",
 //! "node" as "shard"). A transfer is a record `{from, to}` keyed by zone,
 //! proposed through one validating script, completed only at the exact
 //! lease generation the source closed the zone at, and announced on a
@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::args::{check_shard, check_zone, ttl_ms};
 use super::error::DirectoryError;
 use super::handle::Directory;
-use super::keys;
+use super::key_names;
 
 static PROPOSE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("transfer_propose.lua")));
@@ -91,14 +91,14 @@ impl Directory {
         check_zone(zone)?;
         check_shard(to)?;
         let (status, detail): (String, String) = PROPOSE
-            .key(keys::zones())
-            .key(keys::zone_lease(zone))
-            .key(keys::transfer(zone))
-            .key(keys::transfers())
-            .key(keys::shard(to))
+            .key(key_names::zones())
+            .key(key_names::zone_lease(zone))
+            .key(key_names::transfer(zone))
+            .key(key_names::transfers())
+            .key(key_names::shard(to))
             .arg(zone)
             .arg(to)
-            .arg(keys::transfer_channel())
+            .arg(key_names::transfer_channel())
             .invoke_async(&mut self.conn())
             .await?;
         let from = || detail.split("->").next().unwrap_or_default().to_string();
@@ -125,15 +125,15 @@ impl Directory {
     ) -> Result<Completion, DirectoryError> {
         check_zone(zone)?;
         let (status, generation): (String, String) = COMPLETE
-            .key(keys::zone_lease(zone))
-            .key(keys::zone_gen(zone))
-            .key(keys::transfer(zone))
-            .key(keys::transfers())
+            .key(key_names::zone_lease(zone))
+            .key(key_names::zone_gen(zone))
+            .key(key_names::transfer(zone))
+            .key(key_names::transfers())
             .arg(zone)
             .arg(from)
             .arg(closed_gen)
             .arg(ttl_ms(lease_ttl)?)
-            .arg(keys::transfer_channel())
+            .arg(key_names::transfer_channel())
             .invoke_async(&mut self.conn())
             .await?;
         let generation: u64 = generation.parse().unwrap_or_default();
@@ -159,15 +159,15 @@ impl Directory {
     ) -> Result<bool, DirectoryError> {
         check_zone(zone)?;
         let done: i64 = CANCEL
-            .key(keys::transfer(zone))
-            .key(keys::transfers())
-            .key(keys::transfer_cancelled(zone))
+            .key(key_names::transfer(zone))
+            .key(key_names::transfers())
+            .key(key_names::transfer_cancelled(zone))
             .arg(zone)
             .arg(from)
             .arg(to)
             .arg(reason)
             .arg(ttl_ms(CANCEL_REASON_TTL)?)
-            .arg(keys::transfer_channel())
+            .arg(key_names::transfer_channel())
             .invoke_async(&mut self.conn())
             .await?;
         Ok(done == 1)
@@ -176,7 +176,7 @@ impl Directory {
     /// Every pending transfer, sorted by zone.
     pub async fn transfers(&self) -> Result<Vec<Transfer>, DirectoryError> {
         let mut con = self.conn();
-        let mut zones: Vec<String> = con.smembers(keys::transfers()).await?;
+        let mut zones: Vec<String> = con.smembers(key_names::transfers()).await?;
         zones.sort();
         let mut out = Vec::new();
         for zone in zones {
@@ -192,7 +192,7 @@ impl Directory {
         let mut con = self.conn();
         let (from, to, created): (Option<String>, Option<String>, Option<u64>) =
             redis::cmd("HMGET")
-                .arg(keys::transfer(zone))
+                .arg(key_names::transfer(zone))
                 .arg("from")
                 .arg("to")
                 .arg("created_ms")
@@ -214,12 +214,12 @@ impl Directory {
         &self,
         zone: &str,
     ) -> Result<Option<String>, DirectoryError> {
-        Ok(self.conn().get(keys::transfer_cancelled(zone)).await?)
+        Ok(self.conn().get(key_names::transfer_cancelled(zone)).await?)
     }
 
     /// The generation counter of `zone` (the last generation ever issued).
     pub async fn zone_generation(&self, zone: &str) -> Result<u64, DirectoryError> {
-        let v: Option<u64> = self.conn().get(keys::zone_gen(zone)).await?;
+        let v: Option<u64> = self.conn().get(key_names::zone_gen(zone)).await?;
         Ok(v.unwrap_or_default())
     }
 

@@ -11,7 +11,7 @@ use super::claim_id::ClaimId;
 use super::error::StoreError;
 use super::handle::{Store, row_key};
 use crate::directory::ShardInfo;
-use crate::directory::keys;
+use crate::directory::key_names;
 use crate::directory::lease::routing_script;
 use crate::directory::registry::shard_from_fields;
 
@@ -101,17 +101,17 @@ impl Store {
         held: u64,
         claim: ClaimId,
     ) -> Result<HandoffClaim, StoreError> {
-        if zone.is_empty() || zone.contains('#') {
+        if zone.is_empty() || telos_proto::ids::is_instance_id(zone) {
             return Err(StoreError::Invalid(format!(
                 "not a handoff destination zone: {zone:?}"
             )));
         }
         let row = row_key(name)?;
         let reply: Vec<String> = CLAIM_HANDOFF
-            .key(keys::zone_lease(zone))
-            .key(keys::transfer(zone))
+            .key(key_names::zone_lease(zone))
+            .key(key_names::transfer(zone))
             .key(&row)
-            .arg(keys::shard(""))
+            .arg(key_names::shard(""))
             .arg(this_shard)
             .arg(version.to_string())
             .arg(held)
@@ -144,7 +144,7 @@ impl Store {
                 current: number("current")?,
             });
         }
-        let owner_key = keys::shard(entry_field(entry, "id").unwrap_or_default());
+        let owner_key = key_names::shard(entry_field(entry, "id").unwrap_or_default());
         if status == "malformed" {
             return Err(corrupt(&owner_key, "registry entry unusable".into()));
         }

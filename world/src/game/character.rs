@@ -12,7 +12,7 @@ use super::text::{strip_control, truncate_bytes};
 use super::tier::{RESERVED_FLAGS, Tier, WIZINVIS};
 use super::world::{Food, ItemDef, WearSlot};
 
-/// Journal entries kept; older ones fall off the front (CONTRACT).
+/// Journal entries kept; older ones fall off the front (the project contract).
 pub const JOURNAL_LIMIT: usize = 1000;
 /// Longest journal entry, bytes: bounds a character row at ~1 MB of journal.
 pub const JOURNAL_ENTRY_MAX: usize = 1000;

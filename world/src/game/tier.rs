@@ -23,7 +23,7 @@ pub const CAP_ADMIN: &str = "cap_admin";
 pub const RESERVED_FLAGS: &[&str] = &[CAP_BUILD, CAP_ADMIN];
 /// Session concealment for admins. Not tier-grantable: it is cleared on every
 /// load and arrival for anyone who is not an admin (and the caller may clear
-/// it for admins too; the seed accepts a one-time presence flicker).
+/// it for admins too; the handoff design note accepts a one-time presence flicker).
 pub const WIZINVIS: &str = "wizinvis";
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Static world definitions: one JSON file per zone (CONTRACT "World files"),
+//! Static world definitions: one JSON file per zone (the project contract, "World files"),
 //! loaded and validated once at start. This is the only file of the game
 //! model that touches the filesystem.
 //!

@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::context::{Handoff, RPC_TIMEOUT};
-use super::fence::{CommitFence, CommitResolver, Outcome, commit_fence};
+use super::fence::{CommitFence, CommitOutcome, CommitResolver, commit_fence};
 use super::pending::PendingPlayer;
 use super::phase2::{Phase2, sign_phase2, verify_phase2};
 use super::snapshot::{PlayerSnapshot, handoff_token, verify_snapshot};
@@ -271,7 +271,7 @@ async fn settle_commit(
     resolver: CommitResolver,
 ) {
     if committed {
-        return resolver.resolve(Outcome::Committed);
+        return resolver.resolve(CommitOutcome::Committed);
     }
     let mut backoff = Duration::from_millis(50);
     // One claim id for every attempt: a retry after a lost reply is
@@ -286,7 +286,7 @@ async fn settle_commit(
                 state_version,
             }) => {
                 info!(player = %character, epoch, "activating under a newer epoch");
-                return resolver.resolve(Outcome::Reclaimed {
+                return resolver.resolve(CommitOutcome::Reclaimed {
                     epoch,
                     claim,
                     state_version,
@@ -294,11 +294,11 @@ async fn settle_commit(
             }
             Ok(ClaimFrom::Moved { current }) => {
                 warn!(player = %character, current, "claimed elsewhere while the Commit was open: this session is stale");
-                return resolver.resolve(Outcome::Superseded { winner: current });
+                return resolver.resolve(CommitOutcome::Superseded { winner: current });
             }
             // No row: nothing durable to race (a genuine miss at the
             // source); the snapshot's epoch stands.
-            Err(StoreError::NotFound) => return resolver.resolve(Outcome::Committed),
+            Err(StoreError::NotFound) => return resolver.resolve(CommitOutcome::Committed),
             Err(e) => {
                 warn!(player = %character, error = %e, "minting a newer epoch failed; the session stays held");
                 tokio::time::sleep(backoff).await;

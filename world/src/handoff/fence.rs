@@ -5,13 +5,13 @@
 //! and sends the signed `Commit` to the source alongside, so the player's
 //! pause does not wait on that round trip. What the `Commit` decides is
 //! only *which epoch the destination writes under*:
-//! - accepted ([`Outcome::Committed`]): the snapshot's epoch, minted by the
+//! - accepted ([`CommitOutcome::Committed`]): the snapshot's epoch, minted by the
 //!   source's `ClaimCharacter`, and the snapshot's `state_version`;
 //! - refused (the source already saved the frozen snapshot at its pending
 //!   TTL) or unanswered (the source crashed or hangs): a newer epoch, minted
 //!   by the destination's own `ClaimCharacter`, from the row's current
-//!   version ([`Outcome::Reclaimed`]) — minted only if nobody else claimed
-//!   the character meanwhile ([`Outcome::Superseded`]).
+//!   version ([`CommitOutcome::Reclaimed`]) — minted only if nobody else claimed
+//!   the character meanwhile ([`CommitOutcome::Superseded`]).
 //!
 //! Until then the session is *held*: it applies input and the gate keeps
 //! every line un-`DurableAck`ed, but no save is sent, so the source's
@@ -40,7 +40,7 @@ pub const SETTLE_BOUND: Duration = Duration::from_millis(RPC_TIMEOUT.as_millis()
 
 /// How an in-flight `Commit` resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum CommitOutcome {
     /// The source accepted it: write under the snapshot's epoch and version.
     Committed,
     /// Refused or unanswered: a newer epoch was minted (under `claim`);
@@ -66,18 +66,18 @@ pub struct WriteAs {
     pub state_version: u64,
 }
 
-impl Outcome {
+impl CommitOutcome {
     /// The settle rule, in one place: what a session holding `held` (the
     /// snapshot's identity) writes under once its `Commit` resolved.
     /// Committed: `held` stands. Reclaimed: the minted epoch, never lower
     /// (a refused handoff from here may have minted an even newer one
     /// meanwhile), from the row version its claim read. Superseded: `held`
     /// stands too, so a write is refused by the newer owner's epoch; a
-    /// caller that must not even try asks [`Outcome::is_superseded`].
+    /// caller that must not even try asks [`CommitOutcome::is_superseded`].
     pub fn settle(self, held: WriteAs) -> WriteAs {
         match self {
-            Outcome::Committed | Outcome::Superseded { .. } => held,
-            Outcome::Reclaimed {
+            CommitOutcome::Committed | CommitOutcome::Superseded { .. } => held,
+            CommitOutcome::Reclaimed {
                 epoch,
                 claim,
                 state_version,
@@ -98,17 +98,17 @@ impl Outcome {
 
     /// Claimed elsewhere meanwhile: the session is stale.
     pub fn is_superseded(self) -> bool {
-        matches!(self, Outcome::Superseded { .. })
+        matches!(self, CommitOutcome::Superseded { .. })
     }
 }
 
 /// The session's side: travels with the player in its `SessionMeta`.
 #[derive(Debug, Clone)]
-pub struct CommitFence(watch::Receiver<Option<Outcome>>);
+pub struct CommitFence(watch::Receiver<Option<CommitOutcome>>);
 
 /// The `Commit` task's side: resolves the fence exactly once.
 #[derive(Debug)]
-pub struct CommitResolver(watch::Sender<Option<Outcome>>);
+pub struct CommitResolver(watch::Sender<Option<CommitOutcome>>);
 
 /// A new, unresolved fence.
 pub fn commit_fence() -> (CommitResolver, CommitFence) {
@@ -118,13 +118,13 @@ pub fn commit_fence() -> (CommitResolver, CommitFence) {
 
 impl CommitFence {
     /// The outcome, if the `Commit` has resolved.
-    pub fn outcome(&self) -> Option<Outcome> {
+    pub fn outcome(&self) -> Option<CommitOutcome> {
         *self.0.borrow()
     }
 
     /// Wait for the outcome, at most `bound`. `None`: still unresolved (or
     /// its task is gone, which resolves nothing).
-    pub async fn wait(&mut self, bound: Duration) -> Option<Outcome> {
+    pub async fn wait(&mut self, bound: Duration) -> Option<CommitOutcome> {
         let waited = tokio::time::timeout(bound, self.0.wait_for(Option::is_some)).await;
         match waited {
             Ok(Ok(outcome)) => *outcome,
@@ -134,7 +134,7 @@ impl CommitFence {
 }
 
 impl CommitResolver {
-    pub fn resolve(self, outcome: Outcome) {
+    pub fn resolve(self, outcome: CommitOutcome) {
         // No receiver left: the session ended meanwhile; nothing to tell.
         let _ = self.0.send(Some(outcome));
     }
@@ -155,7 +155,7 @@ mod tests {
         let mut copy = fence.clone();
         assert_eq!(fence.outcome(), None);
         assert_eq!(fence.wait(Duration::from_millis(10)).await, None);
-        let reclaimed = Outcome::Reclaimed {
+        let reclaimed = CommitOutcome::Reclaimed {
             epoch: 9,
             claim: ClaimId::from_u64(9),
             state_version: 4,
@@ -195,10 +195,10 @@ mod settle_tests {
             claim: old,
             state_version: 9,
         };
-        assert_eq!(Outcome::Committed.settle(held), held);
-        assert_eq!(Outcome::Superseded { winner: 7 }.settle(held), held);
-        assert!(Outcome::Superseded { winner: 7 }.is_superseded());
-        let reclaimed = Outcome::Reclaimed {
+        assert_eq!(CommitOutcome::Committed.settle(held), held);
+        assert_eq!(CommitOutcome::Superseded { winner: 7 }.settle(held), held);
+        assert!(CommitOutcome::Superseded { winner: 7 }.is_superseded());
+        let reclaimed = CommitOutcome::Reclaimed {
             epoch: 6,
             claim: minted,
             state_version: 11,

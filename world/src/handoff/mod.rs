@@ -1,5 +1,5 @@
 //! # Handoff
-//! Cross-shard player moves, every rule of the seed under its own name:
+//! Cross-shard player moves, every rule of the handoff design note under its own name:
 //! - [`keys`]: the two cluster credentials (handoff keypair, snapshot keypair).
 //! - [`wire`]: canonical length-prefixed encoding for everything signed.
 //! - [`snapshot`]: `PlayerSnapshot`, its signature and `handoff_token`.

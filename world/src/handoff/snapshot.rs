@@ -204,7 +204,7 @@ mod tests {
 
     #[test]
     fn tier_and_account_never_collide() {
-        // The seed's regression: digest(tier="", account=X) must differ from
+        // The handoff design note's regression case: digest(tier="", account=X) must differ from
         // digest(tier=X, account="").
         let (_, mut a) = sample();
         let mut b = a.clone();

@@ -1,7 +1,7 @@
 //! The source side of a player handoff.
 //!
 //! [`begin_handoff`] runs after the zone actor applied the move line and
-//! froze the player. Order matters (seed, "Snapshot signing and the tier"):
+//! froze the player. Order matters (handoff design note, "Snapshot signing and the tier"):
 //! 1. resolve the destination (`ShardForZone`) **before** minting, so a
 //!    refused move never raises the row's epoch under a live session;
 //! 2. `ClaimCharacter` mints the next `owner_epoch` for the destination
@@ -60,7 +60,7 @@ pub struct HandoffRequest {
     pub commit: Option<CommitFence>,
 }
 
-/// Every refused move starts with this (CONTRACT.md, player protocol): a
+/// Every refused move starts with this (the project contract, player protocol): a
 /// client trigger or an outside test tells a refusal from a hang by it,
 /// whatever the reason; the explanation follows on the same line.
 pub const MOVE_REFUSED: &str = "You can't go that way";

@@ -1,5 +1,5 @@
 //! Character names: what a login may be called (3–16 ASCII letters,
-//! CONTRACT.md), and how a name is shown. The lowercase name is the
+//! the project contract), and how a name is shown. The lowercase name is the
 //! character's key everywhere (rows, sessions, snapshots).
 
 pub const MIN_NAME_LEN: usize = 3;

@@ -42,7 +42,7 @@ pub(super) async fn login_frame(
         return None;
     }
     let key = login.name.to_ascii_lowercase();
-    let store = &shard.env.store;
+    let store = &shard.store();
     if login.create {
         if login.password.chars().count() < MIN_PASSWORD {
             send_closed(
@@ -53,7 +53,7 @@ pub(super) async fn login_frame(
             .await;
             return None;
         }
-        let ch = shard.env.game.new_player(&login.name);
+        let ch = shard.game().new_player(&login.name);
         match store
             .create_character(&login.name, &login.password, &ch.dump_state_json())
             .await
@@ -132,8 +132,7 @@ pub(super) async fn resume_frame(
     }
     let key = resume.name.to_ascii_lowercase();
     match shard
-        .env
-        .store
+        .store()
         .check_credential(&key, &resume.conn_id, &resume.credential)
         .await
     {

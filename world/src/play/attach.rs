@@ -23,7 +23,7 @@ use super::frames::send_closed;
 /// private instance (gone with its shard) or unknown — then the room it
 /// entered the instance from, or the start room.
 pub(super) fn resolve_room(shard: &Shard, ch: &dyn Player) -> String {
-    let game = &shard.env.game;
+    let game = &shard.game();
     if game.has_room(ch.room()) && !is_instance_id(zone_of(ch.room())) {
         return ch.room().to_string();
     }
@@ -53,7 +53,7 @@ pub(super) async fn attach_local(
     handle: &ZoneHandle,
     out: &mpsc::Sender<ServerFrame>,
 ) -> Result<(), AttachError> {
-    let claimed = shard.env.store.claim_character(key).await.map_err(|e| {
+    let claimed = shard.store().claim_character(key).await.map_err(|e| {
         warn!(player = %key, error = %e, "claiming character failed");
         AttachError::Store
     })?;
@@ -67,8 +67,7 @@ pub(super) async fn attach_local(
         Tier::default()
     });
     let mut character = shard
-        .env
-        .game
+        .game()
         .load_player(&row.state_json, tier)
         .map_err(|e| {
             warn!(player = %key, error = %e, "character state unreadable");
@@ -125,7 +124,7 @@ pub(super) async fn attach_frame(
     attach: telos_proto::v1::Attach,
     out: &mpsc::Sender<ServerFrame>,
 ) -> Option<(String, String, ZoneHandle)> {
-    let h = &shard.env.handoff;
+    let h = &shard.handoff();
     let activated = match activate(h, &attach.token, &attach.conn_id) {
         Ok(a) => a,
         Err(e) => {
@@ -174,7 +173,7 @@ pub(super) async fn attach_frame(
         meta,
         attached,
     };
-    while let Some(handle) = shard.env.hosted.get(&zone) {
+    while let Some(handle) = shard.hosted().get(&zone) {
         match handle.join_or_return(joining).await {
             Ok(_) => return Some((key, attach.conn_id, handle)),
             Err(Some(back)) if Instant::now() < until => {
@@ -221,8 +220,7 @@ async fn save_activated(shard: &Shard, a: &Activated, conn_id: &str) {
         }
     };
     let saved = shard
-        .env
-        .store
+        .store()
         .save(&key, epoch, state_version, &json, conn_id, a.applied_seq)
         .await;
     if let Err(e) = saved {

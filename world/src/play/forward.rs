@@ -21,7 +21,7 @@ pub(super) async fn forward_input(
     loop {
         // Shutdown ends every session task, whatever its client does.
         let next = tokio::select! {
-            _ = shard.root.cancelled() => return,
+            _ = shard.stopped().cancelled() => return,
             next = inbound.message() => next,
         };
         let input = match next {
@@ -53,10 +53,10 @@ pub(super) async fn forward_input(
                 break reply;
             }
             hops += 1;
-            let now = shard.env.roster.zone_of(&key);
+            let now = shard.roster().zone_of(&key);
             match now
                 .filter(|z| z != zone.id())
-                .and_then(|z| shard.env.hosted.get(&z))
+                .and_then(|z| shard.hosted().get(&z))
             {
                 Some(h) => zone = h,
                 None => break reply,

@@ -46,7 +46,7 @@ pub(super) async fn enter(
     let mut told = false;
     loop {
         // Online somewhere already: that session is taken over where it is.
-        let zone = match shard.env.roster.zone_of(&key) {
+        let zone = match shard.roster().zone_of(&key) {
             Some(zone) => zone,
             None => match online_elsewhere(shard, &key).await {
                 Some(addr) => {
@@ -118,26 +118,22 @@ pub(super) async fn enter(
 
 /// The shard currently playing this character, if another live shard.
 async fn online_elsewhere(shard: &Shard, key: &str) -> Option<String> {
-    let online = shard.env.directory.online().await.ok()?;
+    let online = shard.directory().online().await.ok()?;
     let entry = online
         .into_iter()
         .find(|p| p.name.eq_ignore_ascii_case(key) && p.shard != shard.id())?;
-    shard.env.handoff.shard_addr(&entry.shard).await
+    shard.handoff().shard_addr(&entry.shard).await
 }
 
 /// The zone of the character's saved room (instances and unknown rooms fall
 /// back to where the player entered from, or the start room).
 async fn saved_zone(shard: &Shard, key: &str) -> anyhow::Result<String> {
     let row = shard
-        .env
-        .store
+        .store()
         .load(key)
         .await?
         .ok_or_else(|| anyhow::anyhow!("no such character"))?;
     // Only the room is read here: the tier does not place anyone.
-    let ch = shard
-        .env
-        .game
-        .load_player(&row.state_json, Tier::default())?;
+    let ch = shard.game().load_player(&row.state_json, Tier::default())?;
     Ok(zone_of(&resolve_room(shard, &*ch)).to_string())
 }

@@ -30,8 +30,7 @@ impl Admin for AdminService {
         let req = req.into_inner();
         let answer = self
             .shard
-            .env
-            .directory
+            .directory()
             .propose_transfer(&req.zone_id, &req.to_shard_id)
             .await
             .map_err(|e| Status::unavailable(e.to_string()))?
@@ -48,7 +47,7 @@ impl Admin for AdminService {
     }
 
     async fn status(&self, _: Request<StatusRequest>) -> Result<Response<StatusResponse>, Status> {
-        let status = cluster_status(&self.shard.env.directory)
+        let status = cluster_status(self.shard.directory())
             .await
             .map_err(|e| Status::unavailable(e.to_string()))?;
         let json = serde_json::to_string(&status).map_err(|e| Status::internal(e.to_string()))?;

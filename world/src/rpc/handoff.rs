@@ -66,7 +66,7 @@ impl Handoff for HandoffService {
             &req,
         );
         let req = req.into_inner();
-        let (h, hosted) = (&self.shard.env.handoff, &self.shard.env.hosted);
+        let (h, hosted) = (&self.shard.handoff(), &self.shard.hosted());
         let token = span
             .in_scope(|| destination::prepare(h, |z| hosted.get(z).is_some(), &req))
             .map_err(prepare_status)?;
@@ -85,7 +85,7 @@ impl Handoff for HandoffService {
             &req,
         );
         let req = req.into_inner();
-        let h = &self.shard.env.handoff;
+        let h = &self.shard.handoff();
         span.in_scope(|| source::commit(h, &req.handoff_token, &req.to_shard_id, &req.sig))
             .map_err(commit_status)?;
         Ok(Response::new(CommitResponse {}))
@@ -96,7 +96,7 @@ impl Handoff for HandoffService {
         let req = req.into_inner();
         span.in_scope(|| {
             destination::abort(
-                &self.shard.env.handoff,
+                self.shard.handoff(),
                 &req.handoff_token,
                 &req.to_shard_id,
                 &req.sig,
@@ -147,21 +147,20 @@ impl Handoff for HandoffService {
         }
         let held = self
             .shard
-            .leases
+            .leases()
             .held(&req.zone_id)
             .ok_or_else(|| Status::failed_precondition("this shard does not own the zone"))?;
         if req.generation != 0 && req.generation != held.state.generation() {
             return Err(Status::failed_precondition("stale lease generation"));
         }
-        let deadline = tokio::time::Instant::now() + self.shard.cfg.drain_deadline;
+        let deadline = tokio::time::Instant::now() + self.shard.config().drain_deadline;
         let to = (!req.to_shard_id.is_empty()).then_some(req.to_shard_id.as_str());
         let (_, _) = drain::handover_zone_to(&self.shard, &req.zone_id, to, deadline)
             .await
             .map_err(|e| Status::aborted(e.to_string()))?;
         let generation = self
             .shard
-            .env
-            .directory
+            .directory()
             .zone_owner(&req.zone_id)
             .await
             .ok()

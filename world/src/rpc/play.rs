@@ -33,7 +33,7 @@ impl Play for PlayService {
     ) -> Result<Response<Self::SessionStream>, Status> {
         let (out, rx) = mpsc::channel(OUT_CHANNEL);
         let shard = self.shard.clone();
-        shard.tracker.spawn(crate::play::run_session(
+        shard.tracker().spawn(crate::play::run_session(
             shard.clone(),
             request.into_inner(),
             out,

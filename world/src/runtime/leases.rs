@@ -46,7 +46,7 @@ pub struct HeldLease {
 pub enum Confirm {
     /// A drain adoption: the owner flips the lease to us, and our own
     /// `ClaimZone` succeeding is what observes the flip — never the RPC
-    /// returning (seed, "Zone adoption", guard 2).
+    /// returning (handoff design note, "Zone adoption", guard 2).
     Flip,
     /// An operator transfer's target: completion re-points the lease at us.
     /// We read the lease and renew it at exactly the generation completion
@@ -216,3 +216,7 @@ impl LeaseKeeper {
         self.held.lock().expect("leases lock").remove(zone);
     }
 }
+
+#[cfg(test)]
+#[path = "leases_tests.rs"]
+mod tests;

@@ -6,34 +6,28 @@
 use tracing::{info, warn};
 
 use super::shard::Shard;
-use telos_redis::directory::ShardState;
 
-/// The live, compatible shard with the most headroom (players plus
-/// live drain reservations against capacity; ties to the lowest id):
-/// the same rule the drain selector applies, read-only.
+/// The live, compatible shard with the most headroom (players plus live
+/// drain reservations against capacity; ties to the lowest id): the drain
+/// selector's own rule (`drain_select.lua`), asked read-only. Shards of
+/// another handoff version are never chosen.
 async fn orphan_claimer(shard: &Shard) -> Option<String> {
     let dir = &shard.env.directory;
-    let shards = dir.shards().await.ok()?;
-    let mut best: Option<(i128, String)> = None;
-    for s in shards {
-        if s.state != ShardState::Live || s.handoff_version != shard.cfg.handoff_version {
-            continue;
-        }
-        let reserved: u64 = dir
-            .drain_reservations(&s.id)
-            .await
-            .map(|r| r.iter().map(|(_, count, _)| count).sum())
-            .unwrap_or(0);
-        let headroom = s.capacity as i128 - s.players as i128 - reserved as i128;
-        let better = match &best {
-            None => true,
-            Some((h, id)) => headroom > *h || (headroom == *h && s.id < *id),
-        };
-        if better {
-            best = Some((headroom, s.id));
+    let incompatible: Vec<String> = dir
+        .shards()
+        .await
+        .ok()?
+        .into_iter()
+        .filter(|s| s.handoff_version != shard.cfg.handoff_version)
+        .map(|s| s.id)
+        .collect();
+    match dir.pick_drain_target(&incompatible).await {
+        Ok(chosen) => chosen,
+        Err(e) => {
+            warn!(error = %e, "asking who claims orphaned zones failed");
+            None
         }
     }
-    best.map(|(_, id)| id)
 }
 
 /// A zone with a pending transfer is never (re)claimed by the boot-zone

@@ -36,17 +36,23 @@ pub const PRESENCE_TTL: Duration = Duration::from_secs(3);
 /// Coalesce roster changes this long before publishing the online list.
 const ONLINE_DEBOUNCE: Duration = Duration::from_millis(50);
 
+/// One shard. Its parts are the runtime's own (the zone moves and the
+/// placement loops beside it reach them); the layers above ask through
+/// the accessors below.
 pub struct Shard {
-    pub cfg: WorldConfig,
+    pub(super) cfg: WorldConfig,
     /// Leases of the zones this shard hosts (not instances).
-    pub leases: LeaseKeeper,
+    pub(super) leases: LeaseKeeper,
     /// Zones being closed for an operator transfer right now.
-    pub transfer_closing: Closing,
+    pub(super) transfer_closing: Closing,
     /// The address peers and gates dial (the bound gRPC address).
-    pub addr: String,
-    pub env: ZoneEnv,
-    pub tracker: TaskTracker,
-    pub root: CancellationToken,
+    pub(super) addr: String,
+    /// What every zone actor shares (the store, the directory, the game…).
+    pub(super) env: ZoneEnv,
+    /// Every task of the shard runs in it, so shutdown waits for them.
+    pub(super) tracker: TaskTracker,
+    /// Cancelled when the shard stops.
+    pub(super) root: CancellationToken,
     draining: AtomicBool,
 }
 
@@ -143,6 +149,59 @@ impl Shard {
 
     pub fn id(&self) -> &str {
         &self.cfg.shard_id
+    }
+
+    /// The shard's settings.
+    pub fn config(&self) -> &WorldConfig {
+        &self.cfg
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.env.store
+    }
+
+    pub fn directory(&self) -> &Directory {
+        &self.env.directory
+    }
+
+    pub fn game(&self) -> &Arc<dyn Game> {
+        &self.env.game
+    }
+
+    /// The player-handoff state (pending and frozen players, peers, keys).
+    pub fn handoff(&self) -> &Arc<Handoff> {
+        &self.env.handoff
+    }
+
+    /// The zones running here.
+    pub fn hosted(&self) -> &Hosted {
+        &self.env.hosted
+    }
+
+    /// Who is online on this shard.
+    pub fn roster(&self) -> &Roster {
+        &self.env.roster
+    }
+
+    /// What a zone actor of this shard is built with (benchmarks build
+    /// one actor on a real shard's wiring).
+    pub fn zone_env(&self) -> &ZoneEnv {
+        &self.env
+    }
+
+    /// The leases this shard holds.
+    pub fn leases(&self) -> &LeaseKeeper {
+        &self.leases
+    }
+
+    /// Where the shard's tasks run (shutdown waits for them).
+    pub fn tracker(&self) -> &TaskTracker {
+        &self.tracker
+    }
+
+    /// Cancelled when the shard stops.
+    pub fn stopped(&self) -> &CancellationToken {
+        &self.root
     }
 
     pub fn is_draining(&self) -> bool {

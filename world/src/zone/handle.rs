@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::lease::LeaseState;
 use super::phase::DrainReport;
-use super::session::{Joining, Transfer};
+use super::session::{Joining, SiblingMove};
 use crate::handoff::source::{Begun, Refused};
 use telos_redis::store::ClaimId;
 
@@ -44,8 +44,8 @@ pub(crate) enum Msg {
         reply: oneshot::Sender<Result<u64, Box<Joining>>>,
     },
     Arrive {
-        player: Box<Transfer>,
-        reply: oneshot::Sender<Result<(), Box<Transfer>>>,
+        player: Box<SiblingMove>,
+        reply: oneshot::Sender<Result<(), Box<SiblingMove>>>,
     },
     Input {
         key: String,
@@ -63,9 +63,9 @@ pub(crate) enum Msg {
     /// transfer comes back on the second sender when this zone cannot hold
     /// the player either.
     TakeBack {
-        transfer: Box<Transfer>,
+        transfer: Box<SiblingMove>,
         reply: oneshot::Sender<InputReply>,
-        refused: oneshot::Sender<Box<Transfer>>,
+        refused: oneshot::Sender<Box<SiblingMove>>,
     },
     /// The wait before another attempt at a frozen player's move is over.
     /// `departure` tells it from a later departure of the same player.
@@ -108,7 +108,7 @@ pub enum InputReply {
     /// delivers the transfer to `to` and sends later lines there.
     Moved {
         to: ZoneHandle,
-        transfer: Box<Transfer>,
+        transfer: Box<SiblingMove>,
     },
     /// The player is not (or no longer) in this zone under this connection
     /// (quit, taken over, or handed off to another shard).
@@ -232,7 +232,7 @@ impl ZoneHandle {
 
     /// Hand a player walking in from a sibling zone of this shard. On refusal
     /// the transfer comes back so the caller can return the player.
-    pub async fn arrive(&self, player: Box<Transfer>) -> Result<(), Box<Transfer>> {
+    pub async fn arrive(&self, player: Box<SiblingMove>) -> Result<(), Box<SiblingMove>> {
         let (reply, rx) = oneshot::channel();
         if let Err(mpsc::error::SendError(msg)) = self.tx.send(Msg::Arrive { player, reply }).await
         {
@@ -251,8 +251,8 @@ impl ZoneHandle {
     /// hold them either (it is stopping).
     pub async fn take_back(
         &self,
-        transfer: Box<Transfer>,
-    ) -> Result<InputReply, Option<Box<Transfer>>> {
+        transfer: Box<SiblingMove>,
+    ) -> Result<InputReply, Option<Box<SiblingMove>>> {
         let (reply, answer) = oneshot::channel();
         let (refused, back) = oneshot::channel();
         let msg = Msg::TakeBack {

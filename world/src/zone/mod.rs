@@ -33,4 +33,4 @@ pub use env::ZoneEnv;
 pub use frozen::WALK_RETRY_WINDOW;
 pub use handle::{Hosted, InputReply, JoinError, MAILBOX, Unadopted, ZoneHandle, ZoneUnavailable};
 pub use phase::DrainReport;
-pub use session::{Joining, SessionMeta, Transfer};
+pub use session::{Joining, SessionMeta, SiblingMove};

@@ -128,7 +128,7 @@ pub struct Joining {
 }
 
 /// A player moving between two zone actors of this shard.
-pub struct Transfer {
+pub struct SiblingMove {
     pub character: PlayerBox,
     pub meta: SessionMeta,
     /// Direction they walked, for the arrival message.
@@ -143,7 +143,7 @@ pub struct Transfer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handoff::fence::Outcome;
+    use crate::handoff::fence::CommitOutcome;
     use crate::handoff::fence::commit_fence;
 
     fn meta(epoch: u64, state_version: u64) -> SessionMeta {
@@ -176,7 +176,7 @@ mod tests {
         m.commit = Some(fence);
         assert!(!m.writable());
         assert!(!m.writable(), "still held on a second look");
-        resolver.resolve(Outcome::Committed);
+        resolver.resolve(CommitOutcome::Committed);
         assert!(m.writable());
         assert_eq!((m.epoch, m.state_version), (7, 2));
         assert!(m.commit.is_none());
@@ -187,7 +187,7 @@ mod tests {
         let (resolver, fence) = commit_fence();
         let mut m = meta(7, 2);
         m.commit = Some(fence);
-        resolver.resolve(Outcome::Reclaimed {
+        resolver.resolve(CommitOutcome::Reclaimed {
             epoch: 9,
             claim: ClaimId::from_u64(99),
             state_version: 3,
@@ -203,7 +203,7 @@ mod tests {
         let mut m = meta(7, 2);
         m.commit = Some(fence);
         m.epoch = 11; // a refused handoff from here minted 11
-        resolver.resolve(Outcome::Reclaimed {
+        resolver.resolve(CommitOutcome::Reclaimed {
             epoch: 9,
             claim: ClaimId::from_u64(99),
             state_version: 3,
@@ -217,7 +217,7 @@ mod tests {
         let (resolver, fence) = commit_fence();
         let mut m = meta(7, 2);
         m.commit = Some(fence);
-        resolver.resolve(Outcome::Superseded { winner: 8 });
+        resolver.resolve(CommitOutcome::Superseded { winner: 8 });
         assert!(m.writable());
         assert_eq!((m.epoch, m.state_version), (7, 2));
     }
@@ -229,7 +229,7 @@ mod tests {
         m.commit = Some(fence);
         tokio::spawn(async move {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            resolver.resolve(Outcome::Committed);
+            resolver.resolve(CommitOutcome::Committed);
         });
         assert!(m.settle().await);
         assert!(m.commit.is_none());

@@ -1,4 +1,4 @@
-//! Zone adoption: build, confirm, or un-adopt (seed, "Zone adoption").
+//! Zone adoption: build, confirm, or un-adopt (handoff design note, "Zone adoption").
 //!
 //! [`adopt_zone`] makes this shard build and run a zone ahead of the
 //! owner's lease flip. Three guards keep the window from leaking a zombie:
@@ -20,6 +20,7 @@ use tracing::info;
 use crate::model::ids::is_instance_id;
 use crate::runtime::leases::Confirm;
 use crate::runtime::shard::Shard;
+use telos_redis::directory::DirectoryError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdoptRefused {
@@ -38,7 +39,7 @@ pub enum AdoptRefused {
     #[error("handoff protocol version {theirs} is not this shard's {ours}")]
     Version { theirs: u32, ours: u32 },
     #[error("directory unreachable: {0}")]
-    Directory(String),
+    Directory(#[from] DirectoryError),
 }
 
 /// `Handoff.AdoptZone` on the target.
@@ -65,12 +66,7 @@ pub async fn adopt_zone(
         return Err(AdoptRefused::Draining);
     }
     // Guard 1, before any state work.
-    let owner = shard
-        .env
-        .directory
-        .zone_owner(zone)
-        .await
-        .map_err(|e| AdoptRefused::Directory(e.to_string()))?;
+    let owner = shard.env.directory.zone_owner(zone).await?;
     if owner.as_ref().map(|(o, g)| (o.as_str(), *g)) != Some((from_shard, generation)) {
         return Err(AdoptRefused::NotOwner {
             zone: zone.to_string(),

@@ -1,4 +1,4 @@
-//! The zone handoff (graceful drain), seed "The zone handoff".
+//! The zone handoff (graceful drain), handoff design note, "The zone handoff".
 //!
 //! [`begin_drain`] runs on SIGTERM, on the signal's own task, separate from
 //! the zones' lifetime token, so flush and handoff happen before teardown:
@@ -27,7 +27,8 @@ use crate::model::ids::{is_instance_id, template_of};
 use crate::runtime::leases::HeldLease;
 use crate::runtime::shard::Shard;
 use crate::zone::DrainReport;
-use telos_redis::directory::drain::drain_reservation_ttl;
+use telos_redis::directory::DirectoryError;
+use telos_redis::directory::drain_targets::drain_reservation_ttl;
 use telos_telemetry::traced;
 
 /// Handovers in flight at once: enough to drain many zones quickly, few
@@ -56,9 +57,22 @@ pub enum HandoverError {
     #[error("the lease flip was refused: we are no longer the live owner")]
     FlipRefused,
     #[error("directory: {0}")]
-    Directory(String),
-    #[error("every target refused AdoptZone: {0}")]
-    AdoptFailed(String),
+    Directory(#[from] DirectoryError),
+    #[error("every target refused AdoptZone; the last: {0}")]
+    AdoptFailed(AdoptCallError),
+}
+
+/// Why one `AdoptZone` call did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub enum AdoptCallError {
+    #[error("no target was asked")]
+    NotAsked,
+    #[error("the target's address is unusable: {0}")]
+    Address(#[from] tonic::transport::Error),
+    #[error("no answer within {RPC_TIMEOUT:?}")]
+    TimedOut,
+    #[error("refused: {0}")]
+    Refused(#[from] tonic::Status),
 }
 
 /// Hand `zone` to a peer chosen by the selector (or `to`, when given), flip
@@ -125,13 +139,10 @@ async fn handover_inner(
     // zone still moves, and the hold must exist to be retired).
     let count = players.max(1);
     let mut tried: Vec<String> = Vec::new();
-    let mut last_error = String::new();
+    let mut last_error = AdoptCallError::NotAsked;
     // Only peers speaking our handoff version are candidates: a rolling
     // upgrade's skew refuses the move instead of mis-trusting it.
-    let peers = dir
-        .shards()
-        .await
-        .map_err(|e| HandoverError::Directory(e.to_string()))?;
+    let peers = dir.shards().await?;
     let incompatible: Vec<String> = peers
         .iter()
         .filter(|s| s.handoff_version != shard.env.handoff.version)
@@ -159,8 +170,7 @@ async fn handover_inner(
                     ttl,
                     &[tried.as_slice(), incompatible.as_slice()].concat(),
                 )
-                .await
-                .map_err(|e| HandoverError::Directory(e.to_string()))?
+                .await?
             {
                 Some(t) => {
                     if t.over_ceiling {
@@ -179,16 +189,11 @@ async fn handover_inner(
             handoff_version: shard.env.handoff.version,
         };
         let adopted = async {
-            let mut client = shard
-                .env
-                .handoff
-                .peers
-                .handoff(&target.addr)
-                .map_err(|e| e.to_string())?;
+            let mut client = shard.env.handoff.peers.handoff(&target.addr)?;
             tokio::time::timeout(RPC_TIMEOUT, client.adopt_zone(traced(request)))
                 .await
-                .map_err(|_| "timed out".to_string())?
-                .map_err(|s| format!("{}: {}", s.code(), s.message()))
+                .map_err(|_| AdoptCallError::TimedOut)?
+                .map_err(AdoptCallError::from)
         }
         .instrument(info_span!("rpc", to_shard = %target.id))
         .await;
@@ -212,8 +217,7 @@ async fn handover_inner(
     let flipped = dir
         .flip_zone(zone, shard.id(), generation, &target.id, lease.state.ttl())
         .instrument(info_span!("lease_flip", lease_gen = generation))
-        .await
-        .map_err(|e| HandoverError::Directory(e.to_string()))?;
+        .await?;
     if flipped.is_none() {
         // Unexpected lease loss: the fence path, not a drain. Nothing moves
         // to the target, so this zone's reservation is given back.

@@ -1,4 +1,4 @@
-//! Operator zone transfers (seed `transfers.md`: "stream" = zone, "node" =
+//! Operator zone transfers (transfers design note: "stream" = zone, "node" =
 //! shard), driven by no shard-to-shard call: every shard watches the
 //! published directory view — pub/sub on the transfer channel for speed,
 //! plus a once-a-second poll for safety — and the pending record tells each
@@ -31,7 +31,7 @@ use crate::model::ids::template_of;
 use crate::runtime::leases::Confirm;
 use crate::runtime::shard::Shard;
 use telos_redis::directory::connection::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
-use telos_redis::directory::keys;
+use telos_redis::directory::key_names;
 use telos_redis::directory::transfer::{Completion, Transfer};
 
 /// The safety poll: every shard re-reads every pending transfer this often.
@@ -97,7 +97,7 @@ async fn subscribe(url: String, changed: Arc<Notify>, root: tokio_util::sync::Ca
 async fn follow(url: &str, changed: &Notify, was_lost: bool) -> redis::RedisError {
     let subscribed = async {
         let mut pubsub = redis::Client::open(url)?.get_async_pubsub().await?;
-        pubsub.subscribe(keys::transfer_channel()).await?;
+        pubsub.subscribe(key_names::transfer_channel()).await?;
         Ok::<_, redis::RedisError>(pubsub)
     };
     // Bounded like every Redis connection: a stopped Redis takes the TCP

@@ -20,7 +20,7 @@
 //! `InputAck` likewise follows the outcome.
 //!
 //! A drain freezes players too (to fan them off in place, see
-//! [`super::drain`]); those retry on the drain's own clock.
+//! [`super::fan_off`]); those retry on the drain's own clock.
 
 use std::time::Duration;
 
@@ -35,7 +35,7 @@ use crate::model::ids::zone_of;
 use crate::model::{Direction, PlayerBox};
 use crate::zone::frozen::{FrozenPlayer, OPENING_REFUSED, WALK_RETRY_WINDOW, Walk};
 use crate::zone::handle::{InputReply, Msg, ZoneHandle};
-use crate::zone::session::{SessionMeta, Transfer};
+use crate::zone::session::{SessionMeta, SiblingMove};
 use telos_redis::store::ClaimId;
 
 impl ZoneActor {
@@ -100,7 +100,7 @@ impl ZoneActor {
         };
         InputReply::Moved {
             to,
-            transfer: Box::new(Transfer {
+            transfer: Box::new(SiblingMove {
                 character,
                 meta,
                 dir,
@@ -207,13 +207,13 @@ impl ZoneActor {
     /// the walk's window. `Err` when this zone cannot hold them either.
     pub(super) fn take_back(
         &mut self,
-        transfer: Box<Transfer>,
+        transfer: Box<SiblingMove>,
         reply: oneshot::Sender<InputReply>,
-    ) -> Result<(), Box<Transfer>> {
+    ) -> Result<(), Box<SiblingMove>> {
         if self.stopping() && !self.phase.is_draining() {
             return Err(transfer);
         }
-        let Transfer {
+        let SiblingMove {
             character,
             mut meta,
             dir,

@@ -14,7 +14,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
 mod departure;
-mod drain;
+mod fan_off;
 mod handoff;
 mod input;
 mod players;

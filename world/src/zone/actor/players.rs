@@ -6,7 +6,7 @@ use telos_proto::v1::{Closed, InputAck, server_frame::Frame};
 use super::ZoneActor;
 use crate::model::{Ctx, Delivery, Player, PlayerBox};
 use crate::zone::handle::JoinError;
-use crate::zone::session::{Joining, SessionMeta, Transfer};
+use crate::zone::session::{Joining, SessionMeta, SiblingMove};
 use telos_redis::directory::OnlinePlayer;
 
 /// The session `new` takes over from `old` (a second login, or the same
@@ -110,11 +110,11 @@ impl ZoneActor {
         }
     }
 
-    pub(super) fn arrive(&mut self, player: Box<Transfer>) -> Result<(), Box<Transfer>> {
+    pub(super) fn arrive(&mut self, player: Box<SiblingMove>) -> Result<(), Box<SiblingMove>> {
         if self.stopping() || !self.lease_valid() {
             return Err(player);
         }
-        let Transfer {
+        let SiblingMove {
             character,
             meta,
             dir,

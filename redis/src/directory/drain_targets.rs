@@ -20,7 +20,7 @@ use redis::Script;
 use super::args::{check_shard, ttl_ms};
 use super::error::DirectoryError;
 use super::handle::Directory;
-use super::keys;
+use super::key_names;
 use super::registry::shard_from_fields;
 use super::types::ShardInfo;
 
@@ -36,7 +36,22 @@ macro_rules! drain_script {
     };
 }
 
-static RESERVE: LazyLock<Script> = drain_script!("drain_reserve.lua");
+/// A script that picks a target: the hold prelude, the one selection rule
+/// (`drain_select.lua`), then its own body.
+macro_rules! selecting_script {
+    ($body:literal) => {
+        LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!("drain_holds.lua"),
+                include_str!("drain_select.lua"),
+                include_str!($body)
+            ))
+        })
+    };
+}
+
+static RESERVE: LazyLock<Script> = selecting_script!("drain_reserve.lua");
+static PICK: LazyLock<Script> = selecting_script!("drain_pick.lua");
 static EXPIRE_SOON: LazyLock<Script> = drain_script!("drain_expire_soon.lua");
 static RELEASE: LazyLock<Script> = drain_script!("drain_release.lua");
 static RETIRE: LazyLock<Script> = drain_script!("drain_retire.lua");
@@ -117,6 +132,23 @@ impl Directory {
     /// Repeated reserves onto the same target accumulate into one hold whose
     /// expiry is rebased to now + `ttl` each time. `None` when no live peer
     /// exists at all.
+    /// The peer [`Directory::reserve_drain_target`] would choose now, by
+    /// the same rule, reserving nothing; `exclude` are never chosen.
+    /// Placement of orphaned zones asks it: every shard computes the same
+    /// answer, and only the chosen one claims.
+    pub async fn pick_drain_target(
+        &self,
+        exclude: &[String],
+    ) -> Result<Option<String>, DirectoryError> {
+        PICK.key(key_names::shards())
+            .arg(key_names::shard(""))
+            .arg(key_names::drain_reserve(""))
+            .arg(exclude)
+            .invoke_async(&mut self.conn())
+            .await
+            .map_err(script_error)
+    }
+
     pub async fn reserve_drain_target(
         &self,
         drainer: &str,
@@ -127,9 +159,9 @@ impl Directory {
         check_shard(drainer)?;
         check_count(count)?;
         let reply: Option<Vec<redis::Value>> = RESERVE
-            .key(keys::shards())
-            .arg(keys::shard(""))
-            .arg(keys::drain_reserve(""))
+            .key(key_names::shards())
+            .arg(key_names::shard(""))
+            .arg(key_names::drain_reserve(""))
             .arg(drainer)
             .arg(count)
             .arg(ttl_ms(ttl)?)
@@ -141,7 +173,7 @@ impl Directory {
             return Ok(None);
         };
         let bad = |reason: String| DirectoryError::Corrupt {
-            key: keys::drain_reserve("?"),
+            key: key_names::drain_reserve("?"),
             reason,
         };
         let [over, total, entry @ ..] = reply.as_slice() else {
@@ -152,7 +184,7 @@ impl Directory {
             redis::from_redis_value(total.clone()).map_err(|e| bad(e.to_string()))?;
         let entry: Vec<String> = redis::from_redis_value(redis::Value::Array(entry.to_vec()))
             .map_err(|e| bad(e.to_string()))?;
-        let shard = shard_from_fields(&keys::shard("?"), &entry)?;
+        let shard = shard_from_fields(&key_names::shard("?"), &entry)?;
         Ok(Some(DrainTarget {
             shard,
             over_ceiling: over == 1,
@@ -174,7 +206,7 @@ impl Directory {
         check_shard(target)?;
         check_shard(drainer)?;
         let _shortened: i64 = EXPIRE_SOON
-            .key(keys::drain_reserve(target))
+            .key(key_names::drain_reserve(target))
             .arg(drainer)
             .arg(ttl_ms(within)?)
             .invoke_async(&mut self.conn())
@@ -204,7 +236,7 @@ impl Directory {
         check_shard(drainer)?;
         check_count(count)?;
         RELEASE
-            .key(keys::drain_reserve(target))
+            .key(key_names::drain_reserve(target))
             .arg(drainer)
             .arg(count)
             .invoke_async(&mut self.conn())
@@ -233,7 +265,7 @@ impl Directory {
         let mut retire = RETIRE.prepare_invoke();
         for target in &targets {
             check_shard(target)?;
-            retire.key(keys::drain_reserve(target));
+            retire.key(key_names::drain_reserve(target));
         }
         let gone: Vec<i64> = retire
             .arg(drainer)
@@ -242,7 +274,7 @@ impl Directory {
             .map_err(script_error)?;
         if gone.len() != targets.len() {
             return Err(DirectoryError::Corrupt {
-                key: keys::drain_reserve("?"),
+                key: key_names::drain_reserve("?"),
                 reason: format!(
                     "retire answered {} of {} targets",
                     gone.len(),
@@ -277,7 +309,7 @@ impl Directory {
     ) -> Result<Vec<(String, u64, u64)>, DirectoryError> {
         check_shard(target)?;
         let mut holds: Vec<(String, u64, u64)> = RESERVATIONS
-            .key(keys::drain_reserve(target))
+            .key(key_names::drain_reserve(target))
             .invoke_async(&mut self.conn())
             .await
             .map_err(script_error)?;
@@ -296,7 +328,7 @@ impl Directory {
         }
         let mut pipe = redis::pipe();
         for zone in &zones {
-            pipe.exists(keys::zone_lease(zone));
+            pipe.exists(key_names::zone_lease(zone));
         }
         let leased: Vec<bool> = pipe.query_async(&mut self.conn()).await?;
         Ok(zones

@@ -25,7 +25,7 @@ use crate::zone::frozen::FrozenPlayer;
 use crate::zone::handle::Unadopted;
 use crate::zone::persist::save_player;
 use crate::zone::phase::{DrainReport, DrainState, Origin, Phase};
-use crate::zone::session::Transfer;
+use crate::zone::session::SiblingMove;
 
 impl ZoneActor {
     pub(super) async fn start_drain(
@@ -184,7 +184,7 @@ impl ZoneActor {
                 character.set_room(back);
                 from
             };
-            let transfer = Box::new(Transfer {
+            let transfer = Box::new(SiblingMove {
                 character,
                 meta,
                 dir: None,
