@@ -292,6 +292,22 @@ fn read_pid(path: &Path) -> anyhow::Result<i32> {
         .with_context(|| format!("pid in {}", path.display()))
 }
 
+/// The last lines of every process's log in the cluster folder: what a
+/// failure shows (the folder goes with the test).
+fn log_tails(dir: &Path) -> String {
+    const TAIL: usize = 20;
+    ["shard-a.log", "shard-b.log", "gate.log", "redis.log"]
+        .iter()
+        .map(|name| {
+            let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = lines[lines.len().saturating_sub(TAIL)..].join("\n");
+            format!("--- {name} (last {TAIL} lines)\n{tail}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_comes_up_serves_a_player_and_ctrl_c_stops_all_it_started() -> anyhow::Result<()>
 {
@@ -362,7 +378,9 @@ async fn a_cluster_comes_up_serves_a_player_and_ctrl_c_stops_all_it_started() ->
         }
         ensure!(
             Instant::now() < until,
-            "Ctrl-C did not stop it within {WAIT:?}"
+            "Ctrl-C did not stop it within {WAIT:?}:\n{}\n{}",
+            script.stderr(),
+            log_tails(&dir.0)
         );
         tokio::time::sleep(POLL).await;
     };

@@ -793,3 +793,29 @@ fn a_missing_shard_id_exits_with_one_line_naming_it() -> anyhow::Result<()> {
     assert!(lines[0].contains("--shard-id"), "{}", lines[0]);
     Ok(())
 }
+
+/// A `Play` stream that never sends its first frame (a client mid-connect,
+/// a gate's probe) does not hold a stopping shard: before the fix its
+/// session task waited for that frame for ever and SIGINT took the whole
+/// 30 s task deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_play_stream_does_not_hold_a_stopping_shard() -> anyhow::Result<()> {
+    let redis = RedisServer::start()?;
+    let mut shard = start_world(WorldOpts::new("shard-a", &redis.url, &["city"]))?;
+    shard.wait_log("zone started zone=city", SETTLE).await?;
+    let _silent = PlayStream::open(&shard.addr).await?;
+    // Give the shard a moment to see the stream (its session task starts).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Bounds the hang: far below the 30 s deadline the bug waited out.
+    let status =
+        tokio::task::block_in_place(|| shard.stop_with(libc::SIGINT, Duration::from_secs(10)))?;
+    assert!(status.success(), "{status:?}\n{}", shard.plain_log());
+    assert!(
+        !shard
+            .plain_log()
+            .contains("background tasks did not finish"),
+        "{}",
+        shard.plain_log()
+    );
+    Ok(())
+}

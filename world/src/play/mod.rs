@@ -39,7 +39,13 @@ pub async fn run_session(
     mut inbound: Streaming<ClientFrame>,
     out: mpsc::Sender<ServerFrame>,
 ) {
-    let first = match inbound.message().await {
+    // Shutdown ends a stream still waiting for its first frame too: every
+    // session task is in the shard's tracker, which shutdown waits for.
+    let first = tokio::select! {
+        _ = shard.stopped().cancelled() => return,
+        first = inbound.message() => first,
+    };
+    let first = match first {
         Ok(Some(ClientFrame { frame: Some(f) })) => f,
         Ok(_) => return,
         Err(status) => {
