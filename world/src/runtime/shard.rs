@@ -23,7 +23,7 @@ use crate::model::ids::{is_instance_id, template_of};
 use crate::model::{Game, ZoneModel};
 use crate::zone::lease::LeaseState;
 use crate::zone::{Hosted, ZoneEnv, ZoneHandle, roster::Roster, spawn_adopted_zone, spawn_zone};
-use telos_redis::directory::{Directory, ShardInfo, ShardState};
+use telos_redis::directory::{Directory, DirectoryError, ShardInfo, ShardState};
 use telos_redis::store::Store;
 
 /// Registry heartbeat period.
@@ -54,6 +54,19 @@ pub struct Shard {
     /// Cancelled when the shard stops.
     pub(super) root: CancellationToken,
     draining: AtomicBool,
+}
+
+/// Why a zone could not be hosted here.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("instance zones take no lease: {0}")]
+    Instance(String),
+    #[error("unknown zone {0}")]
+    UnknownZone(String),
+    #[error("the game could not open zone {0}")]
+    GameRefused(String),
+    #[error("claiming the lease failed: {0}")]
+    Directory(#[from] DirectoryError),
 }
 
 /// Where a player's zone is served.
@@ -296,15 +309,15 @@ impl Shard {
 
     /// Claim `zone`'s lease and start its actor and renew loop. `Ok(None)`
     /// when another shard holds the lease.
-    pub async fn host_zone(&self, zone: &str) -> anyhow::Result<Option<ZoneHandle>> {
+    pub async fn host_zone(&self, zone: &str) -> Result<Option<ZoneHandle>, HostError> {
         if is_instance_id(zone) {
-            anyhow::bail!("instance zones take no lease: {zone}");
+            return Err(HostError::Instance(zone.to_string()));
         }
         if let Some(h) = self.env.hosted.get(zone) {
             return Ok(Some(h));
         }
         if self.env.game.zone(zone).is_none() {
-            anyhow::bail!("unknown zone {zone}");
+            return Err(HostError::UnknownZone(zone.to_string()));
         }
         let Some(lease) = self.leases.claim(zone).await? else {
             return Ok(None);
@@ -320,7 +333,7 @@ impl Shard {
             if let Err(e) = released {
                 warn!(zone, error = %e, "releasing the lease failed; it expires by TTL");
             }
-            anyhow::bail!("the game could not open zone {zone}");
+            return Err(HostError::GameRefused(zone.to_string()));
         };
         let handle = spawn_zone(
             self.env.clone(),
@@ -404,7 +417,7 @@ impl Shard {
     }
 
     /// Where the zone of `room` is served right now.
-    pub async fn route(&self, zone: &str) -> anyhow::Result<ZoneRoute> {
+    pub async fn route(&self, zone: &str) -> Result<ZoneRoute, DirectoryError> {
         // A pending transfer moves routing to its target at once.
         if let Some(t) = self.env.directory.transfer(zone).await?
             && t.to != self.cfg.shard_id
