@@ -26,19 +26,26 @@ pub use shard::Shard;
 pub fn start(shard: &Arc<Shard>) {
     let me = shard.clone();
     shard
+        .env
         .tracker
         .spawn(async move { me.heartbeat_loop().await });
     let me = shard.clone();
-    shard.tracker.spawn(async move { me.online_loop().await });
+    shard
+        .env
+        .tracker
+        .spawn(async move { me.online_loop().await });
     let me = shard.clone();
     shard
+        .env
         .tracker
         .spawn(async move { placement::boot_zone_loop(&me).await });
     let me = shard.clone();
     shard
+        .env
         .tracker
         .spawn(async move { placement::orphan_loop(&me).await });
     shard
+        .env
         .tracker
         .spawn(moves::transfer::transfer_watcher(shard.clone()));
 }

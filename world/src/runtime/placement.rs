@@ -47,7 +47,7 @@ pub async fn orphan_loop(shard: &Shard) {
     let period = shard.cfg.lease_ttl;
     loop {
         tokio::select! {
-            _ = shard.root.cancelled() => return,
+            _ = shard.env.root.cancelled() => return,
             _ = tokio::time::sleep(period) => {}
         }
         if shard.is_draining() {
@@ -100,7 +100,7 @@ pub async fn boot_zone_loop(shard: &Shard) {
             }
         }
         tokio::select! {
-            _ = shard.root.cancelled() => return,
+            _ = shard.env.root.cancelled() => return,
             _ = tokio::time::sleep(period) => {}
         }
     }

@@ -49,10 +49,6 @@ pub struct Shard {
     pub(super) addr: String,
     /// What every zone actor shares (the store, the directory, the game…).
     pub(super) env: ZoneEnv,
-    /// Every task of the shard runs in it, so shutdown waits for them.
-    pub(super) tracker: TaskTracker,
-    /// Cancelled when the shard stops.
-    pub(super) root: CancellationToken,
     draining: AtomicBool,
 }
 
@@ -152,8 +148,6 @@ impl Shard {
             cfg,
             addr,
             env,
-            tracker,
-            root,
             draining: AtomicBool::new(false),
             leases,
             transfer_closing: Default::default(),
@@ -209,12 +203,12 @@ impl Shard {
 
     /// Where the shard's tasks run (shutdown waits for them).
     pub fn tracker(&self) -> &TaskTracker {
-        &self.tracker
+        &self.env.tracker
     }
 
     /// Cancelled when the shard stops.
     pub fn stopped(&self) -> &CancellationToken {
-        &self.root
+        &self.env.root
     }
 
     pub fn is_draining(&self) -> bool {
@@ -279,7 +273,7 @@ impl Shard {
         let mut every = tokio::time::interval(HEARTBEAT);
         loop {
             tokio::select! {
-                _ = self.root.cancelled() => return,
+                _ = self.env.root.cancelled() => return,
                 _ = every.tick() => {}
             }
             self.heartbeat_now().await;
@@ -289,7 +283,7 @@ impl Shard {
     pub async fn online_loop(&self) {
         loop {
             tokio::select! {
-                _ = self.root.cancelled() => return,
+                _ = self.env.root.cancelled() => return,
                 _ = self.env.roster.changed() => tokio::time::sleep(ONLINE_DEBOUNCE).await,
                 _ = tokio::time::sleep(HEARTBEAT) => {}
             }
@@ -340,8 +334,8 @@ impl Shard {
             zone,
             model,
             Some(lease.clone()),
-            &self.tracker,
-            &self.root,
+            &self.env.tracker,
+            &self.env.root,
         );
         info!(zone, generation = lease.generation(), "zone lease acquired");
         self.leases.hold(zone, &lease, handle.cancel_token());
@@ -365,15 +359,15 @@ impl Shard {
             zone,
             model,
             lease.clone(),
-            &self.tracker,
-            &self.root,
+            &self.env.tracker,
+            &self.env.root,
         );
         let (shard, zone) = (self.clone(), zone.to_string());
         let span = match how {
             Confirm::Flip => info_span!("adopt", zone = %template_of(&zone)),
             Confirm::Completion => info_span!("transfer_target", zone = %template_of(&zone)),
         };
-        self.tracker.spawn(
+        self.env.tracker.spawn(
             async move {
                 // This very actor, not a later one built for the same zone.
                 let running = || {
@@ -463,9 +457,9 @@ impl Shard {
         for z in &zones {
             z.cancel_token().cancel();
         }
-        self.root.cancel();
-        self.tracker.close();
-        if tokio::time::timeout(deadline, self.tracker.wait())
+        self.env.root.cancel();
+        self.env.tracker.close();
+        if tokio::time::timeout(deadline, self.env.tracker.wait())
             .await
             .is_err()
         {

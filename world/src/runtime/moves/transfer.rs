@@ -29,7 +29,8 @@ use tracing::{Instrument, info, info_span, warn};
 
 use crate::model::ids::template_of;
 use crate::runtime::leases::Confirm;
-use crate::runtime::shard::Shard;
+use crate::runtime::shard::{HostError, Shard};
+use telos_redis::directory::DirectoryError;
 use telos_redis::directory::connection::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
 use telos_redis::directory::key_names;
 use telos_redis::directory::transfer::{Completion, Transfer};
@@ -45,21 +46,35 @@ const PREWARM_DEADLINE: Duration = Duration::from_secs(60);
 /// transfer (one presence TTL would be a blip; this is a dead shard).
 const TARGET_GONE_GRACE: Duration = Duration::from_secs(10);
 
+/// Why one step of the transfer watcher failed (it retries on the next).
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    #[error("directory: {0}")]
+    Directory(#[from] DirectoryError),
+    #[error("opening the placed zone: {0}")]
+    Host(#[from] HostError),
+    #[error("the zone is not hosted here")]
+    NotHosted,
+    #[error("no lease is held on the zone")]
+    NoLease,
+}
+
 /// Watch the directory until the shard stops.
 pub async fn transfer_watcher(shard: Arc<Shard>) {
     let changed = Arc::new(Notify::new());
     let (url, n, root) = (
         shard.cfg.redis_url.clone(),
         changed.clone(),
-        shard.root.clone(),
+        shard.env.root.clone(),
     );
     shard
+        .env
         .tracker
         .spawn(async move { subscribe(url, n, root).await });
     let mut missing_since: std::collections::HashMap<String, Instant> = Default::default();
     loop {
         tokio::select! {
-            _ = shard.root.cancelled() => return,
+            _ = shard.env.root.cancelled() => return,
             _ = changed.notified() => {}
             _ = tokio::time::sleep(TRANSFER_POLL) => {}
         }
@@ -139,7 +154,7 @@ fn lost(why: String) -> redis::RedisError {
 async fn step(
     shard: &Arc<Shard>,
     missing_since: &mut std::collections::HashMap<String, Instant>,
-) -> anyhow::Result<()> {
+) -> Result<(), StepError> {
     let dir = &shard.env.directory;
     let transfers = dir.transfers().await?;
     let live: Vec<String> = dir.shards().await?.into_iter().map(|s| s.id).collect();
@@ -187,12 +202,12 @@ async fn step(
     Ok(())
 }
 
-async fn source_step(shard: &Arc<Shard>, t: Transfer) -> anyhow::Result<()> {
+async fn source_step(shard: &Arc<Shard>, t: Transfer) -> Result<(), StepError> {
     if shard.env.hosted.get(&t.zone).is_some() {
         if shard.transfer_closing.start(&t.zone) {
             let s = shard.clone();
             let span = info_span!("transferZone", zone = %template_of(&t.zone), from_shard = %t.from, to_shard = %t.to);
-            shard.tracker.spawn(
+            shard.env.tracker.spawn(
                 async move {
                     if let Err(e) = close_for_transfer(&s, &t).await {
                         warn!(error = %e, "closing for the transfer failed; the watcher retries");
@@ -230,16 +245,9 @@ async fn source_step(shard: &Arc<Shard>, t: Transfer) -> anyhow::Result<()> {
 
 /// Stop input, fan players off in place, close, then propose completion at
 /// the generation we closed at.
-async fn close_for_transfer(shard: &Arc<Shard>, t: &Transfer) -> anyhow::Result<()> {
-    let handle = shard
-        .env
-        .hosted
-        .get(&t.zone)
-        .ok_or_else(|| anyhow::anyhow!("zone not hosted"))?;
-    let lease = shard
-        .leases
-        .held(&t.zone)
-        .ok_or_else(|| anyhow::anyhow!("no lease held"))?;
+async fn close_for_transfer(shard: &Arc<Shard>, t: &Transfer) -> Result<(), StepError> {
+    let handle = shard.env.hosted.get(&t.zone).ok_or(StepError::NotHosted)?;
+    let lease = shard.leases.held(&t.zone).ok_or(StepError::NoLease)?;
     let generation = lease.state.generation();
     info!(
         zone = t.zone,
@@ -258,7 +266,7 @@ async fn close_for_transfer(shard: &Arc<Shard>, t: &Transfer) -> anyhow::Result<
     complete(shard, t, generation).await
 }
 
-async fn complete(shard: &Shard, t: &Transfer, generation: u64) -> anyhow::Result<()> {
+async fn complete(shard: &Shard, t: &Transfer, generation: u64) -> Result<(), StepError> {
     let outcome = shard
         .env
         .directory
@@ -283,7 +291,7 @@ async fn complete(shard: &Shard, t: &Transfer, generation: u64) -> anyhow::Resul
     Ok(())
 }
 
-async fn target_step(shard: &Arc<Shard>, t: &Transfer, source_live: bool) -> anyhow::Result<()> {
+async fn target_step(shard: &Arc<Shard>, t: &Transfer, source_live: bool) -> Result<(), StepError> {
     let dir = &shard.env.directory;
     if !source_live && dir.zone_owner(&t.zone).await?.is_none() {
         // The source is gone for good and its lease expired: complete
