@@ -244,6 +244,19 @@ impl Running {
     fn start(mut cmd: Command, dir: &Path) -> anyhow::Result<Running> {
         std::fs::create_dir_all(dir)?;
         let (out, err) = (dir.join("script.out"), dir.join("script.err"));
+        // A terminal's Ctrl-C finds SIGINT at its default disposition. A
+        // test run started in the background of a non-interactive shell
+        // (`.ci/run &`) inherits it ignored, and bash can never trap a
+        // signal ignored when it started: the script's Ctrl-C trap would
+        // not run and the cluster would not stop (seen on a fresh-clone CI
+        // run started that way).
+        // SAFETY: signal(2) between fork and exec touches only the child.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
         let child = cmd
             .process_group(0)
             .stdin(Stdio::null())
