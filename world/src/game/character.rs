@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-pub use crate::model::names::{MAX_NAME_LEN, MIN_NAME_LEN, display_name, valid_name};
+pub use crate::model::names::{MAX_NAME_LEN, MIN_NAME_LEN, display_name, name_key, valid_name};
 use serde::{Deserialize, Serialize};
 
 use super::alias::sanitize_aliases;
@@ -177,7 +177,7 @@ impl Character {
 
     /// The case-insensitive identity: player keys, store rows, presence.
     pub fn key(&self) -> String {
-        self.name.to_ascii_lowercase()
+        name_key(&self.name)
     }
 
     /// Appends a journal entry (control characters stripped, trimmed, capped

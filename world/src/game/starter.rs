@@ -110,10 +110,6 @@ impl Player for Character {
         &self.name
     }
 
-    fn key(&self) -> String {
-        Character::key(self)
-    }
-
     fn room(&self) -> &str {
         &self.room
     }

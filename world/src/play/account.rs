@@ -9,7 +9,7 @@ use telos_proto::v1::ServerFrame;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
-use crate::model::names::valid_name;
+use crate::model::names::{name_key, valid_name};
 use crate::runtime::shard::Shard;
 use crate::zone::ZoneHandle;
 use telos_redis::store::StoreError;
@@ -24,6 +24,9 @@ const CREDENTIAL_TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// Bound on a client-chosen connection id.
 const MAX_CONN_ID: usize = 64;
+
+/// What a login hears when the store cannot answer it.
+const UNREACHABLE: &str = "Login failed: the world cannot be reached; try again.";
 
 /// The shortest password a new character may have.
 const MIN_PASSWORD: usize = 8;
@@ -41,8 +44,8 @@ pub(super) async fn login_frame(
         send_closed(out, "Login failed: names are 3-16 letters.", true).await;
         return None;
     }
-    let key = login.name.to_ascii_lowercase();
-    let store = &shard.store();
+    let key = name_key(&login.name);
+    let store = shard.store();
     if login.create {
         if login.password.chars().count() < MIN_PASSWORD {
             send_closed(
@@ -63,20 +66,7 @@ pub(super) async fn login_frame(
                 send_closed(out, "Login failed: that name is taken.", true).await;
                 return None;
             }
-            Err(StoreError::Busy) => {
-                send_login_busy(out).await;
-                return None;
-            }
-            Err(e) => {
-                warn!(error = %e, "create failed");
-                send_closed(
-                    out,
-                    "Login failed: the world cannot be reached; try again.",
-                    true,
-                )
-                .await;
-                return None;
-            }
+            Err(e) => return refuse_for_store(out, e, "create failed").await,
         }
     } else {
         match store.verify_password(&login.name, &login.password).await {
@@ -86,20 +76,7 @@ pub(super) async fn login_frame(
                 send_closed(out, "Login failed.", true).await;
                 return None;
             }
-            Err(StoreError::Busy) => {
-                send_login_busy(out).await;
-                return None;
-            }
-            Err(e) => {
-                warn!(error = %e, "password check failed");
-                send_closed(
-                    out,
-                    "Login failed: the world cannot be reached; try again.",
-                    true,
-                )
-                .await;
-                return None;
-            }
+            Err(e) => return refuse_for_store(out, e, "password check failed").await,
         }
     }
     let credential = match store
@@ -107,18 +84,25 @@ pub(super) async fn login_frame(
         .await
     {
         Ok(c) => c,
-        Err(e) => {
-            warn!(error = %e, "issuing a credential failed");
-            send_closed(
-                out,
-                "Login failed: the world cannot be reached; try again.",
-                true,
-            )
-            .await;
-            return None;
-        }
+        Err(e) => return refuse_for_store(out, e, "issuing a credential failed").await,
     };
     enter(shard, key, login.conn_id, credential, out).await
+}
+
+/// A login the store could not answer: "busy" when every hasher is taken
+/// (not a failed login), otherwise the world is unreachable. Logged as `what`.
+async fn refuse_for_store<T>(
+    out: &mpsc::Sender<ServerFrame>,
+    e: StoreError,
+    what: &str,
+) -> Option<T> {
+    if matches!(e, StoreError::Busy) {
+        send_login_busy(out).await;
+    } else {
+        warn!(error = %e, "{what}");
+        send_closed(out, UNREACHABLE, true).await;
+    }
+    None
 }
 
 pub(super) async fn resume_frame(
@@ -130,7 +114,7 @@ pub(super) async fn resume_frame(
         send_closed(out, "Protocol error: bad resume.", true).await;
         return None;
     }
-    let key = resume.name.to_ascii_lowercase();
+    let key = name_key(&resume.name);
     match shard
         .store()
         .check_credential(&key, &resume.conn_id, &resume.credential)
