@@ -27,7 +27,7 @@ use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
 use telos_testkit::keys::TempKeys;
 use telos_testkit::metrics::{sample, scrape};
-use telos_testkit::process::{Proc, start_gate, start_keyed_world};
+use telos_testkit::process::{Proc, start_keyed_gate, start_keyed_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::{opposite, path_to_zone};
 use telos_testkit::world::{start_room, starter_zones};
@@ -122,8 +122,9 @@ impl Cluster {
         // Every player logs in from 127.0.0.1: lift the per-IP login burst.
         let burst = (4 * PLAYERS).to_string();
         let gate_metrics = format!("127.0.0.1:{}", free_port());
-        let gate = start_gate(
+        let gate = start_keyed_gate(
             &redis.url,
+            keys.path(),
             &[
                 "--login-ip-burst",
                 &burst,

@@ -67,6 +67,9 @@ pub struct GateConfig {
     pub max_connections: usize,
     /// On shutdown, how long connection tasks get to say goodbye.
     pub shutdown_grace: Duration,
+    /// The gate certificate for mutual TLS to the shards (`--keys`);
+    /// `None` is plaintext, the keyless dev mode.
+    pub tls: Option<telos_tls::TlsKeys>,
 }
 
 impl Default for GateConfig {
@@ -90,6 +93,7 @@ impl Default for GateConfig {
             max_redirect_hops: 8,
             max_connections: 10_000,
             shutdown_grace: Duration::from_secs(5),
+            tls: None,
         }
     }
 }
@@ -128,6 +132,10 @@ pub struct Cli {
     /// Prometheus /metrics listen address [default: off].
     #[arg(long, value_name = "ADDR", env = "TELOS_METRICS_LISTEN")]
     pub metrics_listen: Option<String>,
+    /// Key folder of `telosctl keygen`: mutual TLS to the shards with its
+    /// gate certificate [default: none, plaintext — dev only].
+    #[arg(long, value_name = "DIR", env = "TELOS_KEYS")]
+    pub keys: Option<PathBuf>,
     /// Idle timeout, seconds [default: 1800].
     #[arg(long, value_name = "SECS", env = "TELOS_GATE_IDLE_TIMEOUT")]
     pub idle_timeout_secs: Option<String>,
@@ -164,6 +172,7 @@ pub struct FileConfig {
     pub listen: Option<String>,
     pub redis_url: Option<String>,
     pub metrics_listen: Option<String>,
+    pub keys: Option<PathBuf>,
     pub idle_timeout_secs: Option<u64>,
     pub idle_warning_secs: Option<u64>,
     pub input_buffer_lines: Option<usize>,
@@ -275,6 +284,15 @@ impl Cli {
         })
         .transpose()?;
 
+        let tls = self
+            .keys
+            .clone()
+            .or(file.keys)
+            .map(|dir| {
+                telos_tls::TlsKeys::load(&dir, telos_tls::Role::Gate)
+                    .map_err(|e| ConfigError(format!("invalid keys (--keys / TELOS_KEYS): {e}")))
+            })
+            .transpose()?;
         let secs =
             |flag: &str, var: &str, cli: Option<&String>, file: Option<u64>, def: Duration| {
                 pick(flag, var, cli, file).map(|v| v.map(Duration::from_secs).unwrap_or(def))
@@ -308,6 +326,7 @@ impl Cli {
             ));
         }
         let gate = GateConfig {
+            tls,
             idle_timeout,
             idle_warning,
             resume_give_up,

@@ -11,10 +11,11 @@ use telos_proto::v1::{
     Attach, Attached, ClientFrame, Input, Login, Resume, ServerFrame, client_frame,
     play_client::PlayClient, server_frame,
 };
+use telos_tls::grpc::endpoint;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Streaming;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 use crate::config::GateConfig;
 use crate::login::Credentials;
@@ -60,13 +61,12 @@ impl ChannelPool {
         if let Some(ch) = map.get(addr) {
             return Ok(ch.clone());
         }
-        let uri = if addr.contains("://") {
-            addr.to_string()
-        } else {
-            format!("http://{addr}")
-        };
-        let ch = Endpoint::from_shared(uri)
-            .map_err(|e| EstablishError::Unavailable(format!("bad shard address {addr:?}: {e}")))?
+        // With a gate certificate, every shard is dialed with mutual TLS
+        // and must present a shard certificate from the cluster CA: a
+        // listener registered under a forged entry fails the handshake
+        // before a login is sent.
+        let ch = endpoint(addr, self.cfg.tls.as_ref())
+            .map_err(|e| EstablishError::Unavailable(e.to_string()))?
             .connect_timeout(self.cfg.upstream_connect_timeout)
             .http2_keep_alive_interval(self.cfg.upstream_keepalive)
             .keep_alive_timeout(self.cfg.upstream_keepalive)

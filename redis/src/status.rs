@@ -1,11 +1,11 @@
 //! The cluster as an operator sees it: shards, zones, pending transfers.
 //! One builder shared by `telosctl status` and `Admin.Status`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::directory::{Directory, DirectoryError};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct ShardRow {
     pub id: String,
     pub addr: String,
@@ -14,7 +14,7 @@ pub struct ShardRow {
     pub capacity: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct TransferRow {
     pub from: String,
     pub to: String,
@@ -22,7 +22,7 @@ pub struct TransferRow {
     pub age_s: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct ZoneRow {
     pub id: String,
     pub owner: Option<String>,
@@ -34,7 +34,7 @@ pub struct ZoneRow {
     pub transfer_cancelled: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct ClusterStatus {
     pub shards: Vec<ShardRow>,
     pub zones: Vec<ZoneRow>,

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::bail;
+use telos_tls::{Role, TlsKeys};
 
 use crate::cli::{clean_command, run_to_exit};
 use crate::process::blocking;
@@ -45,6 +46,16 @@ impl TempKeys {
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
+
+    /// The certificate `role` presents, with the cluster CA.
+    pub fn tls(&self, role: Role) -> TlsKeys {
+        TlsKeys::load(self.path(), role).expect("telosctl keygen wrote every role's certificate")
+    }
+
+    /// `--keys DIR` for a gate (or telosctl) started on these keys.
+    pub fn flag(&self) -> [String; 2] {
+        ["--keys".to_string(), self.path().display().to_string()]
+    }
 }
 
 #[cfg(test)]
@@ -55,7 +66,20 @@ mod tests {
     fn a_key_folder_holds_both_pairs_and_goes_with_its_owner() {
         let keys = TempKeys::generate().unwrap();
         let dir = keys.path().to_path_buf();
-        for file in ["handoff.key", "handoff.pub", "snapshot.key", "snapshot.pub"] {
+        for file in [
+            "handoff.key",
+            "handoff.pub",
+            "snapshot.key",
+            "snapshot.pub",
+            "ca.crt",
+            "ca.key",
+            "shard.crt",
+            "shard.key",
+            "gate.crt",
+            "gate.key",
+            "operator.crt",
+            "operator.key",
+        ] {
             assert!(dir.join(file).is_file(), "{file}");
         }
         drop(keys);

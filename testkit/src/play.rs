@@ -10,9 +10,11 @@ use telos_proto::v1::{
     Attach, ClientFrame, Input, Login, Resume, ServerFrame, client_frame, play_client::PlayClient,
     server_frame::Frame,
 };
+use telos_tls::TlsKeys;
+use telos_tls::grpc::endpoint;
 use tokio::sync::mpsc;
 use tonic::Streaming;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// How long `next` waits for a frame before failing the test.
 pub const FRAME_TIMEOUT: Duration = Duration::from_secs(10);
@@ -21,20 +23,32 @@ const SEND_BUFFER: usize = 1024;
 
 /// One HTTP/2 connection per shard address, shared by every stream opened
 /// through it, as the gate's channel pool does: hundreds of sessions
-/// without a TCP connection each.
+/// without a TCP connection each. `default()` dials plaintext (keyless
+/// shards); [`Channels::tls`] dials keyed shards with a certificate, as a
+/// gate does.
 #[derive(Default)]
 pub struct Channels {
+    tls: Option<TlsKeys>,
     by_addr: Mutex<HashMap<String, Channel>>,
 }
 
 impl Channels {
+    /// Dial with mutual TLS, presenting `tls` (a gate's certificate for
+    /// `Play`, a shard's for `Handoff`, an operator's for `Admin`).
+    pub fn tls(tls: TlsKeys) -> Self {
+        Self {
+            tls: Some(tls),
+            by_addr: Mutex::default(),
+        }
+    }
+
     /// The connection to `addr`, made (lazily) on first use.
     pub fn channel(&self, addr: &str) -> anyhow::Result<Channel> {
         let mut map = self.by_addr.lock().expect("channel pool lock");
         if let Some(ch) = map.get(addr) {
             return Ok(ch.clone());
         }
-        let ch = Endpoint::from_shared(format!("http://{addr}"))?.connect_lazy();
+        let ch = endpoint(addr, self.tls.as_ref())?.connect_lazy();
         map.insert(addr.to_string(), ch.clone());
         Ok(ch)
     }
@@ -48,9 +62,15 @@ pub struct PlayStream {
 }
 
 impl PlayStream {
-    /// A stream on a connection of its own.
+    /// A stream on a plaintext connection of its own (a keyless shard).
     pub async fn open(addr: &str) -> anyhow::Result<PlayStream> {
-        let channel = Endpoint::from_shared(format!("http://{addr}"))?
+        PlayStream::open_with(addr, None).await
+    }
+
+    /// A stream on a connection of its own, with mutual TLS when `tls` is
+    /// given (a keyed shard).
+    pub async fn open_with(addr: &str, tls: Option<&TlsKeys>) -> anyhow::Result<PlayStream> {
+        let channel = endpoint(addr, tls)?
             .connect()
             .await
             .with_context(|| format!("connecting to {addr}"))?;

@@ -328,6 +328,22 @@ pub fn start_gate(redis_url: &str, extra: &[&str]) -> anyhow::Result<Proc> {
     Proc::spawn("gate", gate_command("127.0.0.1:0", redis_url, extra))
 }
 
+/// Start a real `telos-gate` on port 0 with the gate certificate of `keys`
+/// (mutual TLS to keyed shards, as a keyed cluster runs).
+pub fn start_keyed_gate(redis_url: &str, keys: &Path, extra: &[&str]) -> anyhow::Result<Proc> {
+    Proc::spawn(
+        "gate",
+        keyed_gate_command("127.0.0.1:0", redis_url, keys, extra),
+    )
+}
+
+/// [`gate_command`] with `--keys`.
+pub fn keyed_gate_command(listen: &str, redis_url: &str, keys: &Path, extra: &[&str]) -> Command {
+    let mut cmd = gate_command(listen, redis_url, extra);
+    cmd.arg("--keys").arg(keys);
+    cmd
+}
+
 /// The command that runs a `telos-gate` listening on `listen` (players'
 /// address; port 0 for any).
 pub fn gate_command(listen: &str, redis_url: &str, extra: &[&str]) -> Command {

@@ -11,8 +11,10 @@ use anyhow::Context;
 use telos_proto::v1::{
     admin_server::AdminServer, handoff_server::HandoffServer, play_server::PlayServer,
 };
+use telos_tls::{Role, RoleCheck};
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::server::TcpIncoming;
 use tracing::info;
 
@@ -27,6 +29,23 @@ const HISTOGRAM_BUCKETS: &[f64] = &[
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
     5.0, 10.0,
 ];
+
+/// Who may call each service of a keyed shard (the project contract):
+/// the handoff protocol only its peers, player sessions the gates (and
+/// peers), the operator's service only operators.
+const HANDOFF_CALLERS: RoleCheck = RoleCheck::new("Handoff", &[Role::Shard]);
+const PLAY_CALLERS: RoleCheck = RoleCheck::new("Play", &[Role::Gate, Role::Shard]);
+const ADMIN_CALLERS: RoleCheck = RoleCheck::new("Admin", &[Role::Operator]);
+
+/// HTTP/2 streams one connection may hold open at once. Each gate carries
+/// all its players on this shard over one connection, one stream each, so
+/// the cap is twice the shard's occupancy ceiling (a re-attaching player's
+/// new stream may race its old one) plus room for unary calls; beyond it a
+/// client's new streams wait instead of growing the shard without bound.
+fn max_streams_per_connection(capacity: u64) -> u32 {
+    const UNARY_HEADROOM: u64 = 64;
+    u32::try_from(capacity.saturating_mul(2).saturating_add(UNARY_HEADROOM)).unwrap_or(u32::MAX)
+}
 
 /// How long the gRPC server may take to close its connections at exit.
 const SERVER_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
@@ -70,11 +89,35 @@ async fn serve(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<Option<D
     crate::runtime::start(&shard);
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let stop_serving = shard.stopped().clone();
-    let server = tonic::transport::Server::builder()
-        .add_service(PlayServer::new(PlayService::new(shard.clone())))
-        .add_service(HandoffServer::new(HandoffService::new(shard.clone())))
-        .add_service(AdminServer::new(AdminService::new(shard.clone())))
-        .serve_with_incoming_shutdown(incoming, stop_serving.cancelled_owned());
+    let mut builder = tonic::transport::Server::builder()
+        .max_concurrent_streams(max_streams_per_connection(shard.config().capacity));
+    let play = PlayServer::new(PlayService::new(shard.clone()));
+    let handoff = HandoffServer::new(HandoffService::new(shard.clone()));
+    let admin = AdminServer::new(AdminService::new(shard.clone()));
+    type Serving = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<(), tonic::transport::Error>> + Send>,
+    >;
+    let server: Serving = match shard.handoff().keys.as_ref().map(|k| k.tls.server()) {
+        // A keyed shard speaks only mutual TLS, and each service checks
+        // the role in the caller's certificate.
+        Some(tls) => Box::pin(
+            builder
+                .tls_config(tls)
+                .context("the shard's TLS certificate (--keys)")?
+                .add_service(InterceptedService::new(play, PLAY_CALLERS))
+                .add_service(InterceptedService::new(handoff, HANDOFF_CALLERS))
+                .add_service(InterceptedService::new(admin, ADMIN_CALLERS))
+                .serve_with_incoming_shutdown(incoming, stop_serving.cancelled_owned()),
+        ),
+        // Keyless: the single-shard dev mode, plaintext.
+        None => Box::pin(
+            builder
+                .add_service(play)
+                .add_service(handoff)
+                .add_service(admin)
+                .serve_with_incoming_shutdown(incoming, stop_serving.cancelled_owned()),
+        ),
+    };
     let server = tokio::spawn(server);
     // Readiness line for scripts and tests (they read the bound address).
     println!("telos-world {} listening on {bound}", shard.id());

@@ -78,8 +78,8 @@ impl Handoff {
         Handoff {
             shard_id: shard_id.to_string(),
             addr: addr.to_string(),
+            peers: Peers::new(keys.as_ref().map(|k| k.tls.clone())),
             keys: keys.map(Arc::new),
-            peers: Peers::default(),
             outbound: Outbound::default(),
             pending: PendingPlayers::default(),
             directory: shared.directory,

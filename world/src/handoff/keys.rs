@@ -3,7 +3,8 @@
 //! - the **snapshot** keypair signs `PlayerSnapshot`s.
 //!
 //! They are distinct so that a leak of one does not let an attacker forge
-//! the other. Files hold the 32-byte secret or public key as hex; secrets
+//! the other. The same folder holds the shard's TLS certificate (see
+//! [`telos_tls`]): a keyed shard speaks only mutual TLS. Files hold the 32-byte secret or public key as hex; secrets
 //! are written readable by the owner only.
 
 use std::fs;
@@ -12,6 +13,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use ed25519_dalek::{SigningKey, VerifyingKey};
+use telos_tls::{Role, TlsKeys};
 
 pub const HANDOFF_KEY: &str = "handoff.key";
 pub const HANDOFF_PUB: &str = "handoff.pub";
@@ -22,6 +24,8 @@ pub const SNAPSHOT_PUB: &str = "snapshot.pub";
 pub struct ClusterKeys {
     pub handoff: SigningKey,
     pub snapshot: SigningKey,
+    /// The shard certificate every gRPC connection is made with.
+    pub tls: TlsKeys,
 }
 
 impl ClusterKeys {
@@ -49,6 +53,8 @@ pub enum KeyError {
     TooOpen { path: String },
     #[error("{path}: already exists; refusing to overwrite a key")]
     Exists { path: String },
+    #[error(transparent)]
+    Tls(#[from] telos_tls::TlsError),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
@@ -118,12 +124,19 @@ fn load_pair(dir: &Path, secret: &str, public: &str) -> Result<SigningKey, KeyEr
     Ok(key)
 }
 
-/// Load both keypairs from `dir`.
+/// Load both keypairs and the shard certificate from `dir`.
 pub fn load(dir: &Path) -> Result<ClusterKeys, KeyError> {
     Ok(ClusterKeys {
         handoff: load_pair(dir, HANDOFF_KEY, HANDOFF_PUB)?,
         snapshot: load_pair(dir, SNAPSHOT_KEY, SNAPSHOT_PUB)?,
+        tls: TlsKeys::load(dir, Role::Shard)?,
     })
+}
+
+/// Whether `dir` already holds the two keypairs (a folder written before
+/// keygen also wrote certificates).
+pub fn exists(dir: &Path) -> bool {
+    dir.join(HANDOFF_KEY).exists() && dir.join(SNAPSHOT_KEY).exists()
 }
 
 #[cfg(test)]
@@ -135,6 +148,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("telos-keys-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         generate(&dir).unwrap();
+        telos_tls::issue::generate(&dir).unwrap();
         for f in [HANDOFF_KEY, HANDOFF_PUB, SNAPSHOT_KEY, SNAPSHOT_PUB] {
             let mode = fs::metadata(dir.join(f)).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600, "{f}");

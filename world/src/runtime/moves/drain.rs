@@ -68,7 +68,7 @@ pub enum AdoptCallError {
     #[error("no target was asked")]
     NotAsked,
     #[error("the target's address is unusable: {0}")]
-    Address(#[from] tonic::transport::Error),
+    Address(#[from] telos_tls::TlsError),
     #[error("no answer within {RPC_TIMEOUT:?}")]
     TimedOut,
     #[error("refused: {0}")]

@@ -1,5 +1,7 @@
 //! `telosctl`: the Telos operator CLI.
 
+mod admin;
+
 use std::path::PathBuf;
 
 use std::time::Duration;
@@ -23,14 +25,40 @@ struct Cli {
         global = true
     )]
     redis_url: String,
+    /// Key folder with the operator certificate (`operator.crt`/`.key`,
+    /// `ca.crt`): mutual TLS to a shard's Admin service (`--shard`).
+    #[arg(long, env = "TELOS_KEYS", global = true, value_name = "DIR")]
+    keys: Option<PathBuf>,
+    /// Ask this shard's Admin service (`host:port`) instead of reading
+    /// Redis: `status` and `transfer` (with `--keys` on a keyed cluster).
+    #[arg(long, env = "TELOS_SHARD", global = true, value_name = "ADDR")]
+    shard: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// Write the cluster handoff keypair and the snapshot keypair into DIR.
+    /// Write the cluster handoff keypair, the snapshot keypair, a cluster
+    /// CA and one certificate per role (shard, gate, operator) into DIR.
     Keygen { dir: PathBuf },
+    /// Issue another certificate from the CA in DIR (`ca.crt`, `ca.key`)
+    /// into a key folder of its own (`--out`, default DIR/NAME).
+    Cert {
+        dir: PathBuf,
+        /// shard, gate or operator.
+        #[arg(long)]
+        role: telos_tls::Role,
+        /// Who holds it (the certificate's common name), e.g. a shard id.
+        #[arg(long)]
+        name: String,
+        /// The folder to write `<role>.crt`, `<role>.key` and `ca.crt` into.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Days the certificate is valid.
+        #[arg(long, default_value_t = telos_tls::issue::DEFAULT_LEAF_DAYS)]
+        days: u32,
+    },
     /// Shards and zones of the cluster.
     Status {
         /// One JSON object instead of tables.
@@ -62,13 +90,37 @@ async fn main() {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    let admin = match (&cli.shard, &cli.command) {
+        (Some(_), Command::Status { .. } | Command::Transfer { .. }) => {
+            Some(admin::connect(&cli).await?)
+        }
+        _ => None,
+    };
+    if let Some(admin) = admin {
+        return match cli.command {
+            Command::Status { json } => admin::status(&admin, json).await,
+            Command::Transfer { zone, to, wait } => admin::transfer(&admin, &zone, &to, wait).await,
+            _ => unreachable!("only status and transfer connect to a shard"),
+        };
+    }
     match cli.command {
-        Command::Keygen { dir } => {
-            telos_world::handoff::keys::generate(&dir)?;
-            println!(
-                "wrote the handoff and snapshot keypairs to {}",
-                dir.display()
-            );
+        Command::Keygen { dir } => keygen(&dir)?,
+        Command::Cert {
+            dir,
+            role,
+            name,
+            out,
+            days,
+        } => {
+            let out = out.unwrap_or_else(|| dir.join(&name));
+            let leaf = telos_tls::issue::Leaf {
+                role,
+                name: &name,
+                days,
+            };
+            for file in telos_tls::issue::issue(&dir, &leaf, &out)? {
+                println!("wrote {}", file.display());
+            }
         }
         Command::Status { json } => status(&cli.redis_url, json).await?,
         Command::Transfer { zone, to, wait } => transfer(&cli.redis_url, &zone, &to, wait).await?,
@@ -84,6 +136,30 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{name} is now {tier} (from their next login or handoff)");
         }
     }
+    Ok(())
+}
+
+/// Write whatever of the key folder is missing: a folder written before
+/// keygen wrote certificates gets its CA and certificates, its keypairs
+/// untouched. Nothing is ever overwritten.
+fn keygen(dir: &std::path::Path) -> anyhow::Result<()> {
+    if telos_world::handoff::keys::exists(dir) {
+        println!(
+            "{} already holds the handoff and snapshot keypairs; kept",
+            dir.display()
+        );
+    } else {
+        telos_world::handoff::keys::generate(dir)?;
+        println!(
+            "wrote the handoff and snapshot keypairs to {}",
+            dir.display()
+        );
+    }
+    telos_tls::issue::generate(dir)?;
+    println!(
+        "wrote the cluster CA (ca.crt, ca.key) and the shard, gate and operator certificates to {}",
+        dir.display()
+    );
     Ok(())
 }
 

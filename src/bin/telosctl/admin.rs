@@ -1,0 +1,108 @@
+//! `telosctl --shard ADDR …`: the operator's calls through a shard's Admin
+//! service, with the operator certificate on a keyed cluster.
+
+use std::time::Duration;
+
+use telos_proto::v1::admin_client::AdminClient;
+use telos_proto::v1::{StatusRequest, TransferZoneRequest};
+use telos_redis::status::{ClusterStatus, render};
+use telos_tls::{Role, TlsKeys};
+use tokio::time::Instant;
+use tonic::transport::Channel;
+
+use crate::Cli;
+
+/// A shard that does not answer within this long is reported, not waited on.
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often `transfer --wait` asks the shard again.
+const WAIT_POLL: Duration = Duration::from_millis(100);
+
+pub async fn connect(cli: &Cli) -> anyhow::Result<AdminClient<Channel>> {
+    let addr = cli.shard.as_deref().expect("called with --shard");
+    let keys = cli
+        .keys
+        .as_ref()
+        .map(|dir| TlsKeys::load(dir, Role::Operator))
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("invalid --keys (TELOS_KEYS): {e}"))?;
+    let channel = telos_tls::grpc::endpoint(addr, keys.as_ref())?
+        .connect_timeout(CALL_TIMEOUT)
+        .timeout(CALL_TIMEOUT)
+        .connect()
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot reach shard {addr}: {}", chain(&e)))?;
+    Ok(AdminClient::new(channel))
+}
+
+/// A transport error's whole chain: the TLS reason is at its end.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+async fn fetch(client: &AdminClient<Channel>) -> anyhow::Result<ClusterStatus> {
+    let reply = client
+        .clone()
+        .status(StatusRequest {})
+        .await
+        .map_err(|s| anyhow::anyhow!("Admin.Status refused: {}", s.message()))?;
+    Ok(serde_json::from_str(&reply.into_inner().json)?)
+}
+
+pub async fn status(client: &AdminClient<Channel>, json: bool) -> anyhow::Result<()> {
+    let status = fetch(client).await?;
+    if json {
+        println!("{}", serde_json::to_string(&status)?);
+    } else {
+        print!("{}", render(&status));
+    }
+    Ok(())
+}
+
+pub async fn transfer(
+    client: &AdminClient<Channel>,
+    zone: &str,
+    to: &str,
+    wait: Option<u64>,
+) -> anyhow::Result<()> {
+    let reply = client
+        .clone()
+        .transfer_zone(TransferZoneRequest {
+            zone_id: zone.to_string(),
+            to_shard_id: to.to_string(),
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("transfer refused: {}", s.message()))?
+        .into_inner();
+    let from = reply.from_shard_id;
+    match reply.outcome.as_str() {
+        "already_there" => {
+            println!("{zone} is already on {to}");
+            return Ok(());
+        }
+        "already_pending" => println!("transfer of {zone} from {from} to {to} is already pending"),
+        _ => println!("transfer of {zone} from {from} to {to} recorded"),
+    }
+    let Some(secs) = wait else { return Ok(()) };
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let status = fetch(client).await?;
+        if let Some(z) = status.zones.iter().find(|z| z.id == zone)
+            && z.transfer.is_none()
+            && z.owner.as_deref() == Some(to)
+        {
+            println!("transfer of {zone} to {to} completed");
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            anyhow::bail!("transfer of {zone} to {to} did not complete within {secs} s");
+        }
+        tokio::time::sleep(WAIT_POLL).await;
+    }
+}
