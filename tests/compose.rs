@@ -30,6 +30,18 @@ fn compose_file_validates_and_drains_before_it_kills() {
     ] {
         assert!(config.contains(service), "missing service {service}");
     }
+    // Mutual TLS between every process: each world runs on the shard key
+    // folder, the gate on the gate's.
+    assert_eq!(
+        config.matches("TELOS_KEYS: /keys/shard").count(),
+        3,
+        "every world runs keyed (TLS)"
+    );
+    assert_eq!(
+        config.matches("TELOS_KEYS: /keys/gate").count(),
+        1,
+        "the gate dials the shards with its certificate"
+    );
     assert!(
         config.contains("--appendonly"),
         "Redis runs with the append-only file"
