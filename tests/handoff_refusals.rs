@@ -190,7 +190,7 @@ async fn an_adopt_from_anyone_but_the_live_owner_is_refused_and_builds_nothing()
         .adopt_zone(adopt("shard-a", generation))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
     // An unknown zone, even from the "owner" at a generation.
     let mut unknown = adopt("shard-a", generation);
     unknown.zone_id = "atlantis".into();

@@ -138,10 +138,12 @@ impl Handoff for HandoffService {
         .instrument(span)
         .await
         .map_err(|e| match e {
-            AdoptRefused::InstanceZone(_)
-            | AdoptRefused::UnknownZone(_)
-            | AdoptRefused::FromSelf => Status::invalid_argument(e.to_string()),
+            AdoptRefused::InstanceZone(_) | AdoptRefused::UnknownZone(_) => {
+                Status::invalid_argument(e.to_string())
+            }
+            // Not a live owner handing over, as every misnamed source is.
             AdoptRefused::NotOwner { .. }
+            | AdoptRefused::FromSelf
             | AdoptRefused::Draining
             | AdoptRefused::Version { .. } => Status::failed_precondition(e.to_string()),
             AdoptRefused::Directory(_) => Status::unavailable(e.to_string()),
