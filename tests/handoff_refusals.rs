@@ -16,6 +16,9 @@ use tonic::Code;
 
 const PASSWORD: &str = "correct horse";
 const ZONE: &str = "city";
+/// A caller's deadline far shorter than any hand-over (an AdoptZone round
+/// trip, a flip): the request is abandoned while the hand-over runs.
+const HANG_UP: std::time::Duration = std::time::Duration::from_millis(5);
 
 fn handover(to: &str, generation: u64) -> HandoverZoneRequest {
     HandoverZoneRequest {
@@ -210,4 +213,26 @@ async fn an_adopt_from_anyone_but_the_live_owner_is_refused_and_builds_nothing()
     );
     // The directory is unchanged and the city plays on.
     city_untouched(&mut p, &dir, generation).await
+}
+
+/// A caller that hangs up (here: its deadline passes at once) does not cut
+/// the hand-over it asked for half-way: it completes — before, the dropped
+/// request could stop the zone's renewal and never flip the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handover_whose_caller_hangs_up_still_completes() -> anyhow::Result<()> {
+    let c = cluster().await?;
+    let (mut p, dir, generation) = player_in_city(&c, "Tam").await?;
+    let mut req = tonic::Request::new(handover("shard-b", generation));
+    req.set_timeout(HANG_UP);
+    let err = client(&c.a.addr)?.handover_zone(req).await.unwrap_err();
+    assert!(
+        matches!(err.code(), Code::Cancelled | Code::DeadlineExceeded),
+        "the caller gave up before the answer: {err:?}"
+    );
+    c.b.wait_log("adoption confirmed: the flip landed zone=\"city\"", READY)
+        .await?;
+    assert_eq!(owner(&dir).await?.0, "shard-b");
+    let (zone, _, shard) = p.where_().await?;
+    assert_eq!((zone.as_str(), shard.as_str()), (ZONE, "shard-b"));
+    Ok(())
 }

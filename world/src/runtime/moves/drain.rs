@@ -55,7 +55,7 @@ pub enum Target<'a> {
     Selected,
     /// A `HandoverZone` caller's: exactly this shard, and exactly this
     /// generation — the live one, checked against the lease the flip
-    /// fences on (no value means "any").
+    /// fences on (0 included: no value stands for "any").
     Named { shard: &'a str, generation: u64 },
 }
 
@@ -84,6 +84,8 @@ pub enum HandoverError {
     NotHosted(String),
     #[error("the lease flip was refused: we are no longer the live owner")]
     FlipRefused,
+    #[error("the hand-over's task ended before it answered (the shard is stopping)")]
+    Interrupted,
     #[error("directory: {0}")]
     Directory(#[from] DirectoryError),
     #[error("every target refused AdoptZone; the last: {0}")]
@@ -124,12 +126,23 @@ pub async fn handover_requested(
     if shard.env.directory.transfer(zone).await?.is_some() {
         return Err(HandoverError::Busy(zone.to_string()));
     }
-    let target = Target::Named {
-        shard: to,
-        generation,
-    };
     let deadline = Instant::now() + shard.cfg.drain_deadline;
-    handover_zone_to(shard, zone, target, deadline).await
+    // On its own task: a caller that hangs up drops the RPC's future, and a
+    // hand-over cut between stopping the renewal and the flip would leave
+    // the zone to fence at its lease's expiry.
+    let (s, zone, to) = (shard.clone(), zone.to_string(), to.to_string());
+    shard
+        .env
+        .tracker
+        .spawn(async move {
+            let target = Target::Named {
+                shard: &to,
+                generation,
+            };
+            handover_zone_to(&s, &zone, target, deadline).await
+        })
+        .await
+        .map_err(|_| HandoverError::Interrupted)?
 }
 
 /// Hand `zone` to `to`, flip the lease, and post the drain message.
@@ -167,7 +180,7 @@ fn step_of(e: &HandoverError) -> &'static str {
         HandoverError::NoPeer | HandoverError::Directory(_) => "select",
         HandoverError::NotHosted(_) => "lookup",
         HandoverError::AdoptFailed(_) => "rpc",
-        HandoverError::FlipRefused => "lease_flip",
+        HandoverError::FlipRefused | HandoverError::Interrupted => "lease_flip",
     }
 }
 
@@ -413,6 +426,11 @@ pub async fn begin_drain(shard: &Arc<Shard>) -> DrainSummary {
                 if !targets.contains(&target) {
                     targets.push(target);
                 }
+            }
+            // A `HandoverZone` is moving it already: that hand-over fans
+            // the players off, and reclaiming them here would cut it.
+            Err(e @ HandoverError::Busy(_)) => {
+                warn!(zone, error = %e, "zone not handed over by the drain");
             }
             Err(e) => {
                 // Not handed over: its players are flushed and reclaimed.
