@@ -3,116 +3,31 @@
 //! instance destinations; tier elevation across a walk; hostile aliases;
 //! keyless shards.
 
+mod support;
+
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use ed25519_dalek::SigningKey;
-use telos_proto::v1::handoff_client::HandoffClient;
+use support::handoff::{client, cluster, request, snapshot};
 use telos_proto::v1::server_frame::Frame;
-use telos_proto::v1::{AbortRequest, CommitRequest, PrepareRequest};
+use telos_proto::v1::{AbortRequest, CommitRequest};
 use telos_testkit::RedisServer;
 use telos_testkit::driver::Driver;
-use telos_testkit::keys::TempKeys;
 use telos_testkit::play::PlayStream;
-use telos_testkit::process::{Proc, WorldOpts, start_keyed_world, start_world};
+use telos_testkit::process::{WorldOpts, start_world};
 use telos_testkit::world::path_to_zone;
 use telos_testkit::world::starter_zones;
-use telos_world::game::{Character, Tier};
-use telos_world::handoff::keys::{self, ClusterKeys};
+use telos_world::game::Tier;
 use telos_world::handoff::phase2::{Phase2, sign_phase2};
-use telos_world::handoff::snapshot::{PlayerSnapshot, handoff_token, sign_snapshot};
+use telos_world::handoff::snapshot::handoff_token;
 use tonic::Code;
-use tonic::transport::Channel;
 
 const PASSWORD: &str = "correct horse";
-/// Bounds a shard's start (a hang, not a performance claim).
-const READY: Duration = Duration::from_secs(20);
-
-struct Cluster {
-    _redis: RedisServer,
-    redis_url: String,
-    /// The key folder the shards were started on, removed with the cluster.
-    _keys_dir: TempKeys,
-    keys: ClusterKeys,
-    a: Proc,
-    b: Proc,
-}
-
-/// `shard-a` hosts the city, `shard-b` everything else; both keyed, and
-/// both serving their zones (a shard prints its address before its zones'
-/// leases are claimed).
-async fn cluster() -> anyhow::Result<Cluster> {
-    let redis = RedisServer::start()?;
-    let keys_dir = TempKeys::generate()?;
-    let others: Vec<String> = starter_zones()
-        .into_iter()
-        .filter(|z| z != "city")
-        .collect();
-    let others: Vec<&str> = others.iter().map(String::as_str).collect();
-    let no_flags: [&str; 0] = [];
-    let a = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &["city"],
-        keys_dir.path(),
-        None,
-        &no_flags,
-    )?;
-    let b = start_keyed_world(
-        "shard-b",
-        &redis.url,
-        &others,
-        keys_dir.path(),
-        None,
-        &no_flags,
-    )?;
-    a.wait_log("zone started zone=city", READY).await?;
-    for zone in &others {
-        b.wait_log(&format!("zone started zone={zone}"), READY)
-            .await?;
-    }
-    Ok(Cluster {
-        redis_url: redis.url.clone(),
-        _redis: redis,
-        keys: keys::load(keys_dir.path())?,
-        _keys_dir: keys_dir,
-        a,
-        b,
-    })
-}
-
-async fn client(addr: &str) -> anyhow::Result<HandoffClient<Channel>> {
-    Ok(HandoffClient::connect(format!("http://{addr}")).await?)
-}
-
-fn snapshot(name: &str, to_shard: &str, target: &str, epoch: u64) -> PlayerSnapshot {
-    let mut ch = Character::new(name, target);
-    ch.add_journal("carried across");
-    PlayerSnapshot::build(
-        &ch, epoch, "shard-a", to_shard, target, 1, 0, "pid", "conn-x",
-    )
-}
-
-fn request(s: &PlayerSnapshot, key: &SigningKey) -> PrepareRequest {
-    let encoded = s.encode();
-    PrepareRequest {
-        snapshot_sig: sign_snapshot(key, &encoded),
-        snapshot: encoded,
-        epoch: s.epoch,
-        target_room: s.target_room.clone(),
-        character: s.character.clone(),
-        from_shard_id: s.from_shard.clone(),
-        to_shard_id: s.to_shard.clone(),
-        handoff_version: telos_world::handoff::HANDOFF_VERSION,
-        // No source address: the destination looks "shard-a" up instead.
-        from_shard_addr: String::new(),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepare_refuses_every_forged_or_misdirected_snapshot() -> anyhow::Result<()> {
     let c = cluster().await?;
-    let mut b = client(&c.b.addr).await?;
+    let mut b = client(&c.b.addr)?;
     let good = snapshot("Ivy", "shard-b", "forest:eaves", 3);
 
     // Signed with a key that is not the cluster's snapshot key.
@@ -197,7 +112,7 @@ async fn prepare_refuses_every_forged_or_misdirected_snapshot() -> anyhow::Resul
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forged_and_replayed_phase_two_messages_are_refused() -> anyhow::Result<()> {
     let c = cluster().await?;
-    let mut b = client(&c.b.addr).await?;
+    let mut b = client(&c.b.addr)?;
     // The character exists (a row to fence), but is not online.
     Driver::login(&c.a.addr, "Jade", PASSWORD, true)
         .await?
@@ -273,7 +188,7 @@ async fn forged_and_replayed_phase_two_messages_are_refused() -> anyhow::Result<
             _ => None,
         })
         .await?;
-    let mut a = client(&c.a.addr).await?;
+    let mut a = client(&c.a.addr)?;
     let forged_commit = CommitRequest {
         handoff_token: redirect.token.clone(),
         to_shard_id: "shard-b".into(),
@@ -320,7 +235,7 @@ async fn forged_and_replayed_phase_two_messages_are_refused() -> anyhow::Result<
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_aliases_are_resanitized_on_arrival() -> anyhow::Result<()> {
     let c = cluster().await?;
-    let mut b = client(&c.b.addr).await?;
+    let mut b = client(&c.b.addr)?;
     Driver::login(&c.a.addr, "Lark", PASSWORD, true)
         .await?
         .command("quit")
@@ -419,7 +334,7 @@ async fn a_keyless_shard_never_hands_off() -> anyhow::Result<()> {
     assert_eq!(p.redirects, 0);
     // And a keyless destination refuses Prepare outright, as something
     // no retry changes.
-    let mut b = client(&_b.addr).await?;
+    let mut b = client(&_b.addr)?;
     let s = snapshot("Opal", "shard-b", "forest:eaves", 9);
     let err = b
         .prepare(request(&s, &SigningKey::from_bytes(&[3; 32])))

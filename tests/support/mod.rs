@@ -4,4 +4,5 @@
 
 #![allow(dead_code)]
 
+pub mod handoff;
 pub mod rows;

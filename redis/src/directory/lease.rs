@@ -99,6 +99,8 @@ impl Directory {
     /// The fenced hand-over (HandoverZone): only if `from` holds the live
     /// lease at `expected_gen`, make `to` the owner at a new generation with a
     /// fresh TTL, in one step. Returns the new generation, `None` if fenced.
+    /// A flip from a shard to itself is refused: it is no hand-over, and it
+    /// would re-mint the lease under a generation its owner does not renew.
     pub async fn flip_zone(
         &self,
         zone: &str,
@@ -108,7 +110,13 @@ impl Directory {
         ttl: Duration,
     ) -> Result<Option<u64>, DirectoryError> {
         check_zone(zone)?;
+        check_shard(from)?;
         check_shard(to)?;
+        if from == to {
+            return Err(DirectoryError::Invalid(format!(
+                "a zone is never flipped from {from} to itself"
+            )));
+        }
         Ok(FLIP
             .key(key_names::zone_lease(zone))
             .key(key_names::zone_gen(zone))

@@ -188,6 +188,19 @@ async fn fenced_flip() {
     assert!(dir.renew_zone("moor", "b", g + 1, LONG).await.unwrap());
 }
 
+/// A flip from the owner to itself is no hand-over: it would re-mint the
+/// lease under a generation the owner does not renew. Refused, unchanged.
+#[tokio::test]
+async fn a_flip_to_the_owner_itself_is_refused() {
+    let (_r, dir) = setup().await;
+    let Claim::Acquired { r#gen: g } = dir.claim_zone("moor", "a", LONG).await.unwrap() else {
+        panic!("claim");
+    };
+    let err = dir.flip_zone("moor", "a", g, "a", LONG).await.unwrap_err();
+    assert!(matches!(err, DirectoryError::Invalid(_)), "{err:?}");
+    assert_eq!(dir.zone_owner("moor").await.unwrap(), Some(("a".into(), g)));
+}
+
 #[tokio::test]
 async fn flip_after_expiry_is_refused() {
     let (_r, dir) = setup().await;

@@ -9,9 +9,8 @@ use tracing::{Instrument, info_span};
 
 use crate::handoff::destination::{self, PrepareRefused};
 use crate::handoff::source::{self, CommitRefused};
-use crate::model::ids::is_instance_id;
 use crate::runtime::moves::adopt::{self, AdoptRefused};
-use crate::runtime::moves::drain;
+use crate::runtime::moves::drain::{self, HandoverError};
 use crate::runtime::shard::Shard;
 use telos_telemetry::with_remote_parent;
 
@@ -42,6 +41,23 @@ fn prepare_status(e: PrepareRefused) -> Status {
         // Another protocol version (a rolling upgrade's skew): no retry
         // changes that.
         PrepareRefused::Version { .. } => Status::unimplemented(e.to_string()),
+    }
+}
+
+fn handover_status(e: HandoverError) -> Status {
+    match e {
+        HandoverError::InstanceZone(_) | HandoverError::NoTarget | HandoverError::SelfTarget(_) => {
+            Status::invalid_argument(e.to_string())
+        }
+        HandoverError::NotOwner(_)
+        | HandoverError::StaleGeneration { .. }
+        | HandoverError::Busy(_)
+        | HandoverError::NoPeer
+        | HandoverError::NotHosted(_) => Status::failed_precondition(e.to_string()),
+        HandoverError::Directory(_) => Status::unavailable(e.to_string()),
+        HandoverError::AdoptFailed(_) | HandoverError::FlipRefused | HandoverError::Interrupted => {
+            Status::aborted(e.to_string())
+        }
     }
 }
 
@@ -125,7 +141,9 @@ impl Handoff for HandoffService {
             AdoptRefused::InstanceZone(_) | AdoptRefused::UnknownZone(_) => {
                 Status::invalid_argument(e.to_string())
             }
+            // Not a live owner handing over, as every misnamed source is.
             AdoptRefused::NotOwner { .. }
+            | AdoptRefused::FromSelf
             | AdoptRefused::Draining
             | AdoptRefused::Version { .. } => Status::failed_precondition(e.to_string()),
             AdoptRefused::Directory(_) => Status::unavailable(e.to_string()),
@@ -133,31 +151,17 @@ impl Handoff for HandoffService {
         Ok(Response::new(AdoptZoneResponse {}))
     }
 
-    /// Ask this shard (the owner) to hand `zone_id` over to `to_shard_id`:
-    /// AdoptZone there, the fenced flip, then the in-place fan-off.
+    /// Ask this shard (the owner) to hand `zone_id` over to `to_shard_id`
+    /// at the live `generation`: AdoptZone there, the fenced flip, then the
+    /// in-place fan-off. What is refused is [`drain::handover_requested`]'s.
     async fn handover_zone(
         &self,
         req: Request<HandoverZoneRequest>,
     ) -> Result<Response<HandoverZoneResponse>, Status> {
         let req = req.into_inner();
-        if is_instance_id(&req.zone_id) {
-            return Err(Status::invalid_argument(
-                "instance zones are never handed over",
-            ));
-        }
-        let held = self
-            .shard
-            .leases()
-            .held(&req.zone_id)
-            .ok_or_else(|| Status::failed_precondition("this shard does not own the zone"))?;
-        if req.generation != 0 && req.generation != held.state.generation() {
-            return Err(Status::failed_precondition("stale lease generation"));
-        }
-        let deadline = tokio::time::Instant::now() + self.shard.config().drain_deadline;
-        let to = (!req.to_shard_id.is_empty()).then_some(req.to_shard_id.as_str());
-        let (_, _) = drain::handover_zone_to(&self.shard, &req.zone_id, to, deadline)
+        drain::handover_requested(&self.shard, &req.zone_id, &req.to_shard_id, req.generation)
             .await
-            .map_err(|e| Status::aborted(e.to_string()))?;
+            .map_err(handover_status)?;
         let generation = self
             .shard
             .directory()

@@ -45,6 +45,8 @@ pub struct Shard {
     pub(super) leases: LeaseKeeper,
     /// Zones being closed for an operator transfer right now.
     pub(super) transfer_closing: Closing,
+    /// Zones being handed over to a peer right now (drain or `HandoverZone`).
+    pub(super) handing_over: Closing,
     /// The address peers and gates dial (the bound gRPC address).
     pub(super) addr: String,
     /// What every zone actor shares (the store, the directory, the game…).
@@ -151,6 +153,7 @@ impl Shard {
             draining: AtomicBool::new(false),
             leases,
             transfer_closing: Default::default(),
+            handing_over: Default::default(),
         }))
     }
 

@@ -28,6 +28,8 @@ pub enum AdoptRefused {
     InstanceZone(String),
     #[error("unknown zone {0}")]
     UnknownZone(String),
+    #[error("the request names this shard as the zone's source: a shard never adopts from itself")]
+    FromSelf,
     #[error("{from} is not the live owner of {zone} at generation {generation}")]
     NotOwner {
         zone: String,
@@ -61,6 +63,11 @@ pub async fn adopt_zone(
     }
     if shard.env.game.zone(zone).is_none_or(|z| z.instanced) {
         return Err(AdoptRefused::UnknownZone(zone.to_string()));
+    }
+    // Only a peer hands a zone over; "from us" at our own live generation
+    // would pass guard 1 and build, as unconfirmed, a zone we already own.
+    if from_shard == shard.id() {
+        return Err(AdoptRefused::FromSelf);
     }
     if shard.is_draining() {
         return Err(AdoptRefused::Draining);

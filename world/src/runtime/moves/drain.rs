@@ -47,15 +47,45 @@ const ADOPTION_SETTLE: Duration = RPC_TIMEOUT;
 /// Poll period of that wait: the adoption's confirm loop polls every 50 ms.
 const ADOPTION_POLL: Duration = Duration::from_millis(20);
 
-/// Why a zone could not be handed over (its players are reclaimed).
+/// Where a zone is handed: the two ways a hand-over is asked for.
+#[derive(Debug, Clone, Copy)]
+pub enum Target<'a> {
+    /// The drain's: the director-owned selector picks a live peer, and the
+    /// flip fences on the generation of the lease this shard holds.
+    Selected,
+    /// A `HandoverZone` caller's: exactly this shard, and exactly this
+    /// generation — the live one, checked against the lease the flip
+    /// fences on (0 included: no value stands for "any").
+    Named { shard: &'a str, generation: u64 },
+}
+
+/// Why a zone could not be handed over (its players are reclaimed). The
+/// variants up to [`Self::Busy`] are refusals of the request itself:
+/// returned before any state work, so nothing changed.
 #[derive(Debug, thiserror::Error)]
 pub enum HandoverError {
+    #[error("instance zones are never handed over: {0}")]
+    InstanceZone(String),
+    #[error("no target shard named: a hand-over names the shard that takes the zone")]
+    NoTarget,
+    #[error(
+        "the target {0} is this shard, the zone's owner: a zone is never handed over to itself"
+    )]
+    SelfTarget(String),
+    #[error("this shard does not own zone {0}")]
+    NotOwner(String),
+    #[error("generation {asked} is not zone {zone}'s live lease generation {live}")]
+    StaleGeneration { zone: String, asked: u64, live: u64 },
+    #[error("zone {0} is already moving (a drain, a transfer or another hand-over)")]
+    Busy(String),
     #[error("no live peer to take the zone")]
     NoPeer,
     #[error("zone {0} is not hosted here")]
     NotHosted(String),
     #[error("the lease flip was refused: we are no longer the live owner")]
     FlipRefused,
+    #[error("the hand-over's task ended before it answered (the shard is stopping)")]
+    Interrupted,
     #[error("directory: {0}")]
     Directory(#[from] DirectoryError),
     #[error("every target refused AdoptZone; the last: {0}")]
@@ -75,13 +105,52 @@ pub enum AdoptCallError {
     Refused(#[from] tonic::Status),
 }
 
-/// Hand `zone` to a peer chosen by the selector (or `to`, when given), flip
-/// the lease, and post the drain message. Returns the target and the
-/// zone's drain outcome.
+/// `Handoff.HandoverZone` on the owner: hand `zone` to the named shard at
+/// the stated generation. Refused, with nothing changed, unless this shard
+/// serves the zone at exactly that live generation and no other move of it
+/// (this shard's drain, an operator transfer) is under way.
+pub async fn handover_requested(
+    shard: &Arc<Shard>,
+    zone: &str,
+    to: &str,
+    generation: u64,
+) -> Result<(String, DrainReport), HandoverError> {
+    if is_instance_id(zone) {
+        return Err(HandoverError::InstanceZone(zone.to_string()));
+    }
+    // The drain hands every zone on by itself; a second hand-over of the
+    // same zone would race its flip.
+    if shard.is_draining() || shard.transfer_closing.contains(zone) {
+        return Err(HandoverError::Busy(zone.to_string()));
+    }
+    if shard.env.directory.transfer(zone).await?.is_some() {
+        return Err(HandoverError::Busy(zone.to_string()));
+    }
+    let deadline = Instant::now() + shard.cfg.drain_deadline;
+    // On its own task: a caller that hangs up drops the RPC's future, and a
+    // hand-over cut between stopping the renewal and the flip would leave
+    // the zone to fence at its lease's expiry.
+    let (s, zone, to) = (shard.clone(), zone.to_string(), to.to_string());
+    shard
+        .env
+        .tracker
+        .spawn(async move {
+            let target = Target::Named {
+                shard: &to,
+                generation,
+            };
+            handover_zone_to(&s, &zone, target, deadline).await
+        })
+        .await
+        .map_err(|_| HandoverError::Interrupted)?
+}
+
+/// Hand `zone` to `to`, flip the lease, and post the drain message.
+/// Returns the target and the zone's drain outcome.
 pub async fn handover_zone_to(
     shard: &Arc<Shard>,
     zone: &str,
-    to: Option<&str>,
+    to: Target<'_>,
     deadline: Instant,
 ) -> Result<(String, DrainReport), HandoverError> {
     let span = info_span!(
@@ -102,28 +171,75 @@ pub async fn handover_zone_to(
 
 fn step_of(e: &HandoverError) -> &'static str {
     match e {
+        HandoverError::InstanceZone(_)
+        | HandoverError::NoTarget
+        | HandoverError::SelfTarget(_)
+        | HandoverError::NotOwner(_)
+        | HandoverError::StaleGeneration { .. }
+        | HandoverError::Busy(_) => "validate",
         HandoverError::NoPeer | HandoverError::Directory(_) => "select",
         HandoverError::NotHosted(_) => "lookup",
         HandoverError::AdoptFailed(_) => "rpc",
-        HandoverError::FlipRefused => "lease_flip",
+        HandoverError::FlipRefused | HandoverError::Interrupted => "lease_flip",
     }
 }
 
 async fn handover_inner(
     shard: &Arc<Shard>,
     zone: &str,
-    to: Option<&str>,
+    to: Target<'_>,
     deadline: Instant,
     span: &tracing::Span,
 ) -> Result<(String, DrainReport), HandoverError> {
+    if let Target::Named { shard: id, .. } = to {
+        if id.is_empty() {
+            return Err(HandoverError::NoTarget);
+        }
+        // The flip would re-mint our own lease with nobody renewing it, and
+        // the drain would fan the players off to a zone no longer served:
+        // ownerless until the lease expired and was claimed again.
+        if id == shard.id() {
+            return Err(HandoverError::SelfTarget(id.to_string()));
+        }
+    }
+    let _in_flight = shard
+        .handing_over
+        .begin(zone)
+        .ok_or_else(|| HandoverError::Busy(zone.to_string()))?;
+    let (lease, to) = match to {
+        Target::Selected => {
+            let lease = settled_lease(shard, zone, deadline)
+                .await
+                .ok_or_else(|| HandoverError::NotHosted(zone.to_string()))?;
+            (lease, None)
+        }
+        // A caller's request is judged against the lease held now: an
+        // adoption still waiting for its flip is not ours to hand on.
+        Target::Named {
+            shard: id,
+            generation: asked,
+        } => {
+            let lease = shard
+                .leases
+                .held(zone)
+                .ok_or_else(|| HandoverError::NotOwner(zone.to_string()))?;
+            let live = lease.state.generation();
+            if asked != live {
+                return Err(HandoverError::StaleGeneration {
+                    zone: zone.to_string(),
+                    asked,
+                    live,
+                });
+            }
+            (lease, Some(id))
+        }
+    };
     let handle = shard
         .env
         .hosted
         .get(zone)
         .ok_or_else(|| HandoverError::NotHosted(zone.to_string()))?;
-    let lease = settled_lease(shard, zone, deadline)
-        .await
-        .ok_or_else(|| HandoverError::NotHosted(zone.to_string()))?;
+    // The generation the flip fences on: for a caller, the one it named.
     let generation = lease.state.generation();
     span.record("lease_gen", generation);
     let players = shard
@@ -296,7 +412,7 @@ pub async fn begin_drain(shard: &Arc<Shard>) -> DrainSummary {
             let Some(zone) = pending.next() else { break };
             let s = shard.clone();
             set.spawn(async move {
-                let r = handover_zone_to(&s, &zone, None, deadline).await;
+                let r = handover_zone_to(&s, &zone, Target::Selected, deadline).await;
                 (zone, r)
             });
         }
@@ -310,6 +426,11 @@ pub async fn begin_drain(shard: &Arc<Shard>) -> DrainSummary {
                 if !targets.contains(&target) {
                     targets.push(target);
                 }
+            }
+            // A `HandoverZone` is moving it already: that hand-over fans
+            // the players off, and reclaiming them here would cut it.
+            Err(e @ HandoverError::Busy(_)) => {
+                warn!(zone, error = %e, "zone not handed over by the drain");
             }
             Err(e) => {
                 // Not handed over: its players are flushed and reclaimed.
