@@ -8,7 +8,7 @@
 
 mod support;
 
-use support::handoff::{Cluster, READY, client, cluster, request, snapshot};
+use support::handoff::{Cluster, READY, cluster, request, snapshot};
 use telos_proto::v1::{AdoptZoneRequest, HandoverZoneRequest};
 use telos_redis::directory::Directory;
 use telos_testkit::driver::Driver;
@@ -70,7 +70,7 @@ async fn a_handover_to_the_owner_itself_is_refused_and_the_zone_keeps_serving() 
 {
     let c = cluster().await?;
     let (mut p, dir, generation) = player_in_city(&c, "Pia").await?;
-    let mut a = client(&c.a.addr)?;
+    let mut a = c.client(&c.a.addr)?;
     let err = a
         .handover_zone(handover("shard-a", generation))
         .await
@@ -92,13 +92,14 @@ async fn a_handover_to_the_owner_itself_is_refused_and_the_zone_keeps_serving() 
 async fn bounce_city(c: &Cluster, dir: &Directory) -> anyhow::Result<[u64; 2]> {
     let (_, first) = owner(dir).await?;
     let confirmed = "adoption confirmed: the flip landed zone=\"city\"";
-    let second = client(&c.a.addr)?
+    let second = c
+        .client(&c.a.addr)?
         .handover_zone(handover("shard-b", first))
         .await?
         .into_inner()
         .new_generation;
     c.b.wait_log(confirmed, READY).await?;
-    client(&c.b.addr)?
+    c.client(&c.b.addr)?
         .handover_zone(handover("shard-a", second))
         .await?;
     c.a.wait_log(confirmed, READY).await?;
@@ -111,7 +112,7 @@ async fn a_handover_at_generation_zero_a_stale_generation_or_to_nobody_is_refuse
     let c = cluster().await?;
     let stale = bounce_city(&c, &Directory::connect(&c.redis_url).await?).await?;
     let (mut p, dir, generation) = player_in_city(&c, "Quin").await?;
-    let mut a = client(&c.a.addr)?;
+    let mut a = c.client(&c.a.addr)?;
     // Generation 0 once meant "any generation" and moved the zone at once.
     let err = a.handover_zone(handover("shard-b", 0)).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
@@ -135,7 +136,7 @@ async fn the_honest_handover_moves_the_zone_once_and_a_racing_one_is_refused() -
 {
     let c = cluster().await?;
     let (mut p, dir, generation) = player_in_city(&c, "Rue").await?;
-    let (mut first, mut second) = (client(&c.a.addr)?, client(&c.a.addr)?);
+    let (mut first, mut second) = (c.client(&c.a.addr)?, c.client(&c.a.addr)?);
     let (one, two) = tokio::join!(
         first.handover_zone(handover("shard-b", generation)),
         second.handover_zone(handover("shard-b", generation)),
@@ -165,7 +166,7 @@ async fn an_adopt_from_anyone_but_the_live_owner_is_refused_and_builds_nothing()
 -> anyhow::Result<()> {
     let c = cluster().await?;
     let (mut p, dir, generation) = player_in_city(&c, "Sol").await?;
-    let mut b = client(&c.b.addr)?;
+    let mut b = c.client(&c.b.addr)?;
     let refused = [
         (
             "a shard that is not the owner",
@@ -189,7 +190,8 @@ async fn an_adopt_from_anyone_but_the_live_owner_is_refused_and_builds_nothing()
     }
     // The owner asked to adopt from itself at its own live generation
     // passes the owner check; it is refused for what it is.
-    let err = client(&c.a.addr)?
+    let err = c
+        .client(&c.a.addr)?
         .adopt_zone(adopt("shard-a", generation))
         .await
         .unwrap_err();
@@ -224,7 +226,7 @@ async fn a_handover_whose_caller_hangs_up_still_completes() -> anyhow::Result<()
     let (mut p, dir, generation) = player_in_city(&c, "Tam").await?;
     let mut req = tonic::Request::new(handover("shard-b", generation));
     req.set_timeout(HANG_UP);
-    let err = client(&c.a.addr)?.handover_zone(req).await.unwrap_err();
+    let err = c.client(&c.a.addr)?.handover_zone(req).await.unwrap_err();
     assert!(
         matches!(err.code(), Code::Cancelled | Code::DeadlineExceeded),
         "the caller gave up before the answer: {err:?}"

@@ -8,12 +8,13 @@ mod support;
 use std::collections::BTreeMap;
 
 use ed25519_dalek::SigningKey;
-use support::handoff::{client, cluster, request, snapshot};
+use support::handoff::{cluster, request, snapshot};
+use telos_proto::v1::handoff_client::HandoffClient;
 use telos_proto::v1::server_frame::Frame;
 use telos_proto::v1::{AbortRequest, CommitRequest};
 use telos_testkit::RedisServer;
 use telos_testkit::driver::Driver;
-use telos_testkit::play::PlayStream;
+use telos_testkit::play::{Channels, PlayStream};
 use telos_testkit::process::{WorldOpts, start_world};
 use telos_testkit::world::path_to_zone;
 use telos_testkit::world::starter_zones;
@@ -27,7 +28,7 @@ const PASSWORD: &str = "correct horse";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepare_refuses_every_forged_or_misdirected_snapshot() -> anyhow::Result<()> {
     let c = cluster().await?;
-    let mut b = client(&c.b.addr)?;
+    let mut b = c.client(&c.b.addr)?;
     let good = snapshot("Ivy", "shard-b", "forest:eaves", 3);
 
     // Signed with a key that is not the cluster's snapshot key.
@@ -112,7 +113,7 @@ async fn prepare_refuses_every_forged_or_misdirected_snapshot() -> anyhow::Resul
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forged_and_replayed_phase_two_messages_are_refused() -> anyhow::Result<()> {
     let c = cluster().await?;
-    let mut b = client(&c.b.addr)?;
+    let mut b = c.client(&c.b.addr)?;
     // The character exists (a row to fence), but is not online.
     Driver::login(&c.a.addr, "Jade", PASSWORD, true)
         .await?
@@ -188,7 +189,7 @@ async fn forged_and_replayed_phase_two_messages_are_refused() -> anyhow::Result<
             _ => None,
         })
         .await?;
-    let mut a = client(&c.a.addr)?;
+    let mut a = c.client(&c.a.addr)?;
     let forged_commit = CommitRequest {
         handoff_token: redirect.token.clone(),
         to_shard_id: "shard-b".into(),
@@ -235,7 +236,7 @@ async fn forged_and_replayed_phase_two_messages_are_refused() -> anyhow::Result<
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_aliases_are_resanitized_on_arrival() -> anyhow::Result<()> {
     let c = cluster().await?;
-    let mut b = client(&c.b.addr)?;
+    let mut b = c.client(&c.b.addr)?;
     Driver::login(&c.a.addr, "Lark", PASSWORD, true)
         .await?
         .command("quit")
@@ -334,7 +335,7 @@ async fn a_keyless_shard_never_hands_off() -> anyhow::Result<()> {
     assert_eq!(p.redirects, 0);
     // And a keyless destination refuses Prepare outright, as something
     // no retry changes.
-    let mut b = client(&_b.addr)?;
+    let mut b = HandoffClient::new(Channels::default().channel(&_b.addr)?);
     let s = snapshot("Opal", "shard-b", "forest:eaves", 9);
     let err = b
         .prepare(request(&s, &SigningKey::from_bytes(&[3; 32])))

@@ -12,6 +12,7 @@ use telos_testkit::keys::TempKeys;
 use telos_testkit::play::Channels;
 use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::world::starter_zones;
+use telos_tls::Role;
 use telos_world::game::Character;
 use telos_world::handoff::keys::{self, ClusterKeys};
 use telos_world::handoff::snapshot::{PlayerSnapshot, sign_snapshot};
@@ -72,10 +73,13 @@ pub async fn cluster() -> anyhow::Result<Cluster> {
     })
 }
 
-/// A `Handoff` client on `addr`, over the testkit's channels (so it dials
-/// the way every other test client does).
-pub fn client(addr: &str) -> anyhow::Result<HandoffClient<Channel>> {
-    Ok(HandoffClient::new(Channels::default().channel(addr)?))
+impl Cluster {
+    /// A `Handoff` client on `addr` presenting the cluster's shard
+    /// certificate, as a peer shard dials (over the testkit's channels).
+    pub fn client(&self, addr: &str) -> anyhow::Result<HandoffClient<Channel>> {
+        let channels = Channels::tls(self._keys_dir.tls(Role::Shard));
+        Ok(HandoffClient::new(channels.channel(addr)?))
+    }
 }
 
 /// A snapshot of `name` leaving `shard-a` for `to_shard`, into `target`.
