@@ -130,7 +130,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:4000";
 /// 64 KiB of input waiting for the world's `DurableAck`: hundreds of typed
 /// commands (a shard saves every 2 s), or 16 lines of the longest kind.
 /// With the other per-connection buffers (docs/operations.md, "The gate's
-/// edge limits") a connection holds at most about 400 KiB, not 4.3 MiB.
+/// edge limits") a connection holds about 330 KiB at most, 0.5 MiB for
+/// the moment one read is parsed, not 4.3 MiB.
 pub const DEFAULT_INPUT_BUFFER_BYTES: usize = 64 * 1024;
 
 /// A household, a campus or a carrier NAT may put several honest players
