@@ -178,6 +178,9 @@ impl Cluster {
                 "1000000",
                 "--input-buffer-lines",
                 &GATE_INPUT_BUFFER_LINES.to_string(),
+                // ...and in bytes (a walker's line costs ~40 bytes kept).
+                "--input-buffer-bytes",
+                &(GATE_INPUT_BUFFER_LINES * 64).to_string(),
             ],
         )?;
         Ok(Cluster {

@@ -30,9 +30,24 @@ pub enum AckError {
 #[error("input buffer full")]
 pub struct Full;
 
+/// What one kept line costs besides its text: its slot in the queue (seq
+/// and `String` header). Counted so that a flood of empty-ish lines is
+/// bounded by the same byte budget as a few long ones.
+pub const LINE_OVERHEAD: usize = std::mem::size_of::<(u64, String)>();
+
+/// The bytes a line of `len` bytes holds while it is kept.
+pub fn line_cost(len: usize) -> usize {
+    len + LINE_OVERHEAD
+}
+
 #[derive(Debug)]
 pub struct InputBuffer {
     cap: usize,
+    /// Bound on `bytes`. A line alone in the buffer is always taken, so a
+    /// bound below one line's cost cannot wedge the connection.
+    cap_bytes: usize,
+    /// [`line_cost`] of every kept line.
+    bytes: usize,
     /// Lines not yet durably saved, oldest first, seqs consecutive.
     lines: VecDeque<(u64, String)>,
     /// Last seq handed out.
@@ -46,9 +61,12 @@ pub struct InputBuffer {
 }
 
 impl InputBuffer {
-    pub fn new(cap: usize) -> Self {
+    /// At most `cap` lines and `cap_bytes` bytes ([`line_cost`]).
+    pub fn new(cap: usize, cap_bytes: usize) -> Self {
         Self {
             cap: cap.max(1),
+            cap_bytes,
+            bytes: 0,
             lines: VecDeque::new(),
             assigned: 0,
             sent: 0,
@@ -65,12 +83,19 @@ impl InputBuffer {
         self.lines.is_empty()
     }
 
-    pub fn is_full(&self) -> bool {
-        self.lines.len() >= self.cap
+    /// Bytes held now ([`line_cost`] of every kept line).
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
-    pub fn free(&self) -> usize {
-        self.cap.saturating_sub(self.lines.len())
+    pub fn is_full(&self) -> bool {
+        self.lines.len() >= self.cap || self.bytes >= self.cap_bytes
+    }
+
+    /// Whether a line of `len` bytes can be pushed now.
+    pub fn fits(&self, len: usize) -> bool {
+        self.lines.is_empty()
+            || (self.lines.len() < self.cap && self.bytes + line_cost(len) <= self.cap_bytes)
     }
 
     pub fn assigned(&self) -> u64 {
@@ -87,10 +112,13 @@ impl InputBuffer {
 
     /// Number a new line and keep it. Refuses when full: the caller must
     /// have stopped reading, a line is never dropped here.
-    pub fn push(&mut self, line: String) -> Result<u64, Full> {
-        if self.is_full() {
+    pub fn push(&mut self, mut line: String) -> Result<u64, Full> {
+        if !self.fits(line.len()) {
             return Err(Full);
         }
+        // Kept for seconds: hold no spare capacity beyond what is counted.
+        line.shrink_to_fit();
+        self.bytes += line_cost(line.len());
         self.assigned += 1;
         self.lines.push_back((self.assigned, line));
         Ok(self.assigned)
@@ -184,7 +212,9 @@ impl InputBuffer {
         self.applied = self.applied.max(seq);
         let before = self.lines.len();
         while self.lines.front().is_some_and(|(s, _)| *s <= seq) {
-            self.lines.pop_front();
+            if let Some((_, line)) = self.lines.pop_front() {
+                self.bytes -= line_cost(line.len());
+            }
         }
         Ok(before - self.lines.len())
     }
@@ -195,7 +225,7 @@ mod tests {
     use super::*;
 
     fn buf_with(n: u64, cap: usize) -> InputBuffer {
-        let mut b = InputBuffer::new(cap);
+        let mut b = InputBuffer::new(cap, usize::MAX);
         for i in 1..=n {
             assert_eq!(b.push(format!("l{i}")), Ok(i));
         }
@@ -350,5 +380,41 @@ mod tests {
         let (n, _) = b.on_attached(2);
         assert_eq!(n, 1);
         assert_eq!(b.take_unsent(), vec![(3, "while frozen".to_string())]);
+    }
+
+    #[test]
+    fn the_byte_bound_holds_whatever_the_lines_length() {
+        let cap = 64 * 1024;
+        let long = "x".repeat(4096);
+        let mut b = InputBuffer::new(1024, cap);
+        let mut kept = 0;
+        while b.fits(long.len()) {
+            b.push(long.clone()).unwrap();
+            kept += 1;
+        }
+        assert_eq!(kept, cap / line_cost(4096));
+        assert!(b.bytes() <= cap, "{} bytes held", b.bytes());
+        assert_eq!(b.push(long.clone()), Err(Full), "refused, not dropped");
+        // Short lines fill the rest, up to the bound and no further.
+        while b.fits(1) {
+            b.push("y".into()).unwrap();
+        }
+        assert!(b.bytes() <= cap && b.bytes() + line_cost(1) > cap);
+        assert!(b.is_full() || b.len() < 1024);
+        // Durable acks give the bytes back.
+        b.take_unsent();
+        let n = b.len() as u64;
+        b.on_durable_ack(n).unwrap();
+        assert_eq!(b.bytes(), 0);
+        assert!(b.fits(long.len()));
+    }
+
+    #[test]
+    fn a_line_alone_is_always_taken() {
+        let mut b = InputBuffer::new(8, 10);
+        assert!(b.fits(4096));
+        b.push("z".repeat(4096)).unwrap();
+        assert!(b.is_full());
+        assert!(!b.fits(1));
     }
 }

@@ -28,6 +28,8 @@ pub enum End {
     /// The world closed the session for good (`Closed{final}`), with its reason.
     Closed(String),
     LoginFailures,
+    /// Not logged in within `pre_login_timeout` of connecting.
+    LoginTimeout,
     ResumeGaveUp,
 }
 
@@ -50,6 +52,7 @@ const IDLE_WARNING: &str =
     "You have been idle for a while; type something or you will be disconnected soon.";
 const IDLE_GOODBYE: &str = "Idle timeout; goodbye.";
 const SHUTDOWN_GOODBYE: &str = "The gate is shutting down; please reconnect in a moment.";
+const LOGIN_TIMEOUT_GOODBYE: &str = "You did not log in within";
 const TOO_MANY_FAILURES: &str = "Too many failed logins; goodbye.";
 pub const RESUME_GAVE_UP: &str = "The world could not be reached; please reconnect later.";
 
@@ -69,6 +72,8 @@ pub struct Conn {
     pub cancel: CancellationToken,
     last_input: Instant,
     warned: bool,
+    /// Connect + `pre_login_timeout`: the login must be done by then.
+    login_deadline: tokio::time::Instant,
 }
 
 impl Conn {
@@ -89,6 +94,7 @@ impl Conn {
         );
         let reader = Reader::new(rd, shared.cfg.max_line_bytes);
         let conn_id = hex::encode(rand::random::<u128>().to_be_bytes());
+        let shared_timeout = shared.cfg.pre_login_timeout;
         Conn {
             shared,
             peer,
@@ -98,6 +104,7 @@ impl Conn {
             cancel,
             last_input: Instant::now(),
             warned: false,
+            login_deadline: tokio::time::Instant::now() + shared_timeout,
         }
     }
 
@@ -167,6 +174,11 @@ impl Conn {
                 m::disconnect("login_failures");
                 Some(TOO_MANY_FAILURES.to_string())
             }
+            End::LoginTimeout => {
+                m::disconnect("login_timeout");
+                let secs = self.cfg().pre_login_timeout.as_secs();
+                Some(format!("{LOGIN_TIMEOUT_GOODBYE} {secs} seconds; goodbye."))
+            }
             End::ResumeGaveUp => {
                 m::disconnect("resume_gave_up");
                 Some(RESUME_GAVE_UP.to_string())
@@ -186,9 +198,16 @@ impl Conn {
 
     /// Wait for the next line event before login (no upstream yet). Every
     /// line may earn a reply, so above the output high-water mark no line
-    /// is taken and nothing read until the writer catches up.
+    /// is taken and nothing read until the writer catches up. Past the
+    /// login deadline (from connect, whatever was typed) the wait ends
+    /// with [`End::LoginTimeout`].
     pub async fn next_line(&mut self) -> Result<LineEvent, End> {
         loop {
+            // Checked before any queued line too: a client that keeps
+            // typing is not let past the deadline.
+            if tokio::time::Instant::now() >= self.login_deadline {
+                return Err(End::LoginTimeout);
+            }
             let paused = self.out.input_paused();
             if !paused && let Some(ev) = self.reader.pop() {
                 return Ok(ev);
@@ -198,6 +217,7 @@ impl Conn {
                 _ = self.cancel.cancelled() => return Err(End::Shutdown),
                 _ = self.out.gone() => return Err(End::ClientGone),
                 _ = tokio::time::sleep_until(deadline) => self.on_idle()?,
+                _ = tokio::time::sleep_until(self.login_deadline) => return Err(End::LoginTimeout),
                 r = self.out.drained(), if paused => r?,
                 r = self.reader.fill(&self.out), if !paused => r?,
             }

@@ -25,6 +25,10 @@ pub struct GateConfig {
     /// Input lines kept until a `DurableAck` covers them. When full, the
     /// gate stops reading the socket (backpressure) rather than drop a line.
     pub input_buffer_lines: usize,
+    /// The same buffer's bound in bytes (line text plus per-line overhead):
+    /// the memory bound, whatever the lines' length. See
+    /// [`DEFAULT_INPUT_BUFFER_BYTES`].
+    pub input_buffer_bytes: usize,
     /// Output bytes queued for a socket before the client counts as slow
     /// and is disconnected. Bounds gate memory per player.
     pub output_buffer_bytes: usize,
@@ -41,6 +45,19 @@ pub struct GateConfig {
     pub login_ip_burst: u32,
     /// Per source IP login token bucket: tokens added per second.
     pub login_ip_per_sec: f64,
+    /// Per source IP bucket of `create` (new character) attempts: burst.
+    /// Separate from and slower than the login bucket: a player creates a
+    /// character once, a script creates thousands.
+    pub create_ip_burst: u32,
+    /// ...and tokens added per hour.
+    pub create_ip_per_hour: f64,
+    /// Connections open at once from one address (IPv6: one /64). See
+    /// [`DEFAULT_MAX_CONNECTIONS_PER_IP`].
+    pub max_connections_per_ip: usize,
+    /// From connect to a successful login at most; then the connection is
+    /// told so and closed. A player logs in within seconds; minutes of
+    /// silence before login hold a socket for an attacker.
+    pub pre_login_timeout: Duration,
     /// Total time spent re-attaching a player after a shard loss before the
     /// gate gives up and closes the socket.
     pub resume_give_up: Duration,
@@ -79,11 +96,16 @@ impl Default for GateConfig {
             idle_warning: Duration::from_secs(60),
             max_line_bytes: 4096,
             input_buffer_lines: 1024,
+            input_buffer_bytes: DEFAULT_INPUT_BUFFER_BYTES,
             output_buffer_bytes: 256 * 1024,
             output_stall_timeout: Duration::from_secs(10),
             login_max_failures: 5,
             login_ip_burst: 20,
             login_ip_per_sec: 1.0,
+            create_ip_burst: DEFAULT_CREATE_IP_BURST,
+            create_ip_per_hour: DEFAULT_CREATE_IP_PER_HOUR,
+            max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
+            pre_login_timeout: DEFAULT_PRE_LOGIN_TIMEOUT,
             resume_give_up: Duration::from_secs(60),
             resume_backoff_initial: Duration::from_millis(200),
             resume_backoff_max: Duration::from_secs(5),
@@ -108,6 +130,28 @@ pub struct Settings {
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:4000";
+
+/// 64 KiB of input waiting for the world's `DurableAck`: hundreds of typed
+/// commands (a shard saves every 2 s), or 16 lines of the longest kind.
+/// With the other per-connection buffers (docs/operations.md, "The gate's
+/// edge limits") a connection holds about 330 KiB at most, 0.5 MiB for
+/// the moment one read is parsed, not 4.3 MiB.
+pub const DEFAULT_INPUT_BUFFER_BYTES: usize = 64 * 1024;
+
+/// A household, a campus or a carrier NAT may put several honest players
+/// behind one address; 16 leaves room for them while one attacker's address
+/// holds 16 of the gate's 10 000 places, not all of them.
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 16;
+
+/// Typing `connect name password` takes seconds; a minute is generous.
+pub const DEFAULT_PRE_LOGIN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// New characters one address may create at once: a few for a household...
+pub const DEFAULT_CREATE_IP_BURST: u32 = 5;
+/// ...and then a few an hour, which no honest player notices and which
+/// makes minting characters by script (each costs the world a password
+/// hash and a stored record) slow.
+pub const DEFAULT_CREATE_IP_PER_HOUR: f64 = 5.0;
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 
 /// A setting that could not be used; the message names it.
@@ -129,7 +173,8 @@ pub struct Cli {
     /// Redis URL (shard registry, read only) [default: redis://127.0.0.1:6379].
     #[arg(long, value_name = "URL", env = "TELOS_REDIS_URL")]
     pub redis_url: Option<String>,
-    /// Prometheus /metrics listen address [default: off].
+    /// Prometheus /metrics listen address: PORT (binds 127.0.0.1) or
+    /// ADDR:PORT as given; unauthenticated, keep it private [default: off].
     #[arg(long, value_name = "ADDR", env = "TELOS_METRICS_LISTEN")]
     pub metrics_listen: Option<String>,
     /// Key folder of `telosctl keygen`: mutual TLS to the shards with its
@@ -145,6 +190,9 @@ pub struct Cli {
     /// Input lines buffered until durably saved; full = stop reading [default: 1024].
     #[arg(long, value_name = "N", env = "TELOS_GATE_INPUT_BUFFER_LINES")]
     pub input_buffer_lines: Option<String>,
+    /// Input buffered until durably saved, in bytes; full = stop reading [default: 65536].
+    #[arg(long, value_name = "BYTES", env = "TELOS_GATE_INPUT_BUFFER_BYTES")]
+    pub input_buffer_bytes: Option<String>,
     /// Output bytes queued per socket before "slow client" [default: 262144].
     #[arg(long, value_name = "BYTES", env = "TELOS_GATE_OUTPUT_BUFFER_BYTES")]
     pub output_buffer_bytes: Option<String>,
@@ -157,6 +205,18 @@ pub struct Cli {
     /// Login attempts per source IP: refill per second [default: 1].
     #[arg(long, value_name = "RATE", env = "TELOS_GATE_LOGIN_IP_PER_SEC")]
     pub login_ip_per_sec: Option<String>,
+    /// Character creations per source IP (IPv6: /64): burst [default: 5].
+    #[arg(long, value_name = "N", env = "TELOS_GATE_CREATE_IP_BURST")]
+    pub create_ip_burst: Option<String>,
+    /// Character creations per source IP: refill per hour [default: 5].
+    #[arg(long, value_name = "RATE", env = "TELOS_GATE_CREATE_IP_PER_HOUR")]
+    pub create_ip_per_hour: Option<String>,
+    /// Connections open at once from one IP (IPv6: /64) [default: 16].
+    #[arg(long, value_name = "N", env = "TELOS_GATE_MAX_CONNECTIONS_PER_IP")]
+    pub max_connections_per_ip: Option<String>,
+    /// Seconds from connect to login before the connection is closed [default: 60].
+    #[arg(long, value_name = "SECS", env = "TELOS_GATE_PRE_LOGIN_TIMEOUT")]
+    pub pre_login_timeout_secs: Option<String>,
     /// Give up re-attaching after a shard loss after this many seconds [default: 60].
     #[arg(long, value_name = "SECS", env = "TELOS_GATE_RESUME_GIVE_UP")]
     pub resume_give_up_secs: Option<String>,
@@ -176,10 +236,15 @@ pub struct FileConfig {
     pub idle_timeout_secs: Option<u64>,
     pub idle_warning_secs: Option<u64>,
     pub input_buffer_lines: Option<usize>,
+    pub input_buffer_bytes: Option<usize>,
     pub output_buffer_bytes: Option<usize>,
     pub login_max_failures: Option<u32>,
     pub login_ip_burst: Option<u32>,
     pub login_ip_per_sec: Option<f64>,
+    pub create_ip_burst: Option<u32>,
+    pub create_ip_per_hour: Option<f64>,
+    pub max_connections_per_ip: Option<usize>,
+    pub pre_login_timeout_secs: Option<u64>,
     pub resume_give_up_secs: Option<u64>,
     pub max_connections: Option<usize>,
 }
@@ -226,6 +291,22 @@ fn positive<T: PartialOrd + Default>(name: &str, v: T) -> Result<T, ConfigError>
             "invalid {name}: must be greater than zero"
         )))
     }
+}
+
+/// [`pick`], then the default, then [`positive`]; the flag is the setting's
+/// name with dashes.
+fn positive_pick<T: std::str::FromStr + PartialOrd + Default>(
+    name: &str,
+    var: &str,
+    cli: Option<&String>,
+    file: Option<T>,
+    default: T,
+) -> Result<T, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    let flag = name.replace('_', "-");
+    positive(name, pick(&flag, var, cli, file)?.unwrap_or(default))
 }
 
 impl Cli {
@@ -276,7 +357,7 @@ impl Cli {
         )?
         .filter(|s| !s.trim().is_empty())
         .map(|s| {
-            s.trim().parse::<SocketAddr>().map_err(|e| {
+            telos_telemetry::metrics_listen_addr(&s).map_err(|e| {
                 ConfigError(format!(
                     "invalid metrics_listen (--metrics-listen / TELOS_METRICS_LISTEN) {s:?}: {e}"
                 ))
@@ -318,6 +399,14 @@ impl Cli {
             file.resume_give_up_secs,
             d.resume_give_up,
         )?;
+        let pre_login_timeout = secs(
+            "pre-login-timeout-secs",
+            "TELOS_GATE_PRE_LOGIN_TIMEOUT",
+            self.pre_login_timeout_secs.as_ref(),
+            file.pre_login_timeout_secs,
+            d.pre_login_timeout,
+        )?;
+        positive("pre_login_timeout_secs", pre_login_timeout)?;
         positive("idle_timeout_secs", idle_timeout)?;
         positive("resume_give_up_secs", resume_give_up)?;
         if idle_warning >= idle_timeout {
@@ -330,65 +419,76 @@ impl Cli {
             idle_timeout,
             idle_warning,
             resume_give_up,
-            input_buffer_lines: positive(
+            pre_login_timeout,
+            input_buffer_bytes: positive_pick(
+                "input_buffer_bytes",
+                "TELOS_GATE_INPUT_BUFFER_BYTES",
+                self.input_buffer_bytes.as_ref(),
+                file.input_buffer_bytes,
+                d.input_buffer_bytes,
+            )?,
+            create_ip_burst: positive_pick(
+                "create_ip_burst",
+                "TELOS_GATE_CREATE_IP_BURST",
+                self.create_ip_burst.as_ref(),
+                file.create_ip_burst,
+                d.create_ip_burst,
+            )?,
+            create_ip_per_hour: positive_pick(
+                "create_ip_per_hour",
+                "TELOS_GATE_CREATE_IP_PER_HOUR",
+                self.create_ip_per_hour.as_ref(),
+                file.create_ip_per_hour,
+                d.create_ip_per_hour,
+            )?,
+            max_connections_per_ip: positive_pick(
+                "max_connections_per_ip",
+                "TELOS_GATE_MAX_CONNECTIONS_PER_IP",
+                self.max_connections_per_ip.as_ref(),
+                file.max_connections_per_ip,
+                d.max_connections_per_ip,
+            )?,
+            input_buffer_lines: positive_pick(
                 "input_buffer_lines",
-                pick(
-                    "input-buffer-lines",
-                    "TELOS_GATE_INPUT_BUFFER_LINES",
-                    self.input_buffer_lines.as_ref(),
-                    file.input_buffer_lines,
-                )?
-                .unwrap_or(d.input_buffer_lines),
+                "TELOS_GATE_INPUT_BUFFER_LINES",
+                self.input_buffer_lines.as_ref(),
+                file.input_buffer_lines,
+                d.input_buffer_lines,
             )?,
-            output_buffer_bytes: positive(
+            output_buffer_bytes: positive_pick(
                 "output_buffer_bytes",
-                pick(
-                    "output-buffer-bytes",
-                    "TELOS_GATE_OUTPUT_BUFFER_BYTES",
-                    self.output_buffer_bytes.as_ref(),
-                    file.output_buffer_bytes,
-                )?
-                .unwrap_or(d.output_buffer_bytes),
+                "TELOS_GATE_OUTPUT_BUFFER_BYTES",
+                self.output_buffer_bytes.as_ref(),
+                file.output_buffer_bytes,
+                d.output_buffer_bytes,
             )?,
-            login_max_failures: positive(
+            login_max_failures: positive_pick(
                 "login_max_failures",
-                pick(
-                    "login-max-failures",
-                    "TELOS_GATE_LOGIN_MAX_FAILURES",
-                    self.login_max_failures.as_ref(),
-                    file.login_max_failures,
-                )?
-                .unwrap_or(d.login_max_failures),
+                "TELOS_GATE_LOGIN_MAX_FAILURES",
+                self.login_max_failures.as_ref(),
+                file.login_max_failures,
+                d.login_max_failures,
             )?,
-            login_ip_burst: positive(
+            login_ip_burst: positive_pick(
                 "login_ip_burst",
-                pick(
-                    "login-ip-burst",
-                    "TELOS_GATE_LOGIN_IP_BURST",
-                    self.login_ip_burst.as_ref(),
-                    file.login_ip_burst,
-                )?
-                .unwrap_or(d.login_ip_burst),
+                "TELOS_GATE_LOGIN_IP_BURST",
+                self.login_ip_burst.as_ref(),
+                file.login_ip_burst,
+                d.login_ip_burst,
             )?,
-            login_ip_per_sec: positive(
+            login_ip_per_sec: positive_pick(
                 "login_ip_per_sec",
-                pick(
-                    "login-ip-per-sec",
-                    "TELOS_GATE_LOGIN_IP_PER_SEC",
-                    self.login_ip_per_sec.as_ref(),
-                    file.login_ip_per_sec,
-                )?
-                .unwrap_or(d.login_ip_per_sec),
+                "TELOS_GATE_LOGIN_IP_PER_SEC",
+                self.login_ip_per_sec.as_ref(),
+                file.login_ip_per_sec,
+                d.login_ip_per_sec,
             )?,
-            max_connections: positive(
+            max_connections: positive_pick(
                 "max_connections",
-                pick(
-                    "max-connections",
-                    "TELOS_GATE_MAX_CONNECTIONS",
-                    self.max_connections.as_ref(),
-                    file.max_connections,
-                )?
-                .unwrap_or(d.max_connections),
+                "TELOS_GATE_MAX_CONNECTIONS",
+                self.max_connections.as_ref(),
+                file.max_connections,
+                d.max_connections,
             )?,
             ..d
         };
@@ -402,94 +502,5 @@ impl Cli {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cli(args: &[&str]) -> Cli {
-        let mut v = vec!["telos-gate"];
-        v.extend_from_slice(args);
-        // `try_parse_from` still reads the environment for `env =` fields;
-        // these tests only use variables nobody sets in CI.
-        Cli::try_parse_from(v).unwrap()
-    }
-
-    #[test]
-    fn defaults_apply_when_nothing_is_given() {
-        let s = Cli::default().resolve_with(FileConfig::default()).unwrap();
-        assert_eq!(s.listen.to_string(), DEFAULT_LISTEN);
-        assert_eq!(s.redis_url, DEFAULT_REDIS_URL);
-        assert!(s.metrics_listen.is_none());
-        assert_eq!(s.gate.idle_timeout, Duration::from_secs(1800));
-    }
-
-    #[test]
-    fn flag_beats_file_and_file_beats_default() {
-        let file = FileConfig::parse(
-            "listen = \"127.0.0.1:5000\"\nidle_timeout_secs = 99\nmetrics_listen = \"127.0.0.1:9100\"\n",
-        )
-        .unwrap();
-        let s = cli(&["--listen", "127.0.0.1:6000"])
-            .resolve_with(file)
-            .unwrap();
-        assert_eq!(s.listen.to_string(), "127.0.0.1:6000");
-        assert_eq!(s.gate.idle_timeout, Duration::from_secs(99));
-        assert_eq!(s.metrics_listen.unwrap().to_string(), "127.0.0.1:9100");
-        assert_eq!(s.gate.input_buffer_lines, 1024);
-    }
-
-    #[test]
-    fn env_is_read_by_clap_between_flag_and_file() {
-        // Clap folds env into the same Option; simulate with a Cli value as
-        // it would come out of clap when only the variable is set.
-        let c = Cli {
-            redis_url: Some("redis://10.0.0.1:6379".into()),
-            ..Cli::default()
-        };
-        let file = FileConfig::parse("redis_url = \"redis://file:6379\"").unwrap();
-        assert_eq!(
-            c.resolve_with(file).unwrap().redis_url,
-            "redis://10.0.0.1:6379"
-        );
-    }
-
-    #[test]
-    fn unknown_file_keys_are_rejected() {
-        let err = FileConfig::parse("listen = \"127.0.0.1:1\"\nlisten_typo = 3\n").unwrap_err();
-        assert!(err.contains("listen_typo"), "{err}");
-        assert!(!err.contains('\n'));
-    }
-
-    #[test]
-    fn bad_values_name_the_setting_in_one_line() {
-        let err = cli(&["--listen", "nowhere"])
-            .resolve_with(FileConfig::default())
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("listen") && !err.contains('\n'), "{err}");
-        let err = cli(&["--idle-timeout-secs", "x"])
-            .resolve_with(FileConfig::default())
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("idle-timeout-secs"), "{err}");
-        let err = cli(&["--input-buffer-lines", "0"])
-            .resolve_with(FileConfig::default())
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("input_buffer_lines"), "{err}");
-        let err = cli(&["--redis-url", "http://x"])
-            .resolve_with(FileConfig::default())
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("redis_url"), "{err}");
-    }
-
-    #[test]
-    fn missing_config_file_is_named() {
-        let c = Cli {
-            config: Some("/nonexistent/gate.toml".into()),
-            ..Cli::default()
-        };
-        let err = c.resolve().unwrap_err().to_string();
-        assert!(err.contains("/nonexistent/gate.toml"), "{err}");
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;

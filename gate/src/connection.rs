@@ -14,12 +14,14 @@ use crate::client::{Conn, End};
 use crate::lines::LineEvent;
 use crate::login::{BANNER, Credentials, LoginDialog, LoginStep, PASSWORD_PROMPT};
 use crate::metrics as m;
+use crate::ratelimit::ip_bucket;
 use crate::session::Session;
 use crate::shared::Shared;
 use crate::upstream::{EstablishError, Established, Opening, Who, establish};
 
 const RATE_LIMITED: &str =
     "Login failed: too many login attempts from your address; try again later.";
+const CREATE_LIMITED: &str = "Character creation refused: too many new characters from your address; try again later (logging in to an existing character still works).";
 const WORLD_UNAVAILABLE: &str = "The world is not reachable right now; please try again shortly.";
 
 /// Run one player connection to its end.
@@ -85,6 +87,8 @@ async fn login(conn: &mut Conn) -> Result<(String, Established), End> {
                         }
                     }
                     Attempt::Unavailable => conn.out.line(WORLD_UNAVAILABLE)?,
+                    // Said clearly; not a wrong password, so not counted.
+                    Attempt::CreateLimited => conn.out.line(CREATE_LIMITED)?,
                     // Not the player's failure: not counted, connection kept.
                     Attempt::Busy => conn.out.line(telos_proto::LOGIN_BUSY)?,
                 }
@@ -98,6 +102,8 @@ enum Attempt {
     /// Refused; the line to show (starts `Login failed` for a bad name/password).
     Failed(String),
     Unavailable,
+    /// A `create` over the address's creation budget; nothing was sent.
+    CreateLimited,
     /// No shard took the login, and at least one said it cannot hash the
     /// password now (`LOGIN_BUSY`); the others were unreachable.
     Busy,
@@ -107,8 +113,17 @@ enum Attempt {
 /// The password lives in `creds` and is dropped when this returns.
 async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
     let shared = conn.shared.clone();
-    let ip = conn.peer.ip();
+    let ip = ip_bucket(conn.peer.ip());
+    let create = creds.create;
+    // Checked first: a refused creation spends no login token.
+    if create && !shared.create_limiter.try_acquire(ip, Instant::now()) {
+        metrics::counter!(m::LOGINS_TOTAL, "outcome" => "create_limited").increment(1);
+        return Ok(Attempt::CreateLimited);
+    }
     if !shared.ip_limiter.try_acquire(ip, Instant::now()) {
+        if create {
+            shared.create_limiter.release(ip);
+        }
         metrics::counter!(m::LOGINS_TOTAL, "outcome" => "rate_limited").increment(1);
         return Ok(Attempt::Failed(RATE_LIMITED.into()));
     }
@@ -175,11 +190,17 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
         Attempt::Failed(_) => "failed",
         Attempt::Unavailable => "unavailable",
         Attempt::Busy => "busy",
+        Attempt::CreateLimited => "create_limited",
     };
     metrics::counter!(m::LOGINS_TOTAL, "outcome" => outcome).increment(1);
     if !matches!(result, Attempt::Failed(_)) {
         // Only failures spend the address's budget (a busy world is not one).
         shared.ip_limiter.release(ip);
+    }
+    if create && matches!(result, Attempt::Unavailable | Attempt::Busy) {
+        // The world made nothing: the creation budget is not spent. A
+        // created character, or a taken name, spends it.
+        shared.create_limiter.release(ip);
     }
     Ok(result)
 }

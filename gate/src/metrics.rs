@@ -9,15 +9,20 @@ pub const CONNECTIONS_TOTAL: &str = "telos_gate_connections_total";
 /// Connections open now (gauge).
 pub const CONNECTIONS_OPEN: &str = "telos_gate_connections";
 /// Disconnects the gate decided, by `reason` (counter):
-/// `slow_client`, `idle`, `login_failures`, `resume_gave_up`, `full`, `shutdown`.
+/// `slow_client`, `idle`, `login_failures`, `login_timeout`, `resume_gave_up`,
+/// `full`, `ip_cap` (over `--max-connections-per-ip`), `shutdown`.
 pub const DISCONNECTS_TOTAL: &str = "telos_gate_disconnects_total";
 /// Input lines sent again after a re-attach (counter).
 pub const REPLAYED_LINES_TOTAL: &str = "telos_gate_replayed_lines_total";
 /// Input lines held across all connections, waiting for a `DurableAck` (gauge).
 pub const BUFFERED_LINES: &str = "telos_gate_buffered_lines";
+/// Bytes of input held across all connections, waiting for a `DurableAck`
+/// (gauge): bounded by `--input-buffer-bytes` per connection.
+pub const BUFFERED_BYTES: &str = "telos_gate_buffered_input_bytes";
 /// Sessions re-attached, by `kind` (`handoff`, `redirect`, `resume`) (counter).
 pub const REATTACH_TOTAL: &str = "telos_gate_reattach_total";
-/// Login attempts by `outcome` (`ok`, `failed`, `rate_limited`, `unavailable`) (counter).
+/// Login attempts by `outcome` (`ok`, `failed`, `rate_limited`,
+/// `create_limited`, `unavailable`, `busy`) (counter).
 pub const LOGINS_TOTAL: &str = "telos_gate_logins_total";
 /// Protocol violations from shards, e.g. acks beyond what was sent (counter).
 pub const PROTOCOL_ERRORS_TOTAL: &str = "telos_gate_protocol_errors_total";
@@ -49,6 +54,7 @@ pub fn install_prometheus(addr: SocketAddr) -> Result<(), String> {
         "Input lines replayed after a re-attach"
     );
     metrics::describe_gauge!(BUFFERED_LINES, "Input lines buffered until durably saved");
+    metrics::describe_gauge!(BUFFERED_BYTES, "Input bytes buffered until durably saved");
     metrics::describe_counter!(REATTACH_TOTAL, "Sessions re-attached, by kind");
     metrics::describe_counter!(LOGINS_TOTAL, "Login attempts, by outcome");
     metrics::describe_counter!(

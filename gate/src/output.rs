@@ -40,6 +40,13 @@ const HIGH_WATER_DIVISOR: usize = 2;
 /// of toggling on every line.
 const LOW_WATER_DIVISOR: usize = 4;
 
+/// What one queued chunk costs besides its bytes: its `Vec` header and
+/// channel slot (24-32 B each) and the allocator's smallest block. Counted
+/// against the bound, so a client that provokes thousands of 3-byte telnet
+/// replies (and reads none) is held to the bound in memory, not just in
+/// payload bytes.
+pub const CHUNK_OVERHEAD: usize = 64;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("slow client: output buffer full")]
 pub struct SlowClient;
@@ -47,7 +54,8 @@ pub struct SlowClient;
 /// What the writer task and the connection task share.
 #[derive(Debug)]
 struct Progress {
-    /// Bytes queued and not yet written to the socket.
+    /// Bytes queued and not yet written to the socket, plus
+    /// [`CHUNK_OVERHEAD`] per chunk not yet fully written.
     pending: AtomicUsize,
     /// When the writer last wrote a byte or picked up a chunk, in
     /// milliseconds since `epoch`.
@@ -125,14 +133,13 @@ impl Output {
             return Ok(());
         }
         let queued = self.queued();
+        let cost = bytes.len() + CHUNK_OVERHEAD;
         // One chunk bigger than the bound on an empty queue still goes out:
         // the bound is about a client that does not read, not a long room.
-        if queued > 0 && queued + bytes.len() > self.cap {
+        if queued > 0 && queued + cost > self.cap {
             return Err(SlowClient);
         }
-        self.progress
-            .pending
-            .fetch_add(bytes.len(), Ordering::AcqRel);
+        self.progress.pending.fetch_add(cost, Ordering::AcqRel);
         // A send error means the writer is gone; `gone()` reports that.
         let _ = self.tx.send(bytes);
         Ok(())
@@ -158,7 +165,7 @@ impl Output {
         self.text(&format!("{text}\n"))
     }
 
-    /// Bytes queued and not yet written.
+    /// Bytes queued and not yet written, with [`CHUNK_OVERHEAD`] per chunk.
     pub fn queued(&self) -> usize {
         self.progress.pending.load(Ordering::Acquire)
     }
@@ -265,11 +272,13 @@ async fn write_loop(
                 _ => {
                     progress
                         .pending
-                        .fetch_sub(bytes.len() - at, Ordering::AcqRel);
+                        .fetch_sub(bytes.len() - at + CHUNK_OVERHEAD, Ordering::AcqRel);
                     break 'chunks;
                 }
             }
         }
+        progress.pending.fetch_sub(CHUNK_OVERHEAD, Ordering::AcqRel);
+        progress.wrote.notify_waiters();
     }
     if abort.is_cancelled() {
         // Partial chunk or not, the notice is the last thing the client

@@ -1,13 +1,50 @@
-//! Login rate limiting per source IP: a token bucket shared by every
-//! connection from that address, so opening many connections does not
-//! multiply password guesses. A login attempt takes a token; a successful
-//! one gives it back, so a busy NAT of honest players is only slowed by
-//! failures.
+//! Limits per source address: token buckets (logins, character creation)
+//! and the count of open connections, each shared by every connection from
+//! one [`IpBucket`], so opening many connections does not multiply what one
+//! address may do. A login attempt takes a token; a successful one gives it
+//! back, so a busy NAT of honest players is only slowed by failures.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
-use std::sync::Mutex;
+use std::collections::hash_map::Entry;
+use std::net::{IpAddr, Ipv6Addr};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+/// IPv6 prefix length one subscriber gets: a /64 is the smallest block an
+/// ISP hands out (RFC 6177), and anyone holding one can use all 2^64 of its
+/// addresses, so limits per single IPv6 address would be no limit at all.
+pub const IPV6_BUCKET_PREFIX: u32 = 64;
+
+/// The key every per-address limit is counted under: an IPv4 address, or
+/// an IPv6 /64. Built only by [`ip_bucket`], so no limiter can count by a
+/// raw address by mistake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IpBucket(IpAddr);
+
+impl std::fmt::Display for IpBucket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            IpAddr::V4(a) => write!(f, "{a}"),
+            IpAddr::V6(a) => write!(f, "{a}/{IPV6_BUCKET_PREFIX}"),
+        }
+    }
+}
+
+/// Where a peer's limits are counted: IPv4 per address (an IPv4-mapped
+/// IPv6 address, as a dual-stack socket reports IPv4 peers, counts as that
+/// IPv4 address); IPv6 per /64.
+pub fn ip_bucket(ip: IpAddr) -> IpBucket {
+    match ip {
+        IpAddr::V4(a) => IpBucket(IpAddr::V4(a)),
+        IpAddr::V6(a) => match a.to_ipv4_mapped() {
+            Some(v4) => IpBucket(IpAddr::V4(v4)),
+            None => {
+                let mask = u128::MAX << (128 - IPV6_BUCKET_PREFIX);
+                IpBucket(IpAddr::V6(Ipv6Addr::from(a.to_bits() & mask)))
+            }
+        },
+    }
+}
 
 /// Addresses tracked before full buckets are pruned. A full bucket carries
 /// no information, so pruning them loses nothing; this only bounds memory
@@ -59,7 +96,7 @@ impl TokenBucket {
 pub struct IpLimiter {
     burst: u32,
     per_sec: f64,
-    buckets: Mutex<HashMap<IpAddr, TokenBucket>>,
+    buckets: Mutex<HashMap<IpBucket, TokenBucket>>,
 }
 
 impl IpLimiter {
@@ -72,7 +109,7 @@ impl IpLimiter {
     }
 
     /// May `ip` try a login now? Takes a token if so.
-    pub fn try_acquire(&self, ip: IpAddr, now: Instant) -> bool {
+    pub fn try_acquire(&self, ip: IpBucket, now: Instant) -> bool {
         let mut map = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         if map.len() >= MAX_TRACKED_IPS && !map.contains_key(&ip) {
             map.retain(|_, b| !b.is_full(self.burst, self.per_sec, now));
@@ -88,10 +125,73 @@ impl IpLimiter {
     }
 
     /// The attempt succeeded: return its token.
-    pub fn release(&self, ip: IpAddr) {
+    pub fn release(&self, ip: IpBucket) {
         let mut map = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(b) = map.get_mut(&ip) {
             b.give_back(self.burst);
+        }
+    }
+}
+
+/// Open connections per [`IpBucket`]. An entry lives only while its bucket
+/// has a connection open, so the map never holds more entries than the
+/// gate holds sockets.
+#[derive(Debug)]
+pub struct ConnectionCounter {
+    cap: usize,
+    open: Arc<Mutex<HashMap<IpBucket, usize>>>,
+}
+
+/// One counted connection; dropping it frees its place.
+#[derive(Debug)]
+pub struct ConnectionSlot {
+    bucket: IpBucket,
+    open: Arc<Mutex<HashMap<IpBucket, usize>>>,
+}
+
+impl ConnectionCounter {
+    pub fn new(cap: usize) -> Self {
+        Self {
+            cap,
+            open: Arc::default(),
+        }
+    }
+
+    /// A place for one more connection from `bucket`, or `None` when it
+    /// already holds `cap`.
+    pub fn try_open(&self, bucket: IpBucket) -> Option<ConnectionSlot> {
+        let mut map = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let n = map.entry(bucket).or_insert(0);
+        if *n >= self.cap {
+            return None;
+        }
+        *n += 1;
+        Some(ConnectionSlot {
+            bucket,
+            open: self.open.clone(),
+        })
+    }
+
+    /// Connections open from `bucket` now.
+    pub fn open(&self, bucket: IpBucket) -> usize {
+        let map = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&bucket).copied().unwrap_or(0)
+    }
+
+    /// Buckets with a connection open now.
+    pub fn buckets(&self) -> usize {
+        self.open.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        let mut map = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Entry::Occupied(mut e) = map.entry(self.bucket) {
+            *e.get_mut() -= 1;
+            if *e.get() == 0 {
+                e.remove();
+            }
         }
     }
 }
@@ -100,6 +200,55 @@ impl IpLimiter {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    fn bucket(ip: &str) -> IpBucket {
+        ip_bucket(ip.parse().unwrap())
+    }
+
+    #[test]
+    fn ipv6_addresses_in_one_slash_64_share_a_bucket() {
+        assert_eq!(
+            bucket("2001:db8:1:2::1"),
+            bucket("2001:db8:1:2:ffff:ee:dd:cc")
+        );
+        assert_ne!(bucket("2001:db8:1:2::1"), bucket("2001:db8:1:3::1"));
+        assert_ne!(bucket("2001:db8:1:2::1"), bucket("2001:db9:1:2::1"));
+        assert_eq!(bucket("2001:db8:1:2::1").to_string(), "2001:db8:1:2::/64");
+    }
+
+    #[test]
+    fn ipv4_is_per_address_and_v4_mapped_ipv6_counts_as_ipv4() {
+        assert_ne!(bucket("10.0.0.1"), bucket("10.0.0.2"));
+        assert_eq!(bucket("::ffff:10.0.0.1"), bucket("10.0.0.1"));
+        // Masking a mapped address to /64 would put all of IPv4 in one bucket.
+        assert_ne!(bucket("::ffff:10.0.0.1"), bucket("::ffff:10.0.0.2"));
+        assert_eq!(bucket("::ffff:10.0.0.1").to_string(), "10.0.0.1");
+    }
+
+    #[test]
+    fn the_login_limiter_counts_a_slash_64_as_one_address() {
+        let l = IpLimiter::new(2, 0.0);
+        let now = Instant::now();
+        assert!(l.try_acquire(bucket("2001:db8::1"), now));
+        assert!(l.try_acquire(bucket("2001:db8::2"), now));
+        assert!(!l.try_acquire(bucket("2001:db8::3"), now));
+        assert!(l.try_acquire(bucket("2001:db8:0:1::1"), now));
+    }
+
+    #[test]
+    fn connections_are_capped_per_bucket_and_freed_on_drop() {
+        let c = ConnectionCounter::new(2);
+        let a = bucket("2001:db8::1");
+        let held: Vec<_> = (0..2).map(|_| c.try_open(a).unwrap()).collect();
+        assert!(c.try_open(bucket("2001:db8::ffff")).is_none(), "same /64");
+        let other = c.try_open(bucket("10.0.0.1")).expect("another bucket");
+        assert_eq!(c.open(a), 2);
+        drop(held);
+        assert_eq!(c.open(a), 0);
+        assert_eq!(c.buckets(), 1, "an empty bucket is forgotten");
+        assert!(c.try_open(a).is_some());
+        drop(other);
+    }
 
     #[test]
     fn bucket_allows_burst_then_refills() {
@@ -119,8 +268,8 @@ mod tests {
     fn limiter_is_shared_per_ip_and_success_refunds() {
         let l = IpLimiter::new(2, 0.0);
         let now = Instant::now();
-        let a: IpAddr = "10.0.0.1".parse().unwrap();
-        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let a = bucket("10.0.0.1");
+        let b = bucket("10.0.0.2");
         assert!(l.try_acquire(a, now));
         assert!(l.try_acquire(a, now));
         assert!(!l.try_acquire(a, now));
@@ -134,7 +283,7 @@ mod tests {
         let l = IpLimiter::new(1, 0.0);
         let now = Instant::now();
         for i in 0..(MAX_TRACKED_IPS as u32 + 10) {
-            l.try_acquire(IpAddr::from(i.to_be_bytes()), now);
+            l.try_acquire(ip_bucket(IpAddr::from(i.to_be_bytes())), now);
         }
         assert!(l.buckets.lock().unwrap().len() <= MAX_TRACKED_IPS);
     }

@@ -16,6 +16,10 @@ use crate::telnet::{Negotiator, TelnetEvent, TelnetParser};
 /// read, which bounds the parsed-but-not-buffered queue.
 pub const READ_CHUNK: usize = 4096;
 
+/// Parsed-event slots kept between reads: a typed command or a short paste
+/// needs a handful; a burst beyond this gives its memory back once consumed.
+pub const KEPT_EVENT_SLOTS: usize = 64;
+
 #[derive(Debug)]
 pub enum ReadError {
     /// The client closed its side or the socket failed.
@@ -57,7 +61,18 @@ impl Reader {
 
     /// A parsed line event not yet consumed.
     pub fn pop(&mut self) -> Option<LineEvent> {
-        self.lines.pop_front()
+        let ev = self.lines.pop_front();
+        if self.lines.is_empty() && self.lines.capacity() > KEPT_EVENT_SLOTS {
+            // One read of 4096 line ends grows the queue to 4096 slots;
+            // do not keep that for the life of the connection.
+            self.lines.shrink_to(KEPT_EVENT_SLOTS);
+        }
+        ev
+    }
+
+    /// The next parsed line event, left in place.
+    pub fn peek(&self) -> Option<&LineEvent> {
+        self.lines.front()
     }
 
     pub fn has_lines(&self) -> bool {
@@ -93,6 +108,10 @@ impl Reader {
             self.negotiator.handle(ev, &mut reply);
         }
         out.raw(reply)?;
+        if self.events.capacity() > KEPT_EVENT_SLOTS {
+            // A read of nothing but telnet commands; give that memory back.
+            self.events = Vec::new();
+        }
         let mut parsed = Vec::new();
         self.framer.feed(&self.data, &mut parsed);
         self.lines.extend(parsed);

@@ -13,6 +13,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::GateConfig;
 use crate::connection;
 use crate::metrics as m;
+use crate::ratelimit::ip_bucket;
 use crate::registry::ShardRegistry;
 use crate::shared::Shared;
 
@@ -28,6 +29,21 @@ pub const FULL_NOTICE_TIMEOUT: Duration = Duration::from_millis(500);
 pub const MAX_REFUSALS_IN_FLIGHT: usize = 256;
 
 const GATE_FULL: &[u8] = b"The gate is full; please try again later.\r\n";
+
+/// What a connection over `--max-connections-per-ip` is told.
+fn per_ip_refusal(cap: usize) -> String {
+    format!(
+        "Too many connections from your address (at most {cap} at once); close one and try again.\r\n"
+    )
+}
+
+/// Refuse a connection over its address's cap at once, holding nothing:
+/// no task, no buffer. The line fits any fresh socket's send buffer, so a
+/// non-blocking write delivers it whole or (on a socket already failed) not
+/// at all; dropping the stream then closes it behind the line.
+fn refuse_per_ip(stream: TcpStream, notice: &[u8]) {
+    let _ = stream.try_write(notice);
+}
 
 /// Tell a refused client the gate is full and close in order: FIN after
 /// the notice, then read (and discard) until the client closes, so input it
@@ -59,6 +75,7 @@ pub async fn serve(
         shutdown.clone(),
     ));
     let refusals = Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT));
+    let per_ip_notice = per_ip_refusal(shared.cfg.max_connections_per_ip);
     loop {
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -73,6 +90,14 @@ pub async fn serve(
             }
         };
         metrics::counter!(m::CONNECTIONS_TOTAL).increment(1);
+        // Counted at accept, before the connection has any state: a flood
+        // of sockets from one address costs one line and a close each.
+        let Some(slot) = shared.per_ip.try_open(ip_bucket(peer.ip())) else {
+            m::disconnect("ip_cap");
+            tracing::debug!(%peer, "connection over the per-address cap refused");
+            refuse_per_ip(stream, per_ip_notice.as_bytes());
+            continue;
+        };
         if tracker.len() >= max_connections {
             m::disconnect("full");
             // Not on the tracker: a refusal is not a connection, and must
@@ -93,6 +118,7 @@ pub async fn serve(
             metrics::gauge!(m::CONNECTIONS_OPEN).increment(1.0);
             connection::run(stream, peer, shared, cancel).await;
             metrics::gauge!(m::CONNECTIONS_OPEN).decrement(1.0);
+            drop(slot);
         });
     }
     tracker.close();

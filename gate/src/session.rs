@@ -37,6 +37,11 @@ pub const MAX_LINES_IN_FLIGHT: usize = 32;
 
 pub const SHIMMER: &str = "The world shimmers; reconnecting...";
 
+/// Told once when the input buffer reaches its bound (`--input-buffer-bytes`
+/// or `--input-buffer-lines`): nothing typed is lost, the gate just stops
+/// reading until the world has saved what it has.
+pub const INPUT_PAUSED: &str = "*** Too much input is waiting for the world; the rest of what you typed is read once it catches up.";
+
 type Attaching = Pin<Box<dyn Future<Output = Result<Established, EstablishError>> + Send>>;
 
 #[derive(Debug, Clone, Copy)]
@@ -78,6 +83,9 @@ pub struct Session {
     /// Last line of the latest output, so a final `Closed` reason that
     /// repeats it (`quit` printing "Goodbye." both ways) is not shown twice.
     last_line: String,
+    /// [`INPUT_PAUSED`] was said and the buffer has not emptied since: one
+    /// notice per flood, not one per durable ack.
+    told_paused: bool,
 }
 
 impl Session {
@@ -93,12 +101,13 @@ impl Session {
                 name,
                 credential: est.credential.clone(),
             },
-            buffer: InputBuffer::new(conn.cfg().input_buffer_lines),
+            buffer: InputBuffer::new(conn.cfg().input_buffer_lines, conn.cfg().input_buffer_bytes),
             // Replaced by `Live` as soon as `run` takes the login's stream.
             upstream: Upstream::Backoff(now()),
             outage: None,
             last_addr: est.link.addr.clone(),
             last_line: String::new(),
+            told_paused: false,
         }
     }
 
@@ -114,6 +123,7 @@ impl Session {
             Err(end) => end,
         };
         metrics::gauge!(m::BUFFERED_LINES).decrement(self.buffer.len() as f64);
+        metrics::gauge!(m::BUFFERED_BYTES).decrement(self.buffer.bytes() as f64);
         end
     }
 
@@ -152,8 +162,21 @@ impl Session {
 
     /// Move parsed lines into the buffer (as room allows) and send what a
     /// live stream has not had yet.
+    /// A line that does not fit stays in the reader (which then reads no
+    /// more) until durable acks make room: never dropped.
     fn drain_lines(&mut self, conn: &mut Conn) -> Result<(), End> {
-        while !self.buffer.is_full() {
+        if self.buffer.is_empty() {
+            self.told_paused = false;
+        }
+        loop {
+            let fits = match conn.reader.peek() {
+                None => break,
+                Some(LineEvent::Line(l)) => self.buffer.fits(l.len()),
+                Some(LineEvent::TooLong) => true,
+            };
+            if !fits {
+                break;
+            }
             let Some(ev) = conn.reader.pop() else { break };
             conn.touch();
             match ev {
@@ -161,10 +184,18 @@ impl Session {
                 // An empty line is not a command; it does not spend a seq.
                 LineEvent::Line(l) if l.trim().is_empty() => {}
                 LineEvent::Line(l) => {
+                    let cost = crate::buffer::line_cost(l.len());
                     self.buffer.push(l).map_err(|_| End::ClientGone)?;
                     metrics::gauge!(m::BUFFERED_LINES).increment(1.0);
+                    metrics::gauge!(m::BUFFERED_BYTES).increment(cost as f64);
                 }
             }
+        }
+        // A line left in the reader did not fit: the buffer is at its bound.
+        let at_bound = conn.reader.has_lines() || self.buffer.is_full();
+        if at_bound && !self.told_paused {
+            self.told_paused = true;
+            conn.out.line(INPUT_PAUSED)?;
         }
         self.send_unsent(conn);
         Ok(())
@@ -215,10 +246,17 @@ impl Session {
                     protocol_error(conn, &e);
                 }
             }
-            Frame::DurableAck(a) => match self.buffer.on_durable_ack(a.seq) {
-                Ok(n) => metrics::gauge!(m::BUFFERED_LINES).decrement(n as f64),
-                Err(e) => protocol_error(conn, &e),
-            },
+            Frame::DurableAck(a) => {
+                let before = self.buffer.bytes();
+                match self.buffer.on_durable_ack(a.seq) {
+                    Ok(n) => {
+                        metrics::gauge!(m::BUFFERED_LINES).decrement(n as f64);
+                        let freed = before - self.buffer.bytes();
+                        metrics::gauge!(m::BUFFERED_BYTES).decrement(freed as f64);
+                    }
+                    Err(e) => protocol_error(conn, &e),
+                }
+            }
             Frame::Redirect(r) => {
                 if !r.credential.is_empty() {
                     self.who.credential = Some(r.credential);

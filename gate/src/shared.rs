@@ -1,10 +1,10 @@
 //! What every connection task shares: the settings, the shard registry,
-//! the channel pool to the shards and the login rate limiter.
+//! the channel pool to the shards and the per-address limits.
 
 use std::sync::Arc;
 
 use crate::config::GateConfig;
-use crate::ratelimit::IpLimiter;
+use crate::ratelimit::{ConnectionCounter, IpLimiter};
 use crate::registry::ShardRegistry;
 use crate::upstream::ChannelPool;
 
@@ -13,14 +13,27 @@ pub struct Shared {
     pub cfg: GateConfig,
     pub registry: Arc<dyn ShardRegistry>,
     pub pool: ChannelPool,
+    /// Login attempts per address.
     pub ip_limiter: IpLimiter,
+    /// `create` attempts per address: slower, and separate from logins.
+    pub create_limiter: IpLimiter,
+    /// Connections open per address.
+    pub per_ip: ConnectionCounter,
 }
+
+/// Seconds in an hour: `create` refills are configured per hour.
+const SECS_PER_HOUR: f64 = 3600.0;
 
 impl Shared {
     pub fn new(cfg: GateConfig, registry: Arc<dyn ShardRegistry>) -> Self {
         Self {
             pool: ChannelPool::new(cfg.clone()),
             ip_limiter: IpLimiter::new(cfg.login_ip_burst, cfg.login_ip_per_sec),
+            create_limiter: IpLimiter::new(
+                cfg.create_ip_burst,
+                cfg.create_ip_per_hour / SECS_PER_HOUR,
+            ),
+            per_ip: ConnectionCounter::new(cfg.max_connections_per_ip),
             registry,
             cfg,
         }

@@ -13,12 +13,19 @@
 //! - [`TelemetryGuard::shutdown`]: the clean flush at exit.
 //! - [`traced`], [`with_remote_parent`]: W3C `traceparent` across the
 //!   `Handoff` gRPC hop, so both shards' spans join one trace.
+//! - [`metrics_listen_addr`]: where `/metrics` listens (a bare port is
+//!   loopback), and [`warn_if_metrics_exposed`].
 //!
 //! What reaches the collector is bounded: spans from `telos*` crates at
 //! INFO or above (their attributes are the declared fields only — no file,
 //! thread or target attributes), and of the events only the failure events:
 //! WARN or above with a `step` field (and no `player` field). Other log
 //! lines, which may name a player, stay in the logs.
+
+mod listen;
+pub use listen::{
+    METRICS_DEFAULT_IP, MetricsListenError, metrics_listen_addr, warn_if_metrics_exposed,
+};
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -344,12 +344,25 @@ pub fn keyed_gate_command(listen: &str, redis_url: &str, keys: &Path, extra: &[&
     cmd
 }
 
+/// The gate's per-address limits as tests set them, through the
+/// environment so that a flag in `extra` still wins: every test player
+/// connects from 127.0.0.1, so a test cluster is one "address" with many
+/// players, and a login storm keeps failing connections open for its whole
+/// run. Tests of these limits pass the flags they test.
+pub const GATE_TEST_EDGE_ENV: [(&str, &str); 4] = [
+    ("TELOS_GATE_MAX_CONNECTIONS_PER_IP", "100000"),
+    ("TELOS_GATE_CREATE_IP_BURST", "1000000"),
+    ("TELOS_GATE_CREATE_IP_PER_HOUR", "1000000000"),
+    ("TELOS_GATE_PRE_LOGIN_TIMEOUT", "3600"),
+];
+
 /// The command that runs a `telos-gate` listening on `listen` (players'
-/// address; port 0 for any).
+/// address; port 0 for any), with [`GATE_TEST_EDGE_ENV`].
 pub fn gate_command(listen: &str, redis_url: &str, extra: &[&str]) -> Command {
     let mut cmd = Command::new(bin("telos-gate"));
     cmd.current_dir(repo_root())
         .env("RUST_LOG", "info")
+        .envs(GATE_TEST_EDGE_ENV)
         .arg("--listen")
         .arg(listen)
         .arg("--redis-url")

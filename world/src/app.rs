@@ -72,6 +72,7 @@ pub async fn run(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<()> {
 /// Serve until a signal; `Some` with the drain's outcome after a SIGTERM.
 async fn serve(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<Option<DrainSummary>> {
     if let Some(addr) = cfg.metrics_listen {
+        telos_telemetry::warn_if_metrics_exposed(addr);
         metrics_exporter_prometheus::PrometheusBuilder::new()
             .with_http_listener(addr)
             // Histograms (not summaries): pauses and renews span 100 µs

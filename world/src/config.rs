@@ -40,7 +40,8 @@ pub struct Cli {
     /// Key folder written by `telosctl keygen`; absent = keyless shard (never hands off).
     #[arg(long, env = "TELOS_KEYS")]
     pub keys: Option<PathBuf>,
-    /// Prometheus `/metrics` listen address (off when unset).
+    /// Prometheus `/metrics` listen address (off when unset): PORT binds
+    /// 127.0.0.1; ADDR:PORT is used as given (unauthenticated: keep it private).
     #[arg(long, env = "TELOS_METRICS_LISTEN")]
     pub metrics_listen: Option<String>,
     /// Soft occupancy ceiling, players [default: 2000].
@@ -170,7 +171,14 @@ impl WorldConfig {
         let metrics_listen = cli
             .metrics_listen
             .or(file.metrics_listen)
-            .map(|m| parse_addr("--metrics-listen (TELOS_METRICS_LISTEN)", &m))
+            .map(|m| {
+                telos_telemetry::metrics_listen_addr(&m).map_err(|e| {
+                    bad(
+                        "--metrics-listen (TELOS_METRICS_LISTEN)",
+                        format!("{m:?}: {e}"),
+                    )
+                })
+            })
             .transpose()?;
         let zones: Vec<String> = cli
             .zones
@@ -300,5 +308,20 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("--grpc-listen"), "{err}");
+    }
+
+    #[test]
+    fn a_bare_metrics_port_binds_loopback() {
+        let c =
+            WorldConfig::resolve(cli(&["--shard-id", "a", "--metrics-listen", "9101"])).unwrap();
+        assert_eq!(c.metrics_listen.unwrap().to_string(), "127.0.0.1:9101");
+        let c = WorldConfig::resolve(cli(&[
+            "--shard-id",
+            "a",
+            "--metrics-listen",
+            "0.0.0.0:9101",
+        ]))
+        .unwrap();
+        assert_eq!(c.metrics_listen.unwrap().to_string(), "0.0.0.0:9101");
     }
 }

@@ -21,6 +21,9 @@ pub fn is_login_refusal(line: &str) -> bool {
         "The world cannot be reached",
         telos_proto::LOGIN_BUSY,
         "The gate is full",
+        "Too many connections from your address",
+        "Character creation refused",
+        "You did not log in within",
         "The gate is shutting down",
         "Type `connect <name> <password>` or",
     ];

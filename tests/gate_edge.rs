@@ -1,0 +1,229 @@
+//! The gate's edge against a hostile internet, on the real `telos-gate`
+//! binary with a real world behind it: one address cannot hold more than
+//! its share of sockets, cannot mint characters by script, and `/metrics`
+//! given a bare port listens on loopback only.
+
+use std::time::Duration;
+
+use telos_testkit::RedisServer;
+use telos_testkit::bot::{Bot, LoginReply};
+use telos_testkit::metrics::{sample, scrape};
+use telos_testkit::process::{Proc, WorldOpts, start_gate, start_world};
+use telos_testkit::redis::free_port;
+use telos_testkit::world::starter_zones;
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+use tokio::task::JoinSet;
+
+const PASSWORD: &str = "correct horse";
+
+/// Idle sockets opened from one address (127.0.0.1).
+const STORM_SOCKETS: usize = 10_000;
+/// The per-address cap the storm meets (the default).
+const CAP: usize = 16;
+/// Connects in flight at once: keeps the listen backlog from overflowing
+/// (an overflowed SYN is retried a second later, which only slows the test).
+const CONNECTS_IN_FLIGHT: usize = 256;
+/// Bounds every wait on the gate's answer; a healthy gate answers in ms.
+const WAIT: Duration = Duration::from_secs(20);
+/// Polling period for a condition read from `/metrics`.
+const POLL: Duration = Duration::from_millis(50);
+/// File descriptors a gate may open besides its players' sockets while the
+/// storm runs (Redis polls of the registry, a scrape in progress).
+const FD_SLACK: usize = 8;
+
+const PER_IP_REFUSAL: &str = "Too many connections from your address";
+
+struct Stack {
+    // Field order is drop order: the gate first, Redis last.
+    gate: Proc,
+    metrics: String,
+    _world: Proc,
+    _redis: RedisServer,
+}
+
+/// Redis, one world with the starter zones, and a gate with its
+/// `/metrics` on a bare port plus `gate_flags`.
+fn stack(gate_flags: &[&str]) -> anyhow::Result<Stack> {
+    let redis = RedisServer::start()?;
+    let zones = starter_zones();
+    let zones: Vec<&str> = zones.iter().map(String::as_str).collect();
+    let world = start_world(WorldOpts::new("edge", &redis.url, &zones))?;
+    let port = free_port().to_string();
+    let mut flags = vec!["--metrics-listen", port.as_str()];
+    flags.extend_from_slice(gate_flags);
+    let gate = start_gate(&redis.url, &flags)?;
+    Ok(Stack {
+        gate,
+        metrics: format!("127.0.0.1:{port}"),
+        _world: world,
+        _redis: redis,
+    })
+}
+
+/// What one storm socket got: kept by the gate (its banner arrived), or
+/// refused (the text it read up to the close).
+enum Answer {
+    Held(TcpStream),
+    Refused(String),
+}
+
+async fn storm_socket(addr: String) -> anyhow::Result<Answer> {
+    let mut s = TcpStream::connect(&addr).await?;
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 1024];
+    let read = async {
+        loop {
+            let n = s.read(&mut buf).await.unwrap_or(0);
+            if n == 0 {
+                return false;
+            }
+            seen.extend_from_slice(&buf[..n]);
+            if String::from_utf8_lossy(&seen).contains("=== Telos ===") {
+                return true;
+            }
+        }
+    };
+    let held = tokio::time::timeout(WAIT, read).await?;
+    Ok(if held {
+        Answer::Held(s)
+    } else {
+        Answer::Refused(String::from_utf8_lossy(&seen).into_owned())
+    })
+}
+
+fn open_fds(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+async fn wait_metric(addr: &str, series: &str, want: f64) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let got = sample(&scrape(addr).await?, series);
+        if got == want {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "{series} is {got}, not {want}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_idle_sockets_from_one_address_are_capped() -> anyhow::Result<()> {
+    // This process holds every storm socket at once.
+    rlimit::increase_nofile_limit(u64::MAX)?;
+    let (soft, _) = rlimit::Resource::NOFILE.get()?;
+    anyhow::ensure!(
+        soft as usize > STORM_SOCKETS + 1024,
+        "RLIMIT_NOFILE hard limit {soft} is too low for {STORM_SOCKETS} sockets"
+    );
+    let s = stack(&["--max-connections-per-ip", &CAP.to_string()])?;
+    let pid = s.gate.pid();
+    let before = open_fds(pid);
+
+    let mut tasks = JoinSet::new();
+    let mut answers = Vec::with_capacity(STORM_SOCKETS);
+    for _ in 0..STORM_SOCKETS {
+        if tasks.len() >= CONNECTS_IN_FLIGHT
+            && let Some(done) = tasks.join_next().await
+        {
+            answers.push(done??);
+        }
+        tasks.spawn(storm_socket(s.gate.addr.clone()));
+    }
+    while let Some(done) = tasks.join_next().await {
+        answers.push(done??);
+    }
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for a in answers {
+        match a {
+            Answer::Held(sock) => held.push(sock),
+            Answer::Refused(text) => {
+                anyhow::ensure!(text.contains(PER_IP_REFUSAL), "refused with {text:?}");
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!(held.len(), CAP, "the gate kept more than the cap");
+    assert_eq!(refused, STORM_SOCKETS - CAP);
+    let metrics = scrape(&s.metrics).await?;
+    assert_eq!(sample(&metrics, "telos_gate_connections"), CAP as f64);
+    assert_eq!(
+        sample(&metrics, "telos_gate_disconnects_total{reason=\"ip_cap\"}"),
+        (STORM_SOCKETS - CAP) as f64
+    );
+    let during = open_fds(pid);
+    assert!(
+        during <= before + CAP + FD_SLACK,
+        "the gate holds {during} descriptors, {before} before the storm"
+    );
+
+    // A player from the same address is refused while the sockets are held.
+    match storm_socket(s.gate.addr.clone()).await? {
+        Answer::Refused(text) => assert!(text.contains(PER_IP_REFUSAL), "{text:?}"),
+        Answer::Held(_) => panic!("a player beyond the cap was let in"),
+    }
+
+    // Once they close, a player gets in.
+    drop(held);
+    wait_metric(&s.metrics, "telos_gate_connections", 0.0).await?;
+    let mut bot = Bot::create_at(&s.gate.addr, "Survivor", PASSWORD).await?;
+    bot.quit().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creating_characters_is_limited_per_address_while_logins_work() -> anyhow::Result<()> {
+    let s = stack(&["--create-ip-burst", "2", "--create-ip-per-hour", "1"])?;
+    for name in ["Maker", "Makertwo"] {
+        Bot::create_at(&s.gate.addr, name, PASSWORD)
+            .await?
+            .quit()
+            .await?;
+    }
+    let mut third = Bot::open(&s.gate.addr).await?;
+    match third.login("create", "Makerthree", PASSWORD).await? {
+        LoginReply::Refused(line) => {
+            assert!(line.starts_with("Character creation refused"), "{line}")
+        }
+        LoginReply::Welcome { .. } => panic!("a third character was created"),
+    }
+    // The same connection, and the same address, still log in.
+    third.connect("Maker", PASSWORD).await?;
+    third.quit().await?;
+    Bot::connect_at(&s.gate.addr, "Makertwo", PASSWORD)
+        .await?
+        .quit()
+        .await?;
+    let metrics = scrape(&s.metrics).await?;
+    assert_eq!(
+        sample(
+            &metrics,
+            "telos_gate_logins_total{outcome=\"create_limited\"}"
+        ),
+        1.0
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bare_metrics_port_listens_on_loopback_only() -> anyhow::Result<()> {
+    let s = stack(&[])?;
+    let (_, port) = s.metrics.rsplit_once(':').expect("host:port");
+    // Served on 127.0.0.1 (`scrape` fails on anything but a 200).
+    scrape(&s.metrics).await?;
+    // 127.0.0.2 is this host too (all of 127/8 is loopback): a listener on
+    // 0.0.0.0 would answer there; one on 127.0.0.1 does not.
+    let other = format!("127.0.0.2:{port}");
+    assert!(
+        TcpStream::connect(&other).await.is_err(),
+        "/metrics answers on {other}: not bound to 127.0.0.1"
+    );
+    Ok(())
+}
