@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use serde::Deserialize;
+use telos_redis::target::{RedisTarget, redact};
 
 /// Runtime behaviour of every connection. `Default` is what the binary uses
 /// when nothing is configured; tests shorten the timeouts.
@@ -98,7 +99,8 @@ impl Default for GateConfig {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub listen: SocketAddr,
-    pub redis_url: String,
+    /// Redis and its credentials; prints redacted.
+    pub redis: RedisTarget,
     pub metrics_listen: Option<SocketAddr>,
     pub gate: GateConfig,
 }
@@ -125,6 +127,13 @@ pub struct Cli {
     /// Redis URL (shard registry, read only) [default: redis://127.0.0.1:6379].
     #[arg(long, value_name = "URL", env = "TELOS_REDIS_URL")]
     pub redis_url: Option<String>,
+    /// File holding the Redis password (trailing newline trimmed); the URL's
+    /// user, if any, stays the ACL user [default: the URL's password].
+    #[arg(long, value_name = "PATH", env = "TELOS_REDIS_PASSWORD_FILE")]
+    pub redis_password_file: Option<PathBuf>,
+    /// PEM CA that verifies a rediss:// Redis's certificate [default: the system's roots].
+    #[arg(long, value_name = "PATH", env = "TELOS_REDIS_CA")]
+    pub redis_ca: Option<PathBuf>,
     /// Prometheus /metrics listen address [default: off].
     #[arg(long, value_name = "ADDR", env = "TELOS_METRICS_LISTEN")]
     pub metrics_listen: Option<String>,
@@ -163,6 +172,8 @@ pub struct Cli {
 pub struct FileConfig {
     pub listen: Option<String>,
     pub redis_url: Option<String>,
+    pub redis_password_file: Option<PathBuf>,
+    pub redis_ca: Option<PathBuf>,
     pub metrics_listen: Option<String>,
     pub idle_timeout_secs: Option<u64>,
     pub idle_warning_secs: Option<u64>,
@@ -256,9 +267,18 @@ impl Cli {
             || redis_url.starts_with("unix://"))
         {
             return Err(ConfigError(format!(
-                "invalid redis_url (--redis-url / TELOS_REDIS_URL) {redis_url:?}: expected redis://HOST:PORT"
+                "invalid redis_url (--redis-url / TELOS_REDIS_URL) {:?}: expected redis://HOST:PORT",
+                redact(&redis_url)
             )));
         }
+        let redis = RedisTarget::from_files(
+            redis_url,
+            self.redis_password_file
+                .as_deref()
+                .or(file.redis_password_file.as_deref()),
+            self.redis_ca.as_deref().or(file.redis_ca.as_deref()),
+        )
+        .map_err(|e| ConfigError(format!("invalid Redis settings: {e}")))?;
         let metrics_listen = pick::<String>(
             "metrics-listen",
             "TELOS_METRICS_LISTEN",
@@ -375,7 +395,7 @@ impl Cli {
         };
         Ok(Settings {
             listen,
-            redis_url,
+            redis,
             metrics_listen,
             gate,
         })
@@ -398,7 +418,7 @@ mod tests {
     fn defaults_apply_when_nothing_is_given() {
         let s = Cli::default().resolve_with(FileConfig::default()).unwrap();
         assert_eq!(s.listen.to_string(), DEFAULT_LISTEN);
-        assert_eq!(s.redis_url, DEFAULT_REDIS_URL);
+        assert_eq!(s.redis.redacted(), DEFAULT_REDIS_URL);
         assert!(s.metrics_listen.is_none());
         assert_eq!(s.gate.idle_timeout, Duration::from_secs(1800));
     }
@@ -428,7 +448,7 @@ mod tests {
         };
         let file = FileConfig::parse("redis_url = \"redis://file:6379\"").unwrap();
         assert_eq!(
-            c.resolve_with(file).unwrap().redis_url,
+            c.resolve_with(file).unwrap().redis.redacted(),
             "redis://10.0.0.1:6379"
         );
     }
@@ -462,6 +482,23 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("redis_url"), "{err}");
+        let err = cli(&["--redis-url", "http://telos:s3cret@x"])
+            .resolve_with(FileConfig::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("redis_url") && !err.contains("s3cret"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_redis_password_file_is_named() {
+        let err = cli(&["--redis-password-file", "/nonexistent/redis.pw"])
+            .resolve_with(FileConfig::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/nonexistent/redis.pw"), "{err}");
     }
 
     #[test]
