@@ -6,11 +6,13 @@
 //! and names the offending setting in its one-line error.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use serde::Deserialize;
+use telos_redis::target::{RedisTarget, redact};
+
+pub use crate::config_file::{ConfigError, FileConfig};
 
 /// Runtime behaviour of every connection. `Default` is what the binary uses
 /// when nothing is configured; tests shorten the timeouts.
@@ -124,7 +126,8 @@ impl Default for GateConfig {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub listen: SocketAddr,
-    pub redis_url: String,
+    /// Redis and its credentials; prints redacted.
+    pub redis: RedisTarget,
     pub metrics_listen: Option<SocketAddr>,
     pub gate: GateConfig,
 }
@@ -154,11 +157,6 @@ pub const DEFAULT_CREATE_IP_BURST: u32 = 5;
 pub const DEFAULT_CREATE_IP_PER_HOUR: f64 = 5.0;
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 
-/// A setting that could not be used; the message names it.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ConfigError(String);
-
 /// telos-gate: holds players' TCP (telnet) sockets and forwards their input
 /// lines to the world shard that owns them.
 #[derive(Debug, Default, Parser)]
@@ -173,6 +171,13 @@ pub struct Cli {
     /// Redis URL (shard registry, read only) [default: redis://127.0.0.1:6379].
     #[arg(long, value_name = "URL", env = "TELOS_REDIS_URL")]
     pub redis_url: Option<String>,
+    /// File holding the Redis password (trailing newline trimmed); the URL's
+    /// user, if any, stays the ACL user [default: the URL's password].
+    #[arg(long, value_name = "PATH", env = "TELOS_REDIS_PASSWORD_FILE")]
+    pub redis_password_file: Option<PathBuf>,
+    /// PEM CA that verifies a rediss:// Redis's certificate [default: the system's roots].
+    #[arg(long, value_name = "PATH", env = "TELOS_REDIS_CA")]
+    pub redis_ca: Option<PathBuf>,
     /// Prometheus /metrics listen address: PORT (binds 127.0.0.1) or
     /// ADDR:PORT as given; unauthenticated, keep it private [default: off].
     #[arg(long, value_name = "ADDR", env = "TELOS_METRICS_LISTEN")]
@@ -223,43 +228,6 @@ pub struct Cli {
     /// Maximum simultaneous player connections [default: 10000].
     #[arg(long, value_name = "N", env = "TELOS_GATE_MAX_CONNECTIONS")]
     pub max_connections: Option<String>,
-}
-
-/// The `--config` file. Unknown keys are an error so a typo is not ignored.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    pub listen: Option<String>,
-    pub redis_url: Option<String>,
-    pub metrics_listen: Option<String>,
-    pub keys: Option<PathBuf>,
-    pub idle_timeout_secs: Option<u64>,
-    pub idle_warning_secs: Option<u64>,
-    pub input_buffer_lines: Option<usize>,
-    pub input_buffer_bytes: Option<usize>,
-    pub output_buffer_bytes: Option<usize>,
-    pub login_max_failures: Option<u32>,
-    pub login_ip_burst: Option<u32>,
-    pub login_ip_per_sec: Option<f64>,
-    pub create_ip_burst: Option<u32>,
-    pub create_ip_per_hour: Option<f64>,
-    pub max_connections_per_ip: Option<usize>,
-    pub pre_login_timeout_secs: Option<u64>,
-    pub resume_give_up_secs: Option<u64>,
-    pub max_connections: Option<usize>,
-}
-
-impl FileConfig {
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError(format!("config file {}: {e}", path.display())))?;
-        Self::parse(&text).map_err(|e| ConfigError(format!("config file {}: {e}", path.display())))
-    }
-
-    pub fn parse(text: &str) -> Result<Self, String> {
-        // toml's messages span several lines; keep the one-line promise.
-        toml::from_str(text).map_err(|e| e.to_string().lines().collect::<Vec<_>>().join(" "))
-    }
 }
 
 /// Pick the first layer that has a value and parse it, naming the setting
@@ -346,9 +314,18 @@ impl Cli {
             || redis_url.starts_with("unix://"))
         {
             return Err(ConfigError(format!(
-                "invalid redis_url (--redis-url / TELOS_REDIS_URL) {redis_url:?}: expected redis://HOST:PORT"
+                "invalid redis_url (--redis-url / TELOS_REDIS_URL) {:?}: expected redis://HOST:PORT",
+                redact(&redis_url)
             )));
         }
+        let redis = RedisTarget::from_files(
+            redis_url,
+            self.redis_password_file
+                .as_deref()
+                .or(file.redis_password_file.as_deref()),
+            self.redis_ca.as_deref().or(file.redis_ca.as_deref()),
+        )
+        .map_err(|e| ConfigError(format!("invalid Redis settings: {e}")))?;
         let metrics_listen = pick::<String>(
             "metrics-listen",
             "TELOS_METRICS_LISTEN",
@@ -494,7 +471,7 @@ impl Cli {
         };
         Ok(Settings {
             listen,
-            redis_url,
+            redis,
             metrics_listen,
             gate,
         })

@@ -14,7 +14,7 @@ fn cli(args: &[&str]) -> Cli {
 fn defaults_apply_when_nothing_is_given() {
     let s = Cli::default().resolve_with(FileConfig::default()).unwrap();
     assert_eq!(s.listen.to_string(), DEFAULT_LISTEN);
-    assert_eq!(s.redis_url, DEFAULT_REDIS_URL);
+    assert_eq!(s.redis.redacted(), DEFAULT_REDIS_URL);
     assert!(s.metrics_listen.is_none());
     assert_eq!(s.gate.idle_timeout, Duration::from_secs(1800));
 }
@@ -44,7 +44,7 @@ fn env_is_read_by_clap_between_flag_and_file() {
     };
     let file = FileConfig::parse("redis_url = \"redis://file:6379\"").unwrap();
     assert_eq!(
-        c.resolve_with(file).unwrap().redis_url,
+        c.resolve_with(file).unwrap().redis.redacted(),
         "redis://10.0.0.1:6379"
     );
 }
@@ -78,6 +78,23 @@ fn bad_values_name_the_setting_in_one_line() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("redis_url"), "{err}");
+    let err = cli(&["--redis-url", "http://telos:s3cret@x"])
+        .resolve_with(FileConfig::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("redis_url") && !err.contains("s3cret"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unreadable_redis_password_file_is_named() {
+    let err = cli(&["--redis-password-file", "/nonexistent/redis.pw"])
+        .resolve_with(FileConfig::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("/nonexistent/redis.pw"), "{err}");
 }
 
 #[test]

@@ -8,7 +8,8 @@
 
 use std::time::Duration;
 
-use telos_redis::directory::{Directory, ShardInfo, ShardState};
+use telos_redis::directory::{Directory, DirectoryError, ShardInfo, ShardState};
+use telos_redis::target::RedisTarget;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
@@ -26,27 +27,38 @@ const EMPTY_REGISTRY_POLL: Duration = Duration::from_millis(100);
 
 #[derive(Debug)]
 pub struct DirectoryRegistry {
-    url: String,
+    target: RedisTarget,
     dir: OnceCell<Directory>,
 }
 
 impl DirectoryRegistry {
-    /// Checks the URL now (a typo fails at start); connects on first use.
-    pub fn new(url: &str) -> Result<Self, String> {
-        redis::Client::open(url).map_err(|e| {
-            format!("invalid redis_url (--redis-url / TELOS_REDIS_URL) {url:?}: {e}")
+    /// Checks the settings now (a typo or a bad CA fails at start);
+    /// connects on first use or on [`connect`](Self::connect).
+    pub fn new(target: RedisTarget) -> Result<Self, String> {
+        target.client().map_err(|e| {
+            format!(
+                "invalid Redis settings (--redis-url / --redis-password-file / --redis-ca): {e}"
+            )
         })?;
         Ok(Self {
-            url: url.to_string(),
+            target,
             dir: OnceCell::new(),
         })
+    }
+
+    /// Connects now (once; later calls reuse the connection). The gate
+    /// calls it at start so that credentials Redis refuses stop the gate
+    /// with a clear line instead of failing every login.
+    pub async fn connect(&self) -> Result<&Directory, DirectoryError> {
+        self.dir
+            .get_or_try_init(|| Directory::connect(&self.target))
+            .await
     }
 
     /// Every registry entry, whatever its state.
     async fn read(&self) -> Result<Vec<ShardInfo>, RegistryError> {
         let dir = self
-            .dir
-            .get_or_try_init(|| Directory::connect(&self.url))
+            .connect()
             .await
             .map_err(|e| RegistryError(e.to_string()))?;
         dir.shards().await.map_err(|e| RegistryError(e.to_string()))

@@ -44,6 +44,7 @@
 pub mod buffer;
 pub mod client;
 pub mod config;
+pub mod config_file;
 pub mod connection;
 pub mod directory;
 pub mod lines;

@@ -6,6 +6,8 @@
 //! - [`store`]: durable character rows: create, claim (owner epochs), load,
 //!   fenced save, heal; passwords; resume credentials.
 //! - [`status`]: the cluster view `telosctl status` and `Admin.Status` print.
+//! - [`target`]: [`target::RedisTarget`], where Redis is and the credentials
+//!   for it (ACL password, TLS CA); [`target::redact`] for every printed URL.
 //!
 //! Every decision is one Lua script (the `*.lua` files beside the modules),
 //! atomic on the server and on the server's clock.
@@ -13,3 +15,4 @@
 pub mod directory;
 pub mod status;
 pub mod store;
+pub mod target;

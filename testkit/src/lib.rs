@@ -2,7 +2,8 @@
 //!
 //! # Layout
 //! - [`cli`]: one-shot runs of `telosctl` (and of shards that must refuse to start).
-//! - [`redis`]: a private `redis-server` per test, killed by pid.
+//! - [`redis`]: a private `redis-server` per test, killed by pid (optionally
+//!   with an ACL user, or TLS only; [`redis_tls`] makes its certificates).
 //! - [`process`]: real `telos-world` / `telos-gate` processes on port 0.
 //! - [`play`]: a direct `Play` stream client, and shared connections.
 //! - [`driver`]: a minimal gate over `Play` (redirects, resumes, replay).
@@ -26,6 +27,7 @@ pub mod play;
 pub mod process;
 pub mod procfs;
 pub mod redis;
+pub mod redis_tls;
 pub mod soak;
 pub mod stats;
 pub mod storm;

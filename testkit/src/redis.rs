@@ -1,7 +1,9 @@
 //! A private `redis-server` per test: its own port, its own temp dir, no
 //! persistence, killed by pid when dropped. [`RedisOptions`] turns the
 //! append-only file on and keeps the data folder, for runs that kill and
-//! restart the server ([`RedisServer::kill`], [`RedisServer::restart`]).
+//! restart the server ([`RedisServer::kill`], [`RedisServer::restart`]),
+//! requires an ACL user and password ([`RedisAcl`]), or serves TLS only
+//! (certificates made in-process, see [`crate::redis_tls`]).
 //!
 //! Never port 6379 and never a kill by process name, so tests cannot touch a
 //! developer's Redis or each other's.
@@ -14,6 +16,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+
+pub use crate::redis_tls::TlsFiles;
+use crate::redis_tls::write_certificates;
 
 /// The binary to run; `TELOS_REDIS_SERVER` overrides it for machines where it
 /// is not on `PATH`.
@@ -44,6 +49,22 @@ pub struct RedisOptions {
     pub dir: Option<PathBuf>,
     /// The server's log file; `None`: no log.
     pub log: Option<PathBuf>,
+    /// Only this ACL user may connect: the `default` user is off.
+    pub acl: Option<RedisAcl>,
+    /// TLS only (`--port 0`, `--tls-port`): the plaintext port is closed;
+    /// clients verify the server with [`RedisServer::tls`]'s CA and need no
+    /// certificate of their own (`--tls-auth-clients no`).
+    pub tls: bool,
+}
+
+/// An ACL user of a test server: `--user NAME on >PASSWORD RULES...`.
+#[derive(Debug, Clone)]
+pub struct RedisAcl {
+    pub user: String,
+    pub password: String,
+    /// Its ACL rules after `on >PASSWORD`, one word each (`~telos:*`,
+    /// `+get`, ...), as docs/operations.md grants Telos.
+    pub rules: Vec<String>,
 }
 
 /// A running private `redis-server`. Dropping it kills the process and
@@ -51,8 +72,11 @@ pub struct RedisOptions {
 #[derive(Debug)]
 pub struct RedisServer {
     pub port: u16,
-    /// `redis://127.0.0.1:<port>/`
+    /// `redis://127.0.0.1:<port>/` (`rediss://` with TLS); no credentials
+    /// (see [`RedisServer::url_with_password`]).
     pub url: String,
+    /// The certificates of a TLS server.
+    pub tls: Option<TlsFiles>,
     child: Child,
     dir: PathBuf,
     opts: RedisOptions,
@@ -96,7 +120,11 @@ impl RedisServer {
             ))
         });
         std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-        let child = match spawn_server(port, &dir, opts) {
+        let tls = match opts.tls {
+            true => Some(write_certificates(&dir)?),
+            false => None,
+        };
+        let child = match spawn_server(port, &dir, opts, tls.as_ref()) {
             Ok(child) => child,
             Err(e) => {
                 if opts.dir.is_none() {
@@ -106,9 +134,11 @@ impl RedisServer {
             }
         };
         // From here on Drop cleans up, whatever happens.
+        let scheme = if tls.is_some() { "rediss" } else { "redis" };
         let mut server = RedisServer {
             port,
-            url: format!("redis://127.0.0.1:{port}/"),
+            url: format!("{scheme}://127.0.0.1:{port}/"),
+            tls,
             child,
             dir,
             opts: opts.clone(),
@@ -132,7 +162,7 @@ impl RedisServer {
         if self.child.try_wait()?.is_none() {
             bail!("redis-server on port {} is still running", self.port);
         }
-        self.child = spawn_server(self.port, &self.dir, &self.opts)?;
+        self.child = spawn_server(self.port, &self.dir, &self.opts, self.tls.as_ref())?;
         self.wait_ready()
     }
 
@@ -147,7 +177,7 @@ impl RedisServer {
             if let Some(status) = self.child.try_wait()? {
                 bail!("redis-server on port {} exited early: {status}", self.port);
             }
-            if ping(self.port) {
+            if self.is_ready() {
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -189,7 +219,48 @@ impl RedisServer {
 
     /// Whether the server answers `PING` right now.
     pub fn is_ready(&self) -> bool {
-        ping(self.port)
+        if self.opts.acl.is_none() && self.tls.is_none() {
+            return ping(self.port);
+        }
+        // Past an ACL or TLS a raw probe gets no `+PONG`: ask as a client.
+        let Ok(client) = self.client() else {
+            return false;
+        };
+        let Ok(mut conn) = client.get_connection_with_timeout(PROBE_TIMEOUT) else {
+            return false;
+        };
+        redis::cmd("PING").query::<String>(&mut conn).is_ok()
+    }
+
+    /// [`url`](Self::url) with the ACL user and password in it.
+    pub fn url_with_password(&self) -> String {
+        match &self.opts.acl {
+            Some(acl) => self
+                .url
+                .replacen("://", &format!("://{}:{}@", acl.user, acl.password), 1),
+            None => self.url.clone(),
+        }
+    }
+
+    /// The server's ACL user, if it has one.
+    pub fn acl(&self) -> Option<&RedisAcl> {
+        self.opts.acl.as_ref()
+    }
+
+    /// A client with this server's credentials and CA, for tests that look
+    /// at the data directly.
+    pub fn client(&self) -> anyhow::Result<redis::Client> {
+        let url = self.url_with_password();
+        Ok(match &self.tls {
+            None => redis::Client::open(url)?,
+            Some(files) => redis::Client::build_with_tls(
+                url,
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(std::fs::read(&files.ca)?),
+                },
+            )?,
+        })
     }
 }
 
@@ -207,14 +278,36 @@ impl Drop for RedisServer {
 }
 
 /// Spawn `redis-server` on `port` with its data in `dir`.
-fn spawn_server(port: u16, dir: &Path, opts: &RedisOptions) -> anyhow::Result<Child> {
+fn spawn_server(
+    port: u16,
+    dir: &Path,
+    opts: &RedisOptions,
+    tls: Option<&TlsFiles>,
+) -> anyhow::Result<Child> {
     // A literal program name, so tests/tools/ sees that tests run it.
     let (mut cmd, bin) = match std::env::var(REDIS_SERVER_ENV) {
         Ok(path) => (Command::new(&path), path),
         Err(_) => (Command::new("redis-server"), "redis-server".to_string()),
     };
-    cmd.args(["--port", &port.to_string()])
-        .args(["--bind", "127.0.0.1"])
+    match tls {
+        None => cmd.args(["--port", &port.to_string()]),
+        Some(files) => cmd
+            .args(["--port", "0", "--tls-port", &port.to_string()])
+            .arg("--tls-cert-file")
+            .arg(&files.cert)
+            .arg("--tls-key-file")
+            .arg(&files.key)
+            .arg("--tls-ca-cert-file")
+            .arg(&files.ca)
+            .args(["--tls-auth-clients", "no"]),
+    };
+    if let Some(acl) = &opts.acl {
+        // redis-server joins the words after `--user` into one `user` line.
+        cmd.args(["--user", "default", "off"])
+            .args(["--user", &acl.user, "on", &format!(">{}", acl.password)])
+            .args(&acl.rules);
+    }
+    cmd.args(["--bind", "127.0.0.1"])
         .args(["--save", ""])
         .arg("--dir")
         .arg(dir)
@@ -295,7 +388,7 @@ mod tests {
         let mut server = RedisServer::start_with(RedisOptions {
             aof: true,
             dir: Some(dir.clone()),
-            log: None,
+            ..RedisOptions::default()
         })
         .unwrap();
         let port = server.port;

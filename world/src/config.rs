@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use serde::Deserialize;
+use telos_redis::target::RedisTarget;
 
 /// A world shard of Telos.
 #[derive(Debug, Parser, Default)]
@@ -31,6 +32,13 @@ pub struct Cli {
     /// Redis URL [default: redis://127.0.0.1:6379].
     #[arg(long, env = "TELOS_REDIS_URL")]
     pub redis_url: Option<String>,
+    /// File holding the Redis password (trailing newline trimmed); the
+    /// URL's user, if any, stays the ACL user [default: the URL's password].
+    #[arg(long, env = "TELOS_REDIS_PASSWORD_FILE")]
+    pub redis_password_file: Option<PathBuf>,
+    /// PEM CA that verifies a `rediss://` Redis's certificate [default: the system's roots].
+    #[arg(long, env = "TELOS_REDIS_CA")]
+    pub redis_ca: Option<PathBuf>,
     /// Folder of zone files [default: config/world].
     #[arg(long, env = "TELOS_WORLD")]
     pub world: Option<PathBuf>,
@@ -77,6 +85,8 @@ struct FileConfig {
     grpc_listen: Option<String>,
     advertise_addr: Option<String>,
     redis_url: Option<String>,
+    redis_password_file: Option<PathBuf>,
+    redis_ca: Option<PathBuf>,
     world: Option<PathBuf>,
     zones: Option<Vec<String>>,
     keys: Option<PathBuf>,
@@ -96,7 +106,8 @@ pub struct WorldConfig {
     pub shard_id: String,
     pub grpc_listen: SocketAddr,
     pub advertise_addr: Option<String>,
-    pub redis_url: String,
+    /// Redis and its credentials; prints redacted.
+    pub redis: RedisTarget,
     pub world: PathBuf,
     pub zones: Vec<String>,
     pub keys: Option<PathBuf>,
@@ -200,14 +211,21 @@ impl WorldConfig {
                 Ok(v)
             }
         };
+        let redis = RedisTarget::from_files(
+            cli.redis_url
+                .or(file.redis_url)
+                .unwrap_or_else(|| "redis://127.0.0.1:6379".into()),
+            cli.redis_password_file
+                .or(file.redis_password_file)
+                .as_deref(),
+            cli.redis_ca.or(file.redis_ca).as_deref(),
+        )
+        .map_err(|e| bad("--redis-url / --redis-password-file / --redis-ca", e))?;
         Ok(WorldConfig {
             shard_id,
             grpc_listen: parse_addr("--grpc-listen (TELOS_GRPC_LISTEN)", &grpc_listen)?,
             advertise_addr: cli.advertise_addr.or(file.advertise_addr),
-            redis_url: cli
-                .redis_url
-                .or(file.redis_url)
-                .unwrap_or_else(|| "redis://127.0.0.1:6379".into()),
+            redis,
             world: cli
                 .world
                 .or(file.world)

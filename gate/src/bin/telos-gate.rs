@@ -30,7 +30,7 @@ async fn main() -> ExitCode {
             return fail(e);
         }
     }
-    let registry = match DirectoryRegistry::new(&settings.redis_url) {
+    let registry = match DirectoryRegistry::new(settings.redis.clone()) {
         Ok(r) => Arc::new(r),
         Err(e) => return fail(e),
     };
@@ -50,9 +50,10 @@ async fn main() -> ExitCode {
     // Tests and scripts wait for exactly this line on stdout.
     println!("telos-gate listening on {local}");
     let _ = std::io::stdout().flush();
-    tracing::info!(addr = %local, redis = %settings.redis_url, "telos-gate listening");
+    tracing::info!(addr = %local, redis = %settings.redis, "telos-gate listening");
 
     let shutdown = CancellationToken::new();
+    let refused = check_credentials(registry.clone(), shutdown.clone());
     let signals = shutdown.clone();
     tokio::spawn(async move {
         wait_for_signal().await;
@@ -62,7 +63,36 @@ async fn main() -> ExitCode {
     serve(listener, settings.gate, registry, shutdown).await;
     tracing::info!("telos-gate stopped");
     telemetry.shutdown().await;
-    ExitCode::SUCCESS
+    match refused.get() {
+        Some(why) => fail(why),
+        None => ExitCode::SUCCESS,
+    }
+}
+
+/// Connects to Redis in the background as the gate starts. The gate may
+/// start before Redis (it connects on first use), so an unreachable Redis
+/// is no reason to stop; credentials Redis refuses are: they would fail
+/// every login. Then the gate stops, and `main` exits non-zero with why.
+fn check_credentials(
+    registry: Arc<DirectoryRegistry>,
+    shutdown: CancellationToken,
+) -> Arc<std::sync::OnceLock<String>> {
+    let refused = Arc::new(std::sync::OnceLock::new());
+    let why = refused.clone();
+    tokio::spawn(async move {
+        match registry.connect().await {
+            Err(e) if e.is_credentials_refused() => {
+                tracing::error!(error = %e, "Redis refused the gate's credentials; stopping");
+                let _ = why.set(e.to_string());
+                shutdown.cancel();
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "Redis not reachable yet; connecting on first use")
+            }
+            Ok(_) => {}
+        }
+    });
+    refused
 }
 
 /// Every player is a socket: raise the soft open-file limit to the hard one,

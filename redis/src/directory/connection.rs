@@ -43,10 +43,13 @@ use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::{
-    Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, ServerErrorKind, Value,
+    AsyncConnectionConfig, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult,
+    ServerErrorKind, Value,
 };
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
+
+use crate::target::{RedisTarget, TargetError};
 
 /// First pause between reconnect attempts; doubles up to
 /// [`RECONNECT_MAX_DELAY`]. Short: a Redis restart is usually over quickly.
@@ -128,15 +131,17 @@ impl std::fmt::Debug for RedisConn {
 }
 
 impl RedisConn {
-    /// Connects to `url` and returns once Redis answered, or fails after
-    /// [`FIRST_CONNECT_TIMEOUT`]. `idempotent_scripts` are the scripts (by
-    /// their source) that may be sent again after a failure: each must
-    /// leave Redis the same whether it runs once or twice.
+    /// Connects to `target` and returns once Redis answered, or fails after
+    /// [`FIRST_CONNECT_TIMEOUT`] (at once when Redis refuses the
+    /// credentials). `idempotent_scripts` are the scripts (by their source)
+    /// that may be sent again after a failure: each must leave Redis the
+    /// same whether it runs once or twice.
     pub async fn connect(
-        url: &str,
+        target: &RedisTarget,
         idempotent_scripts: &[redis::Script],
-    ) -> RedisResult<RedisConn> {
-        let client = redis::Client::open(url)?;
+    ) -> Result<RedisConn, ConnectError> {
+        let client = target.client()?;
+        first_contact(&client, target).await?;
         let config = ConnectionManagerConfig::new()
             .set_min_delay(RECONNECT_MIN_DELAY)
             .set_max_delay(RECONNECT_MAX_DELAY)
@@ -148,7 +153,8 @@ impl RedisConn {
             .set_response_timeout(Some(RESPONSE_TIMEOUT));
         // Lazy, then one bounded PING: with endless retries the eager
         // constructor would wait for an absent Redis for ever.
-        let manager = ConnectionManager::new_lazy_with_config(client, config)?;
+        let manager = ConnectionManager::new_lazy_with_config(client, config)
+            .map_err(|source| ConnectError::unreachable(target, source))?;
         let stop = CancellationToken::new();
         let conn = RedisConn {
             manager,
@@ -167,7 +173,9 @@ impl RedisConn {
                 .send_packed_command(&redis::cmd("PING")),
         )
         .await
-        .map_err(|_| timed_out(FIRST_CONNECT_TIMEOUT))??;
+        .map_err(|_| timed_out(FIRST_CONNECT_TIMEOUT))
+        .and_then(|answer| answer)
+        .map_err(|source| ConnectError::unreachable(target, source))?;
         tokio::spawn(health_check(conn.manager.clone(), stop));
         Ok(conn)
     }
@@ -225,6 +233,86 @@ impl ConnectionLike for RedisConn {
     fn get_db(&self) -> i64 {
         self.manager.get_db()
     }
+}
+
+/// Why [`RedisConn::connect`] gave up. Every URL in it is redacted.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    /// Redis answered and said no: a wrong password or user, or a user
+    /// not allowed `PING`. Trying again cannot help.
+    #[error(
+        "Redis at {url} refused the credentials: {source} (check the URL's user and \
+         password, or --redis-password-file)"
+    )]
+    Refused { url: String, source: RedisError },
+    /// Redis could not be reached, or its TLS handshake failed, until the
+    /// first connection's deadline.
+    #[error("no connection to Redis at {url}: {source}")]
+    Unreachable { url: String, source: RedisError },
+}
+
+impl ConnectError {
+    /// Redis answered and refused the credentials: a setting to fix, not an
+    /// outage to wait out.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, ConnectError::Refused { .. })
+    }
+
+    fn unreachable(target: &RedisTarget, source: RedisError) -> ConnectError {
+        ConnectError::Unreachable {
+            url: target.redacted(),
+            source,
+        }
+    }
+}
+
+/// One direct connection and `PING`, tried again until
+/// [`FIRST_CONNECT_TIMEOUT`]: the self-reconnecting manager retries every
+/// failure for ever, a refused password included, so a process with the
+/// wrong credentials would wait the whole deadline and report only a
+/// timeout. Here a refusal ends the wait at once, and a timeout reports the
+/// last error seen (connection refused, an unknown TLS issuer).
+async fn first_contact(client: &redis::Client, target: &RedisTarget) -> Result<(), ConnectError> {
+    let deadline = Instant::now() + FIRST_CONNECT_TIMEOUT;
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        .set_response_timeout(Some(RESPONSE_TIMEOUT));
+    let mut last = timed_out(FIRST_CONNECT_TIMEOUT);
+    loop {
+        let attempt = async {
+            let mut conn = client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?;
+            redis::cmd("PING").query_async::<()>(&mut conn).await
+        };
+        match tokio::time::timeout_at(deadline, attempt).await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(source)) if is_refusal(&source) => {
+                return Err(ConnectError::Refused {
+                    url: target.redacted(),
+                    source,
+                });
+            }
+            Ok(Err(e)) => last = e,
+            Err(_) => return Err(ConnectError::unreachable(target, last)),
+        }
+        if Instant::now() + RECONNECT_MAX_DELAY >= deadline {
+            return Err(ConnectError::unreachable(target, last));
+        }
+        tokio::time::sleep(RECONNECT_MAX_DELAY).await;
+    }
+}
+
+/// Redis refused who we are: `AUTH` failed (`WRONGPASS`), no credentials
+/// where it needs them (`NOAUTH`), or the ACL user may not run `PING`
+/// (`NOPERM`).
+fn is_refusal(error: &RedisError) -> bool {
+    matches!(
+        error.kind(),
+        ErrorKind::AuthenticationFailed | ErrorKind::Server(ServerErrorKind::NoPerm)
+    ) || matches!(error.code(), Some("NOAUTH" | "WRONGPASS"))
 }
 
 /// Sends a `PING` every [`HEALTH_PERIOD`] until `stop`. Its only job is

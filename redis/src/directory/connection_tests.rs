@@ -63,7 +63,9 @@ fn only_loading_makes_a_write_retryable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_connection_is_back_for_a_write_as_soon_as_redis_restarts() {
     let mut server = RedisServer::start_durable().expect("redis-server");
-    let mut conn = RedisConn::connect(&server.url, &[]).await.expect("connect");
+    let mut conn = RedisConn::connect(&server.url.as_str().into(), &[])
+        .await
+        .expect("connect");
     let _: () = conn.set("k", "before").await.expect("set");
 
     server.kill();
@@ -84,7 +86,9 @@ async fn an_idle_connection_is_back_for_a_write_as_soon_as_redis_restarts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_during_an_outage_fails_within_the_bound_and_reads_recover() {
     let mut server = RedisServer::start().expect("redis-server");
-    let mut conn = RedisConn::connect(&server.url, &[]).await.expect("connect");
+    let mut conn = RedisConn::connect(&server.url.as_str().into(), &[])
+        .await
+        .expect("connect");
     server.kill();
 
     let asked = Instant::now();
@@ -105,7 +109,7 @@ async fn a_request_during_an_outage_fails_within_the_bound_and_reads_recover() {
 async fn connect_to_nothing_fails_in_time() {
     let port = telos_testkit::redis::free_port();
     let asked = Instant::now();
-    let conn = RedisConn::connect(&format!("redis://127.0.0.1:{port}/"), &[]).await;
+    let conn = RedisConn::connect(&format!("redis://127.0.0.1:{port}/").into(), &[]).await;
     assert!(conn.is_err());
     assert!(asked.elapsed() <= FIRST_CONNECT_TIMEOUT + CONNECT_TIMEOUT);
 }

@@ -16,6 +16,10 @@ pub enum DirectoryError {
     /// not have been applied (indeterminate); fences make a retry safe.
     #[error("directory redis call failed: {0}")]
     Redis(#[from] redis::RedisError),
+    /// Failed: the first connection could not be made (bad settings,
+    /// refused credentials, Redis unreachable); the message says which.
+    #[error(transparent)]
+    Connect(#[from] crate::directory::connection::ConnectError),
     /// Failed: a key held data this code did not write.
     #[error("directory data at {key} is malformed: {reason}")]
     Corrupt { key: String, reason: String },
@@ -26,5 +30,11 @@ impl DirectoryError {
     /// could not answer at all.
     pub fn is_refused(&self) -> bool {
         matches!(self, Self::InstanceZone(_) | Self::Invalid(_))
+    }
+
+    /// True when Redis refused this process's credentials (see
+    /// [`ConnectError::is_refusal`](crate::directory::connection::ConnectError::is_refusal)).
+    pub fn is_credentials_refused(&self) -> bool {
+        matches!(self, Self::Connect(e) if e.is_refusal())
     }
 }

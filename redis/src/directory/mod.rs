@@ -61,13 +61,16 @@ mod tests;
 
 use connection::RedisConn;
 
+use crate::target::RedisTarget;
+
 pub use drain_targets::DrainTarget;
 pub use error::DirectoryError;
 pub use handle::Directory;
 pub use types::{Claim, OnlinePlayer, ShardInfo, ShardState, ZoneStatus};
 
 impl Directory {
-    /// Connects to Redis at `url` (`redis://host:port/db`).
+    /// Connects to Redis at `target` (a URL such as `redis://host:port/db`,
+    /// or a [`RedisTarget`] with its password and CA).
     ///
     /// Besides reads, the scripts sent again after a dropped connection or
     /// a timeout (each leaves Redis the same run once or twice):
@@ -76,12 +79,12 @@ impl Directory {
     /// `shard_for_zone.lua` (read only). A heartbeat, a lease claim, renew,
     /// release or flip, a drain hold and a transfer step are sent once;
     /// their loops try again on their next round.
-    pub async fn connect(url: &str) -> Result<Directory, DirectoryError> {
+    pub async fn connect(target: impl Into<RedisTarget>) -> Result<Directory, DirectoryError> {
         let idempotent = [
             redis::Script::new(include_str!("shards_live.lua")),
             lease::routing_script(include_str!("shard_for_zone.lua")),
         ];
-        let conn = RedisConn::connect(url, &idempotent).await?;
+        let conn = RedisConn::connect(&target.into(), &idempotent).await?;
         Ok(Directory::new(conn))
     }
 }

@@ -22,6 +22,10 @@ pub enum StoreError {
     /// not have been applied (indeterminate); the CAS fences make a retry safe.
     #[error("store redis call failed: {0}")]
     Redis(#[from] redis::RedisError),
+    /// Failed: the first connection could not be made (bad settings,
+    /// refused credentials, Redis unreachable); the message says which.
+    #[error(transparent)]
+    Connect(#[from] crate::directory::connection::ConnectError),
     /// Failed: a row held data this code did not write.
     #[error("store data at {key} is malformed: {reason}")]
     Corrupt { key: String, reason: String },

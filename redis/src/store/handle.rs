@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::error::StoreError;
 use super::password::{self, DEFAULT_LOGIN_HASH_QUEUE, Hasher};
 use crate::directory::connection::RedisConn;
+use crate::target::RedisTarget;
 
 /// Prefix of every Telos key (shared with the directory).
 pub(super) const PREFIX: &str = "telos:";
@@ -26,13 +27,13 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Connects to Redis at `url`, hashing passwords with a queue of
+    /// Connects to Redis at `target` (a URL or a [`RedisTarget`]), hashing passwords with a queue of
     /// [`DEFAULT_LOGIN_HASH_QUEUE`].
-    pub async fn connect(url: &str) -> Result<Store, StoreError> {
-        Store::connect_with_hash_queue(url, DEFAULT_LOGIN_HASH_QUEUE).await
+    pub async fn connect(target: impl Into<RedisTarget>) -> Result<Store, StoreError> {
+        Store::connect_with_hash_queue(target, DEFAULT_LOGIN_HASH_QUEUE).await
     }
 
-    /// Connects to Redis at `url`; at most `hash_queue` password hashes wait
+    /// Connects to Redis at `target`; at most `hash_queue` password hashes wait
     /// for a worker (see [`Hasher`]), more are refused `Busy`.
     ///
     /// Besides reads (a password check, a row load), the one script sent
@@ -44,11 +45,11 @@ impl Store {
     /// adopted by the next save, a lost claim is made again at a newer
     /// epoch, a failed login is answered and tried again by the player.
     pub async fn connect_with_hash_queue(
-        url: &str,
+        target: impl Into<RedisTarget>,
         hash_queue: usize,
     ) -> Result<Store, StoreError> {
         let idempotent = [redis::Script::new(include_str!("credential_check.lua"))];
-        let conn = RedisConn::connect(url, &idempotent).await?;
+        let conn = RedisConn::connect(&target.into(), &idempotent).await?;
         // Build the dummy hash now so the first unknown-name login is not
         // measurably slower than a known one.
         password::warm_up().await?;

@@ -11,6 +11,7 @@ use telos_redis::directory::Directory;
 use telos_redis::directory::transfer::Proposal;
 use telos_redis::status::{cluster_status, render};
 use telos_redis::store::Store;
+use telos_redis::target::RedisTarget;
 use tokio::time::Instant;
 
 /// Operate a Telos cluster.
@@ -25,6 +26,13 @@ struct Cli {
         global = true
     )]
     redis_url: String,
+    /// File holding the Redis password (trailing newline trimmed); the URL's
+    /// user, if any, stays the ACL user.
+    #[arg(long, env = "TELOS_REDIS_PASSWORD_FILE", global = true)]
+    redis_password_file: Option<PathBuf>,
+    /// PEM CA that verifies a rediss:// Redis's certificate [default: the system's roots].
+    #[arg(long, env = "TELOS_REDIS_CA", global = true)]
+    redis_ca: Option<PathBuf>,
     /// Key folder with the operator certificate (`operator.crt`/`.key`,
     /// `ca.crt`): mutual TLS to a shard's Admin service (`--shard`).
     #[arg(long, env = "TELOS_KEYS", global = true, value_name = "DIR")]
@@ -89,6 +97,18 @@ async fn main() {
     }
 }
 
+impl Cli {
+    /// Redis and its credentials, from the flags (read only by the commands
+    /// that talk to Redis: `keygen` needs no password file).
+    fn redis(&self) -> anyhow::Result<RedisTarget> {
+        Ok(RedisTarget::from_files(
+            self.redis_url.as_str(),
+            self.redis_password_file.as_deref(),
+            self.redis_ca.as_deref(),
+        )?)
+    }
+}
+
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let admin = match (&cli.shard, &cli.command) {
         (Some(_), Command::Status { .. } | Command::Transfer { .. }) => {
@@ -103,6 +123,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             _ => unreachable!("only status and transfer connect to a shard"),
         };
     }
+    let redis = cli.redis();
     match cli.command {
         Command::Keygen { dir } => keygen(&dir)?,
         Command::Cert {
@@ -122,13 +143,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 println!("wrote {}", file.display());
             }
         }
-        Command::Status { json } => status(&cli.redis_url, json).await?,
-        Command::Transfer { zone, to, wait } => transfer(&cli.redis_url, &zone, &to, wait).await?,
+        Command::Status { json } => status(&redis?, json).await?,
+        Command::Transfer { zone, to, wait } => transfer(&redis?, &zone, &to, wait).await?,
         Command::Tier { name, tier } => {
             let tier: telos_world::game::Tier = tier.parse().map_err(|_| {
                 anyhow::anyhow!("unknown tier {tier:?}: use player, builder or admin")
             })?;
-            let store = Store::connect(&cli.redis_url).await?;
+            let store = Store::connect(redis?).await?;
             store
                 .set_tier(&name, &tier.to_string())
                 .await
@@ -163,8 +184,8 @@ fn keygen(dir: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn status(redis_url: &str, json: bool) -> anyhow::Result<()> {
-    let dir = Directory::connect(redis_url).await?;
+async fn status(redis: &RedisTarget, json: bool) -> anyhow::Result<()> {
+    let dir = Directory::connect(redis).await?;
     let status = cluster_status(&dir).await?;
     if json {
         println!("{}", serde_json::to_string(&status)?);
@@ -177,8 +198,13 @@ async fn status(redis_url: &str, json: bool) -> anyhow::Result<()> {
 /// How often `transfer --wait` re-reads the directory.
 const WAIT_POLL: Duration = Duration::from_millis(100);
 
-async fn transfer(redis_url: &str, zone: &str, to: &str, wait: Option<u64>) -> anyhow::Result<()> {
-    let dir = Directory::connect(redis_url).await?;
+async fn transfer(
+    redis: &RedisTarget,
+    zone: &str,
+    to: &str,
+    wait: Option<u64>,
+) -> anyhow::Result<()> {
+    let dir = Directory::connect(redis).await?;
     match dir.propose_transfer(zone, to).await? {
         Ok(Proposal::Recorded { from }) => {
             println!("transfer of {zone} from {from} to {to} recorded")

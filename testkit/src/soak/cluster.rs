@@ -74,6 +74,7 @@ impl Cluster {
             aof: true,
             dir: Some(run_dir.join("redis")),
             log: Some(logs.join("redis.log")),
+            ..RedisOptions::default()
         })?;
         let keys = run_dir.join("keys");
         crate::keys::generate(&keys)?;

@@ -81,12 +81,9 @@ impl Shard {
         addr: String,
         game: Arc<dyn Game>,
     ) -> anyhow::Result<Arc<Shard>> {
-        let directory = Directory::connect(&cfg.redis_url)
-            .await
-            .with_context(|| format!("connecting to Redis at {}", cfg.redis_url))?;
-        let store = Store::connect_with_hash_queue(&cfg.redis_url, cfg.login_hash_queue)
-            .await
-            .with_context(|| format!("connecting to Redis at {}", cfg.redis_url))?;
+        // The errors name the (redacted) URL themselves.
+        let directory = Directory::connect(&cfg.redis).await?;
+        let store = Store::connect_with_hash_queue(&cfg.redis, cfg.login_hash_queue).await?;
         for zone in &cfg.zones {
             if game.zone(zone).is_none() {
                 anyhow::bail!("invalid setting --zones (TELOS_ZONES): unknown zone {zone:?}");

@@ -34,6 +34,7 @@ use telos_redis::directory::DirectoryError;
 use telos_redis::directory::connection::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
 use telos_redis::directory::key_names;
 use telos_redis::directory::transfer::{Completion, Transfer};
+use telos_redis::target::RedisTarget;
 
 /// The safety poll: every shard re-reads every pending transfer this often.
 pub const TRANSFER_POLL: Duration = Duration::from_secs(1);
@@ -62,15 +63,15 @@ pub enum StepError {
 /// Watch the directory until the shard stops.
 pub async fn transfer_watcher(shard: Arc<Shard>) {
     let changed = Arc::new(Notify::new());
-    let (url, n, root) = (
-        shard.cfg.redis_url.clone(),
+    let (target, n, root) = (
+        shard.cfg.redis.clone(),
         changed.clone(),
         shard.env.root.clone(),
     );
     shard
         .env
         .tracker
-        .spawn(async move { subscribe(url, n, root).await });
+        .spawn(async move { subscribe(target, n, root).await });
     let mut missing_since: std::collections::HashMap<String, Instant> = Default::default();
     loop {
         tokio::select! {
@@ -88,12 +89,16 @@ pub async fn transfer_watcher(shard: Arc<Shard>) {
 /// subscription (Redis restarted, or stopped answering) is made again every
 /// [`TRANSFER_POLL`]; the poll covers the gap, and each new subscription
 /// nudges the watcher once for what was published while there was none.
-async fn subscribe(url: String, changed: Arc<Notify>, root: tokio_util::sync::CancellationToken) {
+async fn subscribe(
+    target: RedisTarget,
+    changed: Arc<Notify>,
+    root: tokio_util::sync::CancellationToken,
+) {
     let mut was_lost = false;
     loop {
         let e = tokio::select! {
             _ = root.cancelled() => return,
-            e = follow(&url, &changed, was_lost) => e,
+            e = follow(&target, &changed, was_lost) => e,
         };
         if std::mem::replace(&mut was_lost, true) {
             tracing::debug!(error = %e, "transfer subscription still lost");
@@ -109,9 +114,11 @@ async fn subscribe(url: String, changed: Arc<Notify>, root: tokio_util::sync::Ca
 
 /// Subscribe and nudge the watcher on every message until the subscription
 /// is lost; returns why.
-async fn follow(url: &str, changed: &Notify, was_lost: bool) -> redis::RedisError {
+async fn follow(target: &RedisTarget, changed: &Notify, was_lost: bool) -> redis::RedisError {
     let subscribed = async {
-        let mut pubsub = redis::Client::open(url)?.get_async_pubsub().await?;
+        // The same client settings as every connection (password, CA).
+        let client = target.client().map_err(|e| lost(e.to_string()))?;
+        let mut pubsub = client.get_async_pubsub().await?;
         pubsub.subscribe(key_names::transfer_channel()).await?;
         Ok::<_, redis::RedisError>(pubsub)
     };

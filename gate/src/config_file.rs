@@ -1,0 +1,50 @@
+//! The gate's `--config` TOML file: every setting of `crate::config`, by
+//! its snake_case name.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// A setting that could not be used; the message names it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub(crate) String);
+
+/// The `--config` file. Unknown keys are an error so a typo is not ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub listen: Option<String>,
+    pub redis_url: Option<String>,
+    pub redis_password_file: Option<PathBuf>,
+    pub redis_ca: Option<PathBuf>,
+    pub metrics_listen: Option<String>,
+    pub keys: Option<PathBuf>,
+    pub idle_timeout_secs: Option<u64>,
+    pub idle_warning_secs: Option<u64>,
+    pub input_buffer_lines: Option<usize>,
+    pub input_buffer_bytes: Option<usize>,
+    pub output_buffer_bytes: Option<usize>,
+    pub login_max_failures: Option<u32>,
+    pub login_ip_burst: Option<u32>,
+    pub login_ip_per_sec: Option<f64>,
+    pub create_ip_burst: Option<u32>,
+    pub create_ip_per_hour: Option<f64>,
+    pub max_connections_per_ip: Option<usize>,
+    pub pre_login_timeout_secs: Option<u64>,
+    pub resume_give_up_secs: Option<u64>,
+    pub max_connections: Option<usize>,
+}
+
+impl FileConfig {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("config file {}: {e}", path.display())))?;
+        Self::parse(&text).map_err(|e| ConfigError(format!("config file {}: {e}", path.display())))
+    }
+
+    pub fn parse(text: &str) -> Result<Self, String> {
+        // toml's messages span several lines; keep the one-line promise.
+        toml::from_str(text).map_err(|e| e.to_string().lines().collect::<Vec<_>>().join(" "))
+    }
+}

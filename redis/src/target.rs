@@ -1,0 +1,236 @@
+//! Where Redis is and how a Telos process proves itself to it: the URL, the
+//! ACL password (in the URL or from `--redis-password-file`) and, for
+//! `rediss://`, the CA that signed Redis's certificate (`--redis-ca`).
+//! World, gate and `telosctl` build one [`RedisTarget`] from their flags and
+//! every connection they make comes from [`RedisTarget::client`].
+//!
+//! Credentials are never printed: [`RedisTarget`]'s `Display` and `Debug`
+//! show [`redact`]ed URLs only, and every error here names files by path,
+//! never by content.
+
+use std::path::{Path, PathBuf};
+
+use redis::{IntoConnectionInfo, TlsCertificates};
+
+/// What replaces a password in a printed URL.
+pub const REDACTED: &str = "***";
+
+/// The query parameter redis-rs reads a `unix://` socket's password from.
+const UNIX_PASSWORD_PARAM: &str = "pass=";
+
+/// Why a [`RedisTarget`] could not be built or turned into a client.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("cannot read the Redis password file {}: {source}", path.display())]
+    PasswordFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the Redis password file {} is empty", path.display())]
+    EmptyPasswordFile { path: PathBuf },
+    #[error("cannot read the Redis CA file {}: {source}", path.display())]
+    CaFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("a Redis CA (--redis-ca) is given but {url} is not a rediss:// URL")]
+    CaWithoutTls { url: String },
+    /// The URL or the CA is unusable. `url` is redacted; redis-rs's own
+    /// message does not repeat the URL.
+    #[error("invalid Redis URL {url}: {source}")]
+    Invalid {
+        url: String,
+        source: redis::RedisError,
+    },
+}
+
+/// A Redis server and the credentials for it. Cheap to clone.
+#[derive(Clone)]
+pub struct RedisTarget {
+    url: String,
+    /// Overrides the URL's password (the URL's user stays the ACL user).
+    password: Option<String>,
+    /// PEM CA bundle that verifies Redis's certificate; `None`: the
+    /// system's roots.
+    ca: Option<Vec<u8>>,
+}
+
+impl RedisTarget {
+    /// The URL alone (credentials, if any, in it; the system's roots for
+    /// `rediss://`).
+    pub fn new(url: impl Into<String>) -> RedisTarget {
+        RedisTarget {
+            url: url.into(),
+            password: None,
+            ca: None,
+        }
+    }
+
+    /// `url` with the password read from `password_file` (one line; the
+    /// trailing newline is not part of it) and the CA read from `ca`.
+    pub fn from_files(
+        url: impl Into<String>,
+        password_file: Option<&Path>,
+        ca: Option<&Path>,
+    ) -> Result<RedisTarget, TargetError> {
+        let mut target = RedisTarget::new(url);
+        if let Some(path) = password_file {
+            target.password = Some(read_password(path)?);
+        }
+        if let Some(path) = ca {
+            if !target.is_tls() {
+                return Err(TargetError::CaWithoutTls {
+                    url: target.to_string(),
+                });
+            }
+            let pem = std::fs::read(path).map_err(|source| TargetError::CaFile {
+                path: path.to_owned(),
+                source,
+            })?;
+            target.ca = Some(pem);
+        }
+        Ok(target)
+    }
+
+    /// Whether the URL asks for TLS (`rediss://`).
+    pub fn is_tls(&self) -> bool {
+        self.url.starts_with("rediss://")
+    }
+
+    /// The URL as it may be printed (see [`redact`]).
+    pub fn redacted(&self) -> String {
+        redact(&self.url)
+    }
+
+    /// A redis-rs client for this target: the one place a Telos process
+    /// turns its settings into a connection.
+    pub fn client(&self) -> Result<redis::Client, TargetError> {
+        let invalid = |source| TargetError::Invalid {
+            url: self.redacted(),
+            source,
+        };
+        let info = self.url.as_str().into_connection_info().map_err(invalid)?;
+        // No `CLIENT SETINFO` after connecting: Redis 7.0 has no such
+        // command and an ACL would have to grant it (docs/operations.md).
+        let mut settings = info.redis_settings().clone().set_skip_set_lib_name();
+        if let Some(password) = &self.password {
+            settings = settings.set_password(password);
+        }
+        let info = info.set_redis_settings(settings);
+        match &self.ca {
+            None => redis::Client::open(info),
+            Some(pem) => redis::Client::build_with_tls(
+                info,
+                TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem.clone()),
+                },
+            ),
+        }
+        .map_err(invalid)
+    }
+}
+
+impl From<&str> for RedisTarget {
+    fn from(url: &str) -> Self {
+        RedisTarget::new(url)
+    }
+}
+
+impl From<String> for RedisTarget {
+    fn from(url: String) -> Self {
+        RedisTarget::new(url)
+    }
+}
+
+impl From<&String> for RedisTarget {
+    fn from(url: &String) -> Self {
+        RedisTarget::new(url.as_str())
+    }
+}
+
+impl From<&RedisTarget> for RedisTarget {
+    fn from(target: &RedisTarget) -> Self {
+        target.clone()
+    }
+}
+
+impl std::fmt::Display for RedisTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl std::fmt::Debug for RedisTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisTarget")
+            .field("url", &self.redacted())
+            .field("password", &self.password.as_ref().map(|_| REDACTED))
+            .field("ca", &self.ca.is_some())
+            .finish()
+    }
+}
+
+fn read_password(path: &Path) -> Result<String, TargetError> {
+    let text = std::fs::read_to_string(path).map_err(|source| TargetError::PasswordFile {
+        path: path.to_owned(),
+        source,
+    })?;
+    // Editors and `echo` end the file with a newline; it is not part of the
+    // password. Other whitespace is (a password may end in a space).
+    let password = text.strip_suffix('\n').unwrap_or(&text);
+    let password = password.strip_suffix('\r').unwrap_or(password);
+    if password.is_empty() {
+        return Err(TargetError::EmptyPasswordFile {
+            path: path.to_owned(),
+        });
+    }
+    Ok(password.to_owned())
+}
+
+/// `url` fit to print: the password of its user info, and a `unix://`
+/// URL's `pass=` parameter, replaced by [`REDACTED`]; the user name, host,
+/// port and database stay.
+///
+/// Works on text, not on a parsed URL, so that a URL too broken to parse
+/// (a raw `/`, `?` or `@` in the password) is redacted too: the user info
+/// is everything before the last `@`.
+pub fn redact(url: &str) -> String {
+    let url = redact_query_password(url);
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url;
+    };
+    match rest.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:{REDACTED}@{host}"),
+            // A user name alone: not a secret.
+            None => url.clone(),
+        },
+        None => url.clone(),
+    }
+}
+
+/// Replaces the value of every `pass=` query parameter (up to the next `&`).
+fn redact_query_password(url: &str) -> String {
+    let mut out = String::with_capacity(url.len());
+    let mut rest = url;
+    while let Some(at) = [
+        format!("?{UNIX_PASSWORD_PARAM}"),
+        format!("&{UNIX_PASSWORD_PARAM}"),
+    ]
+    .iter()
+    .filter_map(|needle| rest.find(needle.as_str()).map(|i| i + needle.len()))
+    .min()
+    {
+        out.push_str(&rest[..at]);
+        out.push_str(REDACTED);
+        rest = &rest[at..];
+        rest = &rest[rest.find('&').unwrap_or(rest.len())..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+#[path = "target_tests.rs"]
+mod tests;
