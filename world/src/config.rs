@@ -66,6 +66,8 @@ pub struct Cli {
     /// beyond them is told the world is busy (0: none wait) [default: 128].
     #[arg(long, env = "TELOS_LOGIN_HASH_QUEUE")]
     pub login_hash_queue: Option<usize>,
+    #[command(flatten)]
+    pub login_limits: crate::login_config::LoginLimitFlags,
 }
 
 /// The TOML file: the same settings, all optional.
@@ -115,6 +117,8 @@ pub struct WorldConfig {
     /// beyond them a login is answered "busy" at once instead of queueing
     /// without bound (see `store::Hasher`).
     pub login_hash_queue: usize,
+    /// Failed-login locks and throttle (flags and environment only).
+    pub login_limits: telos_redis::store::LoginLimits,
 }
 
 /// A setting that is missing or malformed; the message names it.
@@ -122,7 +126,7 @@ pub struct WorldConfig {
 #[error("{0}")]
 pub struct ConfigError(String);
 
-fn bad(name: &str, why: impl std::fmt::Display) -> ConfigError {
+pub(crate) fn bad(name: &str, why: impl std::fmt::Display) -> ConfigError {
     ConfigError(format!("invalid setting {name}: {why}"))
 }
 
@@ -236,6 +240,7 @@ impl WorldConfig {
                 .login_hash_queue
                 .or(file.login_hash_queue)
                 .unwrap_or(telos_redis::store::DEFAULT_LOGIN_HASH_QUEUE),
+            login_limits: cli.login_limits.resolve()?,
         })
     }
 }

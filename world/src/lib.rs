@@ -14,6 +14,7 @@ pub mod app;
 pub mod config;
 pub mod game;
 pub mod handoff;
+pub mod login_config;
 pub mod model;
 pub mod play;
 pub mod rpc;
