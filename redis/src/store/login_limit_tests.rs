@@ -171,3 +171,24 @@ async fn many_sources_are_throttled_account_wide_but_never_shut_out() {
     // And a new source gets its attempt once the interval is over.
     until_admitted(&store, "dee", "v4:203.0.113.101", &l).await;
 }
+
+#[tokio::test]
+async fn an_attempt_never_judged_does_not_count_nor_lock() {
+    let (_r, store) = setup().await;
+    let l = limits();
+    for _ in 1..l.lock_after {
+        admit(&store, "eve", "unknown", &l).await;
+    }
+    // The Nth attempt armed the lock, then its hash was refused `Busy`.
+    let armed = admit(&store, "eve", "unknown", &l).await;
+    assert_eq!(armed, Admission::Admitted { locks: Some(LOCK) });
+    store
+        .login_unchecked("eve", "unknown", armed)
+        .await
+        .unwrap();
+    // Not locked, and the retry is the Nth attempt again, not the N+1th.
+    assert_eq!(
+        admit(&store, "eve", "unknown", &l).await,
+        Admission::Admitted { locks: Some(LOCK) }
+    );
+}
