@@ -38,7 +38,9 @@ use argon2::{Algorithm, Argon2, Block, Params, PasswordHash, Version};
 use telos_testkit::RedisServer;
 use telos_testkit::process::{Proc, WorldOpts, start_gate, start_world};
 use telos_testkit::procfs::{self, Status};
-use telos_testkit::storm::{GATE_STORM_FLAGS, Tally, create_and_quit, name, wrong_logins};
+use telos_testkit::storm::{
+    GATE_STORM_FLAGS, Tally, WORLD_STORM_FLAGS, create_and_quit, name, wrong_logins,
+};
 use telos_testkit::world::starter_zones;
 
 /// Logins per storm unless `TELOS_BENCH_LOGINS` says otherwise: two storms
@@ -72,7 +74,9 @@ fn main() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
     let zones = starter_zones();
     let zone_refs: Vec<&str> = zones.iter().map(String::as_str).collect();
-    let world = start_world(WorldOpts::new("bench", &redis.url, &zone_refs))?;
+    let mut opts = WorldOpts::new("bench", &redis.url, &zone_refs);
+    opts.extra = WORLD_STORM_FLAGS.iter().map(|s| s.to_string()).collect();
+    let world = start_world(opts)?;
     let gate = start_gate(&redis.url, &GATE_STORM_FLAGS)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -18,8 +18,8 @@ use telos_testkit::bot::LoginReply;
 use telos_testkit::process::{Proc, WorldOpts, start_gate, start_world};
 use telos_testkit::procfs;
 use telos_testkit::storm::{
-    BUSY_PREFIX, GATE_STORM_FLAGS, WRONG_PASSWORD, create_and_quit, name, wrong_login_burst,
-    wrong_logins,
+    BUSY_PREFIX, GATE_STORM_FLAGS, WORLD_STORM_FLAGS, WRONG_PASSWORD, create_and_quit, name,
+    wrong_login_burst, wrong_logins,
 };
 use telos_testkit::world::starter_zones;
 
@@ -50,7 +50,11 @@ fn world_with(redis: &RedisServer, extra: &[&str]) -> anyhow::Result<Proc> {
     let zones = starter_zones();
     let zones: Vec<&str> = zones.iter().map(String::as_str).collect();
     let mut opts = WorldOpts::new("storm", &redis.url, &zones);
-    opts.extra = extra.iter().map(|s| s.to_string()).collect();
+    opts.extra = WORLD_STORM_FLAGS
+        .iter()
+        .chain(extra)
+        .map(|s| s.to_string())
+        .collect();
     start_world(opts)
 }
 

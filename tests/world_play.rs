@@ -101,7 +101,7 @@ async fn create_login_move_journal_where_quit_and_relogin_restores_everything() 
     // Log in again on a new connection: everything came back from the row.
     let mut s = PlayStream::open(&world.addr).await?;
     s.login("alice", PASSWORD, false, "conn-2").await?;
-    let (ack, _) = attached(&mut s).await?;
+    let (ack, credential2) = attached(&mut s).await?;
     assert_eq!(ack, 0, "a new connection numbers from 1");
     let again = s.command(1, "where").await?;
     assert_eq!(where_room(&again), where_room(&after));
@@ -111,14 +111,28 @@ async fn create_login_move_journal_where_quit_and_relogin_restores_everything() 
         "{list}"
     );
 
-    // Resume with the credential on the same connection id: the watermark
-    // carries over from the durable row once it was saved.
-    s.input(3, "quit").await?;
-    closed(&mut s).await?;
+    // conn-1 quit: its resume credential went with it.
     let mut r = PlayStream::open(&world.addr).await?;
     r.resume("alice", "conn-1", &credential).await?;
+    let (reason, _) = closed(&mut r).await?;
+    assert!(reason.starts_with("Login failed"), "{reason}");
+
+    // A resume on an older connection (taken over, not quit: its
+    // credential lives) starts from 1 once a newer connection's session
+    // saved the row with its own watermark.
+    let mut s3 = PlayStream::open(&world.addr).await?;
+    s3.login("alice", PASSWORD, false, "conn-3").await?;
+    attached(&mut s3).await?;
+    closed(&mut s).await?;
+    s3.command(1, "look").await?;
+    s3.command(2, "look").await?;
+    s3.command(3, "look").await?;
+    s3.input(4, "quit").await?;
+    closed(&mut s3).await?;
+    let mut r = PlayStream::open(&world.addr).await?;
+    r.resume("alice", "conn-2", &credential2).await?;
     let (ack, _) = attached(&mut r).await?;
-    assert_eq!(ack, 0, "conn-1's row was overwritten by conn-2's session");
+    assert_eq!(ack, 0, "conn-2's row was overwritten by conn-3's session");
     Ok(())
 }
 

@@ -131,6 +131,7 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
         conn_id: conn.conn_id.clone(),
         name: creds.name.clone(),
         credential: None,
+        client_addr: conn.peer.ip().to_string(),
     };
     let work = async {
         let mut shards = match shared.registry.live_shards().await {

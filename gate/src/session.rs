@@ -100,6 +100,7 @@ impl Session {
                 conn_id: conn.conn_id.clone(),
                 name,
                 credential: est.credential.clone(),
+                client_addr: conn.peer.ip().to_string(),
             },
             buffer: InputBuffer::new(conn.cfg().input_buffer_lines, conn.cfg().input_buffer_bytes),
             // Replaced by `Live` as soon as `run` takes the login's stream.

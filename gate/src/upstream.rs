@@ -91,6 +91,8 @@ pub struct Who {
     pub conn_id: String,
     pub name: String,
     pub credential: Option<String>,
+    /// The player's IP, sent in `Login` (the shard's failed-login buckets).
+    pub client_addr: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -164,6 +166,7 @@ fn first_frame(opening: Opening, who: &Who) -> Result<client_frame::Frame, Estab
             password: c.password,
             create: c.create,
             conn_id: who.conn_id.clone(),
+            client_addr: who.client_addr.clone(),
         }),
         Opening::Resume => client_frame::Frame::Resume(Resume {
             name: who.name.clone(),

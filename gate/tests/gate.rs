@@ -55,7 +55,9 @@ async fn create_with_password_prompt_and_failed_login_retry() {
     let mut s = shard.next().await;
     match s.recv().await {
         Some(C::Login(l)) => {
-            assert_eq!((l.name.as_str(), l.password.as_str()), ("Bob", "wrongpass"))
+            assert_eq!((l.name.as_str(), l.password.as_str()), ("Bob", "wrongpass"));
+            // The player's address, for the shard's failed-login buckets.
+            assert_eq!(l.client_addr, "127.0.0.1");
         }
         other => panic!("{other:?}"),
     }

@@ -97,6 +97,7 @@ impl PlayStream {
             .map_err(|_| anyhow::anyhow!("stream closed"))
     }
 
+    /// A `Login` with no client address, as a direct caller sends it.
     pub async fn login(
         &self,
         name: &str,
@@ -109,6 +110,24 @@ impl PlayStream {
             password: password.into(),
             create,
             conn_id: conn_id.into(),
+            client_addr: String::new(),
+        }))
+        .await
+    }
+
+    /// A `Login` as a gate sends it for a player at `client_addr`.
+    pub async fn login_from(
+        &self,
+        client_addr: &str,
+        name: &str,
+        password: &str,
+    ) -> anyhow::Result<()> {
+        self.send(client_frame::Frame::Login(Login {
+            name: name.into(),
+            password: password.into(),
+            create: false,
+            conn_id: format!("conn-{client_addr}"),
+            client_addr: client_addr.into(),
         }))
         .await
     }

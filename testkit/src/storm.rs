@@ -34,6 +34,16 @@ pub const GATE_STORM_FLAGS: [&str; 6] = [
     "1000000",
 ];
 
+/// `telos-world` flags that let one address storm one account: the shard's
+/// failed-login limits would otherwise refuse a storm's wrong passwords
+/// unhashed after a few, and a storm is here to make the shard hash.
+pub const WORLD_STORM_FLAGS: [&str; 4] = [
+    "--login-lock-after",
+    "1000000",
+    "--login-throttle-after",
+    "1000000",
+];
+
 /// How long a client told "busy" waits before it tries again, as a player
 /// would: long enough for a few hashes to finish.
 const BUSY_RETRY: Duration = Duration::from_millis(50);

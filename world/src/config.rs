@@ -3,6 +3,12 @@
 //! Every flag is optional in clap so we can tell "not given" from "given";
 //! [`WorldConfig::resolve`] merges the three sources and validates once.
 
+mod error;
+pub mod login;
+
+pub use error::ConfigError;
+pub(crate) use error::bad;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -75,6 +81,8 @@ pub struct Cli {
     /// beyond them is told the world is busy (0: none wait) [default: 128].
     #[arg(long, env = "TELOS_LOGIN_HASH_QUEUE")]
     pub login_hash_queue: Option<usize>,
+    #[command(flatten)]
+    pub login_limits: login::LoginLimitFlags,
 }
 
 /// The TOML file: the same settings, all optional.
@@ -127,15 +135,8 @@ pub struct WorldConfig {
     /// beyond them a login is answered "busy" at once instead of queueing
     /// without bound (see `store::Hasher`).
     pub login_hash_queue: usize,
-}
-
-/// A setting that is missing or malformed; the message names it.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ConfigError(String);
-
-fn bad(name: &str, why: impl std::fmt::Display) -> ConfigError {
-    ConfigError(format!("invalid setting {name}: {why}"))
+    /// Failed-login locks and throttle (flags and environment only).
+    pub login_limits: telos_redis::store::LoginLimits,
 }
 
 /// Shard ids: `[a-z0-9-]{1,32}`.
@@ -262,6 +263,7 @@ impl WorldConfig {
                 .login_hash_queue
                 .or(file.login_hash_queue)
                 .unwrap_or(telos_redis::store::DEFAULT_LOGIN_HASH_QUEUE),
+            login_limits: cli.login_limits.resolve()?,
         })
     }
 }

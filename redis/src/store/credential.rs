@@ -73,4 +73,14 @@ impl Store {
             .await?;
         Ok(valid == 1)
     }
+
+    /// Forgets the credential for (`name`, `conn_id`): after a `quit`, a
+    /// resume with it is refused. Idempotent (nothing to forget is fine).
+    pub async fn revoke_credential(&self, name: &str, conn_id: &str) -> Result<(), StoreError> {
+        let _: i64 = redis::cmd("DEL")
+            .arg(key(name, conn_id)?)
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(())
+    }
 }

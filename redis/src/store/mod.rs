@@ -30,7 +30,9 @@
 //! - [`password`]: argon2id hashing off the async runtime, bounded
 //!   ([`hash_pool`]: one worker per core with reused memory, a bounded queue,
 //!   `Busy` beyond it).
-//! - [`credential`]: resume credentials.
+//! - [`credential`]: resume credentials (revoked on `quit`).
+//! - [`login_limit`]: failed-login locks and throttles, checked before
+//!   any password is hashed.
 //!
 //! ## DurableAck
 //! [`SaveOutcome::Saved`] is the durable acknowledgement ("DurableAck"): the
@@ -56,6 +58,9 @@ mod credential;
 mod error;
 mod handoff_claim;
 mod hash_pool;
+mod login_limit;
+#[cfg(test)]
+mod login_limit_tests;
 mod password;
 mod rows;
 
@@ -69,5 +74,6 @@ pub use claim_id::ClaimId;
 pub use error::StoreError;
 pub use handle::Store;
 pub use handoff_claim::{ClaimFrom, HandoffClaim};
+pub use login_limit::{Admission, LoginLimits};
 pub use password::{DEFAULT_LOGIN_HASH_QUEUE, Hasher};
 pub use types::{CharacterRow, ClaimedCharacter, SaveOutcome, TIERS};

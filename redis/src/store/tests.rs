@@ -724,3 +724,31 @@ mod heal {
         assert_eq!(row(&store).await.state_json, b"{\"v\":7}");
     }
 }
+
+#[tokio::test]
+async fn a_revoked_credential_no_longer_resumes() {
+    let (_r, store) = setup().await;
+    let cred = store
+        .issue_credential("Gus", "conn-1", CRED_TTL)
+        .await
+        .unwrap();
+    let other = store
+        .issue_credential("Gus", "conn-2", CRED_TTL)
+        .await
+        .unwrap();
+    store.revoke_credential("gus", "conn-1").await.unwrap();
+    assert!(
+        !store
+            .check_credential("gus", "conn-1", &cred)
+            .await
+            .unwrap()
+    );
+    // Only that connection's credential is gone; revoking again is fine.
+    assert!(
+        store
+            .check_credential("gus", "conn-2", &other)
+            .await
+            .unwrap()
+    );
+    store.revoke_credential("gus", "conn-1").await.unwrap();
+}

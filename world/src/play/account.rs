@@ -12,10 +12,12 @@ use tracing::{info, warn};
 use crate::model::names::{name_key, valid_name};
 use crate::runtime::shard::Shard;
 use crate::zone::ZoneHandle;
-use telos_redis::store::StoreError;
+use telos_redis::store::{Admission, StoreError};
 
 use super::frames::{send_closed, send_login_busy};
+use super::limits::{source_bucket, too_many_attempts};
 use super::route::enter;
+use super::strength::too_weak;
 
 /// A resume credential lives this long after its last use: long enough to
 /// ride out a shard restart or a long outage, short enough that a leaked one
@@ -56,6 +58,11 @@ pub(super) async fn login_frame(
             .await;
             return None;
         }
+        if let Some(why) = too_weak(&login.password, &login.name) {
+            let line = format!("Login failed: password too weak: {why}");
+            send_closed(out, &line, true).await;
+            return None;
+        }
         let ch = shard.game().new_player(&login.name);
         match store
             .create_character(&login.name, &login.password, &ch.dump_state_json())
@@ -68,16 +75,8 @@ pub(super) async fn login_frame(
             }
             Err(e) => return refuse_for_store(out, e, "create failed").await,
         }
-    } else {
-        match store.verify_password(&login.name, &login.password).await {
-            Ok(true) => {}
-            Ok(false) => {
-                metrics::counter!("telos_login_failures_total").increment(1);
-                send_closed(out, "Login failed.", true).await;
-                return None;
-            }
-            Err(e) => return refuse_for_store(out, e, "password check failed").await,
-        }
+    } else if !check_password(shard, &login, out).await {
+        return None;
     }
     let credential = match store
         .issue_credential(&key, &login.conn_id, CREDENTIAL_TTL)
@@ -89,6 +88,58 @@ pub(super) async fn login_frame(
     enter(shard, key, login.conn_id, credential, out).await
 }
 
+/// Whether `login`'s password is right, within the failed-login limits:
+/// checked only when the limits admit it (a refused guess costs no hash),
+/// counted the same whether the name exists or not. Anything but `true`
+/// has been answered.
+async fn check_password(
+    shard: &Shard,
+    login: &telos_proto::v1::Login,
+    out: &mpsc::Sender<ServerFrame>,
+) -> bool {
+    let store = shard.store();
+    let bucket = source_bucket(&login.client_addr);
+    let limits = &shard.config().login_limits;
+    let admitted = match store.admit_login(&login.name, &bucket, limits).await {
+        Ok(Admission::Wait(wait)) => {
+            metrics::counter!("telos_login_limited_total").increment(1);
+            send_closed(out, &too_many_attempts(wait), true).await;
+            return false;
+        }
+        Ok(a) => a,
+        Err(e) => {
+            answer_store_error(out, e, "login limit check failed").await;
+            return false;
+        }
+    };
+    match store.verify_password(&login.name, &login.password).await {
+        Ok(true) => {
+            if let Err(e) = store.login_succeeded(&login.name, &bucket).await {
+                // The login stands; the pair's count lapses by its TTL.
+                warn!(error = %e, "clearing failed logins after a success failed");
+            }
+            true
+        }
+        Ok(false) => {
+            metrics::counter!("telos_login_failures_total").increment(1);
+            let line = match admitted {
+                Admission::Admitted { locks: Some(lock) } => too_many_attempts(lock),
+                _ => "Login failed.".to_string(),
+            };
+            send_closed(out, &line, true).await;
+            false
+        }
+        Err(e) => {
+            // Not judged: it does not count against the player.
+            if let Err(e) = store.login_unchecked(&login.name, &bucket, admitted).await {
+                warn!(error = %e, "taking back an unchecked login attempt failed");
+            }
+            answer_store_error(out, e, "password check failed").await;
+            false
+        }
+    }
+}
+
 /// A login the store could not answer: "busy" when every hasher is taken
 /// (not a failed login), otherwise the world is unreachable. Logged as `what`.
 async fn refuse_for_store<T>(
@@ -96,13 +147,17 @@ async fn refuse_for_store<T>(
     e: StoreError,
     what: &str,
 ) -> Option<T> {
+    answer_store_error(out, e, what).await;
+    None
+}
+
+async fn answer_store_error(out: &mpsc::Sender<ServerFrame>, e: StoreError, what: &str) {
     if matches!(e, StoreError::Busy) {
         send_login_busy(out).await;
     } else {
         warn!(error = %e, "{what}");
         send_closed(out, UNREACHABLE, true).await;
     }
-    None
 }
 
 pub(super) async fn resume_frame(

@@ -18,9 +18,12 @@ mod account;
 mod attach;
 mod forward;
 mod frames;
+mod limits;
 mod route;
+mod strength;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use telos_proto::v1::{ClientFrame, ServerFrame, client_frame};
 use tokio::sync::mpsc;
@@ -33,6 +36,12 @@ use attach::attach_frame;
 use forward::forward_input;
 use frames::send_closed;
 
+/// How long a new stream may stay silent before its first frame. A gate
+/// sends it with the stream's opening, so anything slower is a client that
+/// holds a session task (and a stream) for nothing; seconds leave room for
+/// a slow network, and a dial of its own is bounded apart from this.
+pub const FIRST_FRAME_DEADLINE: Duration = Duration::from_secs(5);
+
 /// Drive one `Play` stream to its end.
 pub async fn run_session(
     shard: Arc<Shard>,
@@ -43,7 +52,17 @@ pub async fn run_session(
     // session task is in the shard's tracker, which shutdown waits for.
     let first = tokio::select! {
         _ = shard.stopped().cancelled() => return,
-        first = inbound.message() => first,
+        first = tokio::time::timeout(FIRST_FRAME_DEADLINE, inbound.message()) => first,
+    };
+    let Ok(first) = first else {
+        metrics::counter!("telos_play_first_frame_timeouts_total").increment(1);
+        debug!("a Play stream sent no first frame in time; closing it");
+        let reason = format!(
+            "Protocol error: no Login, Resume or Attach within {} s.",
+            FIRST_FRAME_DEADLINE.as_secs()
+        );
+        send_closed(&out, &reason, true).await;
+        return;
     };
     let first = match first {
         Ok(Some(ClientFrame { frame: Some(f) })) => f,

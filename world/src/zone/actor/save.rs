@@ -2,6 +2,7 @@
 //! leaves for good, and what a refused save means.
 
 use telos_proto::v1::{Closed, server_frame::Frame};
+use telos_redis::store::Store;
 use tokio::time::Instant;
 use tracing::warn;
 
@@ -40,7 +41,11 @@ impl ZoneActor {
                 // the session already.)
                 Leaving::Quit => match self.sessions.get(key).map(SessionMeta::needs_save) {
                     None => {}
-                    Some(false) => self.close(key, "Goodbye.", true),
+                    Some(false) => {
+                        let conn_id = self.sessions.get(key).map(|m| m.conn_id.clone());
+                        revoke_resume(&self.env.store, key, conn_id.as_deref()).await;
+                        self.close(key, "Goodbye.", true);
+                    }
                     Some(true) => {
                         warn!(zone = %self.id, player = %key, "quit not saved: closing not-final so the gate replays it");
                         self.close(key, RECONNECTING, false);
@@ -65,6 +70,9 @@ impl ZoneActor {
                 Saved::Held
             };
             if matches!(why, Leaving::Quit) {
+                if matches!(saved, Saved::Done) {
+                    revoke_resume(&store, &key, Some(&meta.conn_id)).await;
+                }
                 let (reason, is_final) = match saved {
                     Saved::Done => ("Goodbye.", true),
                     Saved::NotOwner { .. } => ("Claimed by a newer session.", true),
@@ -131,5 +139,16 @@ impl ZoneActor {
         for key in keys {
             self.save_as(&key, settle_by).await;
         }
+    }
+}
+
+/// A quit that saved ends the session for good: its resume credential is
+/// forgotten, so nobody (a gate that missed the final `Closed`, or whoever
+/// copied the credential) resumes it. Not on a not-final close, where the
+/// gate must resume. A failed revoke leaves the credential to its TTL.
+async fn revoke_resume(store: &Store, key: &str, conn_id: Option<&str>) {
+    let Some(conn_id) = conn_id else { return };
+    if let Err(e) = store.revoke_credential(key, conn_id).await {
+        warn!(player = %key, error = %e, "revoking the resume credential after quit failed; it lapses by its TTL");
     }
 }
