@@ -291,3 +291,36 @@ async fn silent_play_streams_are_closed_within_the_deadline() -> anyhow::Result<
     ));
     Ok(())
 }
+
+/// `--capacity 1` caps a connection at 2 × 1 + 64 streams (world/src/app.rs).
+const CAPPED_CAPACITY: &str = "1";
+const STREAM_CAP: usize = 66;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_connection_holds_at_most_its_stream_cap() -> anyhow::Result<()> {
+    let redis = RedisServer::start()?;
+    let metrics = format!("127.0.0.1:{}", telos_testkit::redis::free_port());
+    let (w, keys) = world(
+        &redis,
+        &["--capacity", CAPPED_CAPACITY, "--metrics-listen", &metrics],
+    )?;
+    let c = gate_channels(&keys);
+    let mut silent = Vec::with_capacity(STREAM_CAP);
+    for _ in 0..STREAM_CAP {
+        silent.push(PlayStream::open_on(c.channel(&w.addr)?).await?);
+    }
+    // One stream more on the same connection: the shard does not take it
+    // until a slot frees, which only the first-frame deadline does here.
+    // So when it is answered, some silent stream has already been closed
+    // for its silence — an order, not a time.
+    let answered = create(&c, &w.addr, "Erin", PASSWORD).await?;
+    assert!(matches!(answered, Answer::Attached { .. }), "{answered:?}");
+    let text = telos_testkit::metrics::scrape(&metrics).await?;
+    let timed_out = telos_testkit::metrics::sample(&text, "telos_play_first_frame_timeouts_total");
+    assert!(
+        timed_out >= 1.0,
+        "the stream beyond the cap was served before any slot freed ({timed_out} timeouts)"
+    );
+    drop(silent);
+    Ok(())
+}
