@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use telos_testkit::RedisServer;
 use telos_testkit::bot::{Bot, LoginReply};
+use telos_testkit::keys::TempKeys;
 use telos_testkit::metrics::{sample, scrape};
-use telos_testkit::process::{Proc, WorldOpts, start_gate, start_world};
+use telos_testkit::process::{Proc, WorldOpts, start_keyed_gate, start_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::starter_zones;
 use tokio::io::AsyncReadExt;
@@ -39,6 +40,7 @@ struct Stack {
     gate: Proc,
     metrics: String,
     _world: Proc,
+    _keys: TempKeys,
     _redis: RedisServer,
 }
 
@@ -48,15 +50,17 @@ fn stack(gate_flags: &[&str]) -> anyhow::Result<Stack> {
     let redis = RedisServer::start()?;
     let zones = starter_zones();
     let zones: Vec<&str> = zones.iter().map(String::as_str).collect();
-    let world = start_world(WorldOpts::new("edge", &redis.url, &zones))?;
+    let keys = TempKeys::generate()?;
+    let world = start_world(WorldOpts::new("edge", &redis.url, &zones).keyed(keys.path()))?;
     let port = free_port().to_string();
     let mut flags = vec!["--metrics-listen", port.as_str()];
     flags.extend_from_slice(gate_flags);
-    let gate = start_gate(&redis.url, &flags)?;
+    let gate = start_keyed_gate(&redis.url, keys.path(), &flags)?;
     Ok(Stack {
         gate,
         metrics: format!("127.0.0.1:{port}"),
         _world: world,
+        _keys: keys,
         _redis: redis,
     })
 }
