@@ -25,6 +25,7 @@ use telos_testkit::keys::TempKeys;
 use telos_testkit::process::{Proc, WorldOpts, start_world};
 use telos_testkit::world::starter_zones;
 use telos_testkit::world::{path, path_to_zone};
+use telos_tls::Role;
 use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
@@ -247,7 +248,8 @@ async fn a_cross_shard_walk_is_one_trace_across_both_shards() -> anyhow::Result<
     let a = shard("shard-a", &redis, &["city"], Some(keys.path()), &endpoint)?;
     let b = shard("shard-b", &redis, &others, Some(keys.path()), &endpoint)?;
 
-    let mut p = Driver::login(&a.addr, PLAYER, PASSWORD, true).await?;
+    let mut p =
+        Driver::login_with(&a.addr, Some(&keys.tls(Role::Gate)), PLAYER, PASSWORD, true).await?;
     walk_to_forest(&mut p).await?;
     let (zone, _, on) = p.where_().await?;
     assert_eq!((zone.as_str(), on.as_str()), ("forest", "shard-b"));
@@ -296,7 +298,8 @@ async fn a_drain_traces_every_zone_handover_and_its_adoption() -> anyhow::Result
 
     // Into a private instance of the crypt (under the keep) on shard-a: its
     // id (`crypt#<n>`) is player-mintable and must never reach a span.
-    let mut p = Driver::login(&a.addr, PLAYER, PASSWORD, true).await?;
+    let mut p =
+        Driver::login_with(&a.addr, Some(&keys.tls(Role::Gate)), PLAYER, PASSWORD, true).await?;
     for dir in path("city:square", |r| r == "keep:chapel") {
         p.command(&dir).await?;
     }
@@ -372,7 +375,8 @@ async fn a_refused_prepare_is_a_failure_event_naming_the_step() -> anyhow::Resul
     // A keyless destination refuses every Prepare.
     let b = shard("shard-b", &redis, &others, None, &endpoint)?;
 
-    let mut p = Driver::login(&a.addr, PLAYER, PASSWORD, true).await?;
+    let mut p =
+        Driver::login_with(&a.addr, Some(&keys.tls(Role::Gate)), PLAYER, PASSWORD, true).await?;
     let text = walk_to_forest(&mut p).await?;
     assert!(
         text.starts_with("You can't go that way right now: the way ahead shimmers"),
