@@ -38,6 +38,13 @@
 //! (freeze → `Commit`, `telos_handoff_pause_seconds` from `/metrics`), to
 //! tell waiting on round trips from waiting on CPU.
 //!
+//! Every connection is mutual TLS, as a keyed cluster runs (the gate and
+//! the unary client present their certificates). A keyed shard serves only
+//! TLS and a keyless one never hands off, so the handoff sides have no
+//! plaintext twin: `TELOS_BENCH_TLS=0` keeps them on TLS and sends only the
+//! unary sides, in plaintext, to a keyless shard of their own (its own
+//! Redis, the city) — TLS's cost on one round trip, next to a TLS run's.
+//!
 //! `TELOS_BENCH_SECS` overrides the measured seconds per side of each case;
 //! `TELOS_BENCH_PERF=<prefix>` profiles the servers during the handoff
 //! sides (see [`Profiler`]).
@@ -51,13 +58,15 @@ use telos_proto::v1::AbortRequest;
 use telos_proto::v1::handoff_client::HandoffClient;
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
-use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{Proc, start_gate, start_keyed_world};
+use telos_testkit::keys::{TempKeys, bench_tls};
+use telos_testkit::process::{Proc, WorldOpts, start_keyed_gate, start_keyed_world, start_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::{DIRECTIONS, WorldMap, path_to_zone, start_room, starter_zones, walk};
+use telos_tls::Role;
+use telos_tls::grpc::endpoint;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 use telos_testkit::metrics::{sample, scrape};
 
@@ -169,8 +178,9 @@ impl Cluster {
         let b = keyed("shard-b", &zones_b, &metrics[1])?;
         // Every bench player logs in from 127.0.0.1, and the reconnect side
         // logs in continuously: no per-IP login limit.
-        let gate = start_gate(
+        let gate = start_keyed_gate(
             &redis.url,
+            keys.path(),
             &[
                 "--login-ip-burst",
                 "1000000",
@@ -211,6 +221,25 @@ impl Cluster {
             total.1 += sample(&text, "telos_handoff_pause_seconds_count");
         }
         Ok(total)
+    }
+}
+
+/// `TELOS_BENCH_TLS=0`: the plaintext twin of the unary sides, a keyless
+/// shard on a Redis of its own (a keyless shard shares no cluster).
+/// Field order is drop order: Redis last.
+struct PlainShard {
+    shard: Proc,
+    _redis: RedisServer,
+}
+
+impl PlainShard {
+    fn start() -> anyhow::Result<PlainShard> {
+        let redis = RedisServer::start()?;
+        let shard = start_world(WorldOpts::new("shard-plain", &redis.url, &["city"]))?;
+        Ok(PlainShard {
+            shard,
+            _redis: redis,
+        })
     }
 }
 
@@ -282,6 +311,13 @@ fn main() -> anyhow::Result<()> {
         .unwrap_or(MEASURE_SECS);
     let measure = Duration::from_secs_f64(secs);
     let cluster = Cluster::start()?;
+    let plain = (!bench_tls()).then(PlainShard::start).transpose()?;
+    // The unary sides' shard and certificate: shard-a with a shard's (as a
+    // peer dials it), or the plaintext twin.
+    let (unary_addr, unary_tls) = match &plain {
+        Some(p) => (p.shard.addr.clone(), None),
+        None => (cluster.a.addr.clone(), Some(cluster.keys.tls(Role::Shard))),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -296,7 +332,7 @@ fn main() -> anyhow::Result<()> {
         let crossers = walkers(&cluster.gate.addr, "Cross", max, &cross).await?;
         let locals = walkers(&cluster.gate.addr, "Local", max, &local).await?;
         let naive = log_in(&cluster.gate.addr, "Naive", max).await?;
-        let channel = Endpoint::from_shared(format!("http://{}", cluster.a.addr))?
+        let channel = endpoint(&unary_addr, unary_tls.as_ref())?
             .tcp_nodelay(true)
             .connect()
             .await?;
@@ -326,6 +362,14 @@ fn main() -> anyhow::Result<()> {
         local.rooms[1],
         local.rooms[0],
         local.dirs.join("/"),
+    );
+    println!(
+        "mutual TLS on every connection; unary sides: {}",
+        match &plain {
+            Some(p) => format!("plaintext to keyless {} (TELOS_BENCH_TLS=0)", p.shard.addr),
+            None =>
+                "TLS to shard-a with a shard certificate (TELOS_BENCH_TLS=0: plaintext)".to_string(),
+        }
     );
     println!();
     let header = format!(
