@@ -669,7 +669,8 @@ fn temp_dir(what: &str) -> PathBuf {
 }
 
 #[test]
-fn telosctl_keygen_writes_four_owner_only_files() -> anyhow::Result<()> {
+fn telosctl_keygen_writes_the_keypairs_and_the_role_certificates_owner_only() -> anyhow::Result<()>
+{
     use std::os::unix::fs::PermissionsExt;
     let dir = temp_dir("keys");
     let keys = dir.join("keys");
@@ -685,7 +686,27 @@ fn telosctl_keygen_writes_four_owner_only_files() -> anyhow::Result<()> {
         files.push((entry.file_name().to_string_lossy().into_owned(), mode));
     }
     files.sort();
-    assert_eq!(files.len(), 4, "{files:?}");
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    // The two keypairs and the CONTRACT's CA and role certificates, with
+    // the CA's key (what `telosctl cert` issues more with).
+    assert_eq!(
+        names,
+        [
+            "ca.crt",
+            "ca.key",
+            "gate.crt",
+            "gate.key",
+            "handoff.key",
+            "handoff.pub",
+            "operator.crt",
+            "operator.key",
+            "shard.crt",
+            "shard.key",
+            "snapshot.key",
+            "snapshot.pub",
+        ],
+        "{files:?}"
+    );
     for (name, mode) in &files {
         assert_eq!(*mode, 0o600, "{name} is {mode:o}");
     }
