@@ -62,6 +62,7 @@ use telos_testkit::keys::TempKeys;
 use telos_testkit::play::Channels;
 use telos_testkit::process::{Proc, WorldOpts, start_world, strip_ansi};
 use telos_testkit::world::{WorldCopy, WorldMap, start_room};
+use telos_tls::Role;
 use telos_world::config::{Cli, WorldConfig};
 use telos_world::game::{Character, to_state_json};
 use tokio::sync::Semaphore;
@@ -135,7 +136,7 @@ fn main() -> anyhow::Result<()> {
     let credentials = runtime.block_on(create_characters(&redis.url, &placements))?;
     let create_time = created.elapsed();
     let ctx = Arc::new(Ctx {
-        channels: Arc::new(Channels::default()),
+        channels: Arc::new(Channels::tls(keys.tls(Role::Gate))),
         stop: CancellationToken::new(),
         settled: AtomicUsize::new(0),
         candidates: peers.iter().map(|p| p.addr.clone()).collect(),

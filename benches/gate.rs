@@ -23,6 +23,11 @@
 //! own clients share the machine with the gate and the world.
 //!
 //! `TELOS_BENCH_SECS` overrides the measured seconds per side of each case.
+//!
+//! With TLS by default, as a cluster runs: the world is keyed, the gate
+//! dials it with its certificate and every direct stream presents a gate
+//! certificate. `TELOS_BENCH_TLS=0` runs a keyless world, a keyless gate
+//! and plaintext streams instead: run both to see what TLS costs.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,9 +35,11 @@ use std::time::Duration;
 use telos_proto::v1::server_frame::Frame;
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
+use telos_testkit::keys::{TempKeys, bench_tls};
 use telos_testkit::play::PlayStream;
-use telos_testkit::process::{WorldOpts, start_gate, start_world};
+use telos_testkit::process::{WorldOpts, start_gate, start_keyed_gate, start_world};
 use telos_testkit::world::starter_zones;
+use telos_tls::{Role, TlsKeys};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
@@ -91,8 +98,17 @@ fn main() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
     let zones = starter_zones();
     let zone_refs: Vec<&str> = zones.iter().map(String::as_str).collect();
-    let world = start_world(WorldOpts::new("bench", &redis.url, &zone_refs))?;
-    let gate = start_gate(&redis.url, &[])?;
+    // The keys outlive the processes that read them.
+    let keys = bench_tls().then(TempKeys::generate).transpose()?;
+    let opts = WorldOpts::new("bench", &redis.url, &zone_refs);
+    let (world, gate, tls) = match &keys {
+        Some(keys) => (
+            start_world(opts.keyed(keys.path()))?,
+            start_keyed_gate(&redis.url, keys.path(), &[])?,
+            Some(keys.tls(Role::Gate)),
+        ),
+        None => (start_world(opts)?, start_gate(&redis.url, &[])?, None),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -100,7 +116,7 @@ fn main() -> anyhow::Result<()> {
 
     let (mut bots, mut streams) = runtime.block_on(async {
         let bots = log_in_bots(&gate.addr, max_players).await?;
-        let streams = open_streams(&world.addr, max_players).await?;
+        let streams = open_streams(&world.addr, tls.as_ref(), max_players).await?;
         anyhow::Ok((bots, streams))
     })?;
 
@@ -109,8 +125,13 @@ fn main() -> anyhow::Result<()> {
         zones.len()
     );
     println!(
-        "{secs:.1} s measured per side after {:.1} s warm-up; gate {} -> world {}; redis {}",
+        "{secs:.1} s measured per side after {:.1} s warm-up; {}; gate {} -> world {}; redis {}",
         WARMUP.as_secs_f64(),
+        if tls.is_some() {
+            "mutual TLS to the world (TELOS_BENCH_TLS=0: plaintext)"
+        } else {
+            "plaintext to the world (TELOS_BENCH_TLS=0)"
+        },
         gate.addr,
         world.addr,
         redis.url
@@ -218,15 +239,15 @@ struct Direct {
 }
 
 /// Create `n` characters with direct `Play` streams and keep them attached.
-async fn open_streams(world: &str, n: usize) -> anyhow::Result<Vec<Direct>> {
+async fn open_streams(world: &str, tls: Option<&TlsKeys>, n: usize) -> anyhow::Result<Vec<Direct>> {
     let limit = Arc::new(Semaphore::new(CREATE_PARALLELISM));
     let tasks: Vec<_> = (0..n)
         .map(|i| {
-            let (world, limit) = (world.to_string(), limit.clone());
+            let (world, limit, tls) = (world.to_string(), limit.clone(), tls.cloned());
             tokio::spawn(async move {
                 let _permit = limit.acquire_owned().await?;
                 let name = name("Play", i);
-                let mut stream = PlayStream::open(&world).await?;
+                let mut stream = PlayStream::open_with(&world, tls.as_ref()).await?;
                 stream
                     .login(&name, PASSWORD, true, &format!("bench-{i}"))
                     .await?;

@@ -24,7 +24,8 @@
 //!   and back: a cross-zone move from one zone actor to another in-process.
 //! - **unary**: the raw tonic unary round trip from this process to a
 //!   shard: `Handoff.Abort` for shard id `bogus`, refused on the shard id
-//!   before any signature check or I/O (`PermissionDenied`).
+//!   before any signature check or I/O (`PermissionDenied`; a keyless
+//!   shard's is `Unimplemented`, as early).
 //! - **redis**: a `PING` round trip to the same Redis the shards use, for
 //!   counting what the handoff path pays.
 //! - **reconnect**: the naive alternative to a handoff: the player drops
@@ -37,6 +38,13 @@
 //! (from `/proc`), and the handoff side the sources' own view of the pause
 //! (freeze → `Commit`, `telos_handoff_pause_seconds` from `/metrics`), to
 //! tell waiting on round trips from waiting on CPU.
+//!
+//! Every connection is mutual TLS, as a keyed cluster runs (the gate and
+//! the unary client present their certificates). A keyed shard serves only
+//! TLS and a keyless one never hands off, so the handoff sides have no
+//! plaintext twin: `TELOS_BENCH_TLS=0` keeps them on TLS and sends only the
+//! unary sides, in plaintext, to a keyless shard of their own (its own
+//! Redis, the city) — TLS's cost on one round trip, next to a TLS run's.
 //!
 //! `TELOS_BENCH_SECS` overrides the measured seconds per side of each case;
 //! `TELOS_BENCH_PERF=<prefix>` profiles the servers during the handoff
@@ -51,13 +59,15 @@ use telos_proto::v1::AbortRequest;
 use telos_proto::v1::handoff_client::HandoffClient;
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
-use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{Proc, start_gate, start_keyed_world};
+use telos_testkit::keys::{TempKeys, bench_tls};
+use telos_testkit::process::{Proc, WorldOpts, start_keyed_gate, start_keyed_world, start_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::{DIRECTIONS, WorldMap, path_to_zone, start_room, starter_zones, walk};
+use telos_tls::Role;
+use telos_tls::grpc::endpoint;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 use telos_testkit::metrics::{sample, scrape};
 
@@ -169,8 +179,9 @@ impl Cluster {
         let b = keyed("shard-b", &zones_b, &metrics[1])?;
         // Every bench player logs in from 127.0.0.1, and the reconnect side
         // logs in continuously: no per-IP login limit.
-        let gate = start_gate(
+        let gate = start_keyed_gate(
             &redis.url,
+            keys.path(),
             &[
                 "--login-ip-burst",
                 "1000000",
@@ -214,6 +225,25 @@ impl Cluster {
             total.1 += sample(&text, "telos_handoff_pause_seconds_count");
         }
         Ok(total)
+    }
+}
+
+/// `TELOS_BENCH_TLS=0`: the plaintext twin of the unary sides, a keyless
+/// shard on a Redis of its own (a keyless shard shares no cluster).
+/// Field order is drop order: Redis last.
+struct PlainShard {
+    shard: Proc,
+    _redis: RedisServer,
+}
+
+impl PlainShard {
+    fn start() -> anyhow::Result<PlainShard> {
+        let redis = RedisServer::start()?;
+        let shard = start_world(WorldOpts::new("shard-plain", &redis.url, &["city"]))?;
+        Ok(PlainShard {
+            shard,
+            _redis: redis,
+        })
     }
 }
 
@@ -285,6 +315,13 @@ fn main() -> anyhow::Result<()> {
         .unwrap_or(MEASURE_SECS);
     let measure = Duration::from_secs_f64(secs);
     let cluster = Cluster::start()?;
+    let plain = (!bench_tls()).then(PlainShard::start).transpose()?;
+    // The unary sides' shard and certificate: shard-a with a shard's (as a
+    // peer dials it), or the plaintext twin.
+    let (unary_addr, unary_tls) = match &plain {
+        Some(p) => (p.shard.addr.clone(), None),
+        None => (cluster.a.addr.clone(), Some(cluster.keys.tls(Role::Shard))),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -299,7 +336,7 @@ fn main() -> anyhow::Result<()> {
         let crossers = walkers(&cluster.gate.addr, "Cross", max, &cross).await?;
         let locals = walkers(&cluster.gate.addr, "Local", max, &local).await?;
         let naive = log_in(&cluster.gate.addr, "Naive", max).await?;
-        let channel = Endpoint::from_shared(format!("http://{}", cluster.a.addr))?
+        let channel = endpoint(&unary_addr, unary_tls.as_ref())?
             .tcp_nodelay(true)
             .connect()
             .await?;
@@ -330,6 +367,14 @@ fn main() -> anyhow::Result<()> {
         local.rooms[0],
         local.dirs.join("/"),
     );
+    println!(
+        "mutual TLS on every connection; unary sides: {}",
+        match &plain {
+            Some(p) => format!("plaintext to keyless {} (TELOS_BENCH_TLS=0)", p.shard.addr),
+            None =>
+                "TLS to shard-a with a shard certificate (TELOS_BENCH_TLS=0: plaintext)".to_string(),
+        }
+    );
     println!();
     let header = format!(
         "{:>7} | {:<44} | {:>7} {:>9} {:>9} | {:>9} {:>9} | {:>10}",
@@ -352,6 +397,7 @@ fn main() -> anyhow::Result<()> {
                 locals,
                 naive,
                 unary: unary.clone(),
+                unary_pid: plain.as_ref().map(|p| p.shard.pid()),
                 redis: redis.clone(),
             },
             players,
@@ -472,6 +518,9 @@ struct Clients {
     locals: Vec<Walker>,
     naive: Vec<Naive>,
     unary: Channel,
+    /// The plaintext twin the unary sides call (`TELOS_BENCH_TLS=0`), whose
+    /// CPU those sides are charged with too.
+    unary_pid: Option<i32>,
     redis: redis::aio::MultiplexedConnection,
 }
 
@@ -499,10 +548,12 @@ async fn run_case(
     measure: Duration,
 ) -> anyhow::Result<Case> {
     let servers = cluster.servers();
+    let mut unary_servers = servers.clone();
+    unary_servers.0.extend(c.unary_pid);
     let unary_clients = vec![HandoffClient::new(c.unary.clone()); players];
     let (unary_clients, unary) =
-        measure_side(&servers, unary_clients, measure, unary_round_trip).await?;
-    let (_, unary_idle) = measure_side(&servers, unary_clients, measure, |c| async move {
+        measure_side(&unary_servers, unary_clients, measure, unary_round_trip).await?;
+    let (_, unary_idle) = measure_side(&unary_servers, unary_clients, measure, |c| async move {
         tokio::time::sleep(IDLE_GAP).await;
         unary_round_trip(c).await
     })
@@ -644,9 +695,14 @@ async fn unary_round_trip(
     let t0 = Instant::now();
     let answer = client.abort(request).await;
     let took = t0.elapsed();
+    // A keyed shard refuses the bogus shard id; a keyless one (the
+    // TELOS_BENCH_TLS=0 twin) every Abort: either is answered at once.
     match answer {
         Err(s) if s.code() == tonic::Code::PermissionDenied => Ok((client, took)),
-        other => bail!("Abort for a bogus shard id: expected PermissionDenied, got {other:?}"),
+        Err(s) if s.code() == tonic::Code::Unimplemented => Ok((client, took)),
+        other => bail!(
+            "Abort for a bogus shard id: expected PermissionDenied (keyless: Unimplemented), got {other:?}"
+        ),
     }
 }
 

@@ -36,7 +36,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use argon2::{Algorithm, Argon2, Block, Params, PasswordHash, Version};
 use telos_testkit::RedisServer;
-use telos_testkit::process::{Proc, WorldOpts, start_gate, start_world};
+use telos_testkit::keys::TempKeys;
+use telos_testkit::process::{Proc, WorldOpts, start_keyed_gate, start_world};
 use telos_testkit::procfs::{self, Status};
 use telos_testkit::storm::{
     GATE_STORM_FLAGS, Tally, WORLD_STORM_FLAGS, create_and_quit, name, wrong_logins,
@@ -74,16 +75,19 @@ fn main() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
     let zones = starter_zones();
     let zone_refs: Vec<&str> = zones.iter().map(String::as_str).collect();
-    let mut opts = WorldOpts::new("bench", &redis.url, &zone_refs);
-    opts.extra = WORLD_STORM_FLAGS.iter().map(|s| s.to_string()).collect();
+    // Keyed, as a cluster runs: the gate dials the world with mutual TLS.
+    let keys = TempKeys::generate()?;
+    let mut opts = WorldOpts::new("bench", &redis.url, &zone_refs).keyed(keys.path());
+    opts.extra
+        .extend(WORLD_STORM_FLAGS.iter().map(|s| s.to_string()));
     let world = start_world(opts)?;
-    let gate = start_gate(&redis.url, &GATE_STORM_FLAGS)?;
+    let gate = start_keyed_gate(&redis.url, keys.path(), &GATE_STORM_FLAGS)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
 
     println!(
-        "login storm: 1 world ({} zones) + 1 gate, {cores} cores; gate {} -> world {} (pid {}); redis {}",
+        "login storm: 1 keyed world ({} zones) + 1 gate over mutual TLS, {cores} cores; gate {} -> world {} (pid {}); redis {}",
         zones.len(),
         gate.addr,
         world.addr,

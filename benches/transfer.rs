@@ -51,6 +51,7 @@ use telos_testkit::keys::TempKeys;
 use telos_testkit::play::PlayStream;
 use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::world::starter_zones;
+use telos_tls::{Role, TlsKeys};
 use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -100,6 +101,9 @@ fn main() -> anyhow::Result<()> {
 struct Bench {
     redis: RedisServer,
     _keys: TempKeys,
+    /// The gate certificate every `Play` stream presents to the keyed
+    /// shards.
+    tls: TlsKeys,
     dir: Directory,
     shards: [Proc; 2],
     probe: Probe,
@@ -187,10 +191,12 @@ async fn start() -> anyhow::Result<Bench> {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let probe = Probe::create(&a.addr, &dir).await?;
+    let tls = keys.tls(Role::Gate);
+    let probe = Probe::create(&a.addr, &tls, &dir).await?;
     Ok(Bench {
         redis,
         _keys: keys,
+        tls,
         dir,
         shards: [a, b],
         probe,
@@ -205,13 +211,13 @@ struct Probe {
 }
 
 impl Probe {
-    async fn create(addr: &str, dir: &Directory) -> anyhow::Result<Probe> {
+    async fn create(addr: &str, tls: &TlsKeys, dir: &Directory) -> anyhow::Result<Probe> {
         let mut probe = Probe {
             name: "Probe".into(),
             conn_id: "bench-probe".into(),
             credential: String::new(),
         };
-        let mut s = PlayStream::open(addr).await?;
+        let mut s = PlayStream::open_with(addr, Some(tls)).await?;
         s.login(&probe.name, PASSWORD, true, &probe.conn_id).await?;
         let attached = s
             .until(|f| match f {
@@ -310,9 +316,11 @@ async fn start_players(bench: &Bench, n: usize) -> anyhow::Result<Players> {
     let logins: Vec<_> = (0..n)
         .map(|i| {
             let (addr, addrs, limit) = (addr.clone(), addrs.clone(), limit.clone());
+            let tls = bench.tls.clone();
             tokio::spawn(async move {
                 let _permit = limit.acquire_owned().await?;
-                let mut d = Driver::login(&addr, &name("Busy", i), PASSWORD, true).await?;
+                let mut d =
+                    Driver::login_with(&addr, Some(&tls), &name("Busy", i), PASSWORD, true).await?;
                 d.set_shards(addrs);
                 anyhow::Ok(d)
             })
@@ -384,7 +392,7 @@ async fn run_case(
         let from = owner_index(&bench.dir).await?;
         let to = 1 - from;
         for _ in 0..BASELINE_PER_TRANSFER {
-            let mut s = PlayStream::open(&bench.shards[from].addr).await?;
+            let mut s = PlayStream::open_with(&bench.shards[from].addr, Some(&bench.tls)).await?;
             let t0 = Instant::now();
             let (_, open) = bench.probe.resume(&mut s).await?;
             case.baseline.push(ms(open - t0));
@@ -392,7 +400,7 @@ async fn run_case(
         }
 
         let completed = watch_completion(&bench.redis.url, &bench.dir).await?;
-        let mut s = PlayStream::open(&bench.shards[to].addr).await?;
+        let mut s = PlayStream::open_with(&bench.shards[to].addr, Some(&bench.tls)).await?;
         let t0 = Instant::now();
         match bench.dir.propose_transfer(ZONE, SHARD_IDS[to]).await? {
             Ok(Proposal::Recorded { .. }) => {}

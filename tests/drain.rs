@@ -11,6 +11,7 @@ use telos_testkit::keys::TempKeys;
 use telos_testkit::process::start_keyed_world;
 use telos_testkit::world::path_to_zone;
 use telos_testkit::world::starter_zones;
+use telos_tls::Role;
 
 const PASSWORD: &str = "correct horse";
 /// The drained shard's `--drain-deadline`, seconds.
@@ -34,13 +35,14 @@ async fn sigterm_hands_every_zone_and_player_to_peers_with_zero_drop() -> anyhow
     let mut a = keyed("shard-a", &drained)?;
     let _b = keyed("shard-b", &b_zones)?;
     let _c = keyed("shard-c", &c_zones)?;
+    let gate_tls = keys.tls(Role::Gate);
 
     // Bots spread over the three zones of shard-a, journaling non-stop.
     let stop = Arc::new(AtomicBool::new(false));
     let mut bots = Vec::new();
     for i in 0..12 {
         let name = format!("Drainer{}", (b'a' + i as u8) as char);
-        let mut d = Driver::login(&a.addr, &name, PASSWORD, true).await?;
+        let mut d = Driver::login_with(&a.addr, Some(&gate_tls), &name, PASSWORD, true).await?;
         d.set_shards(vec![a.addr.clone(), _b.addr.clone(), _c.addr.clone()]);
         let zone = drained[i % drained.len()];
         if zone != "city" {

@@ -26,6 +26,8 @@ use telos_testkit::driver::Driver;
 use telos_testkit::keys::TempKeys;
 use telos_testkit::process::{Proc, WorldOpts, start_keyed_world, start_world};
 use telos_testkit::world::{WorldCopy, path_to_zone};
+use telos_tls::Role;
+use telos_tls::grpc::endpoint;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -223,8 +225,16 @@ fn journal_bot(mut d: Driver, stop: Arc<AtomicBool>) -> JoinHandle<anyhow::Resul
     })
 }
 
-async fn handoff_client(addr: &str) -> anyhow::Result<HandoffClient<tonic::transport::Channel>> {
-    Ok(HandoffClient::connect(format!("http://{addr}")).await?)
+/// A `Handoff` client of the shard at `addr`, presenting a shard's
+/// certificate (the service is served to no other).
+async fn handoff_client(
+    addr: &str,
+    keys: &TempKeys,
+) -> anyhow::Result<HandoffClient<tonic::transport::Channel>> {
+    let channel = endpoint(addr, Some(&keys.tls(Role::Shard)))?
+        .connect()
+        .await?;
+    Ok(HandoffClient::new(channel))
 }
 
 /// 1. Two shards drained at the same moment share two small peers: the
@@ -293,7 +303,9 @@ async fn concurrent_drains_split_over_peers_by_reservation() -> anyhow::Result<(
         let mut bots = Vec::new();
         for (i, zone) in drained.iter().flat_map(|z| [*z; PER_ZONE]).enumerate() {
             let name = format!("Split{}", (b'a' + i as u8) as char);
-            let mut p = Driver::login(&a.addr, &name, PASSWORD, true).await?;
+            let mut p =
+                Driver::login_with(&a.addr, Some(&keys.tls(Role::Gate)), &name, PASSWORD, true)
+                    .await?;
             p.set_shards(addrs.clone());
             walk_into(&mut p, zone).await?;
             let (z, _, s) = p.where_().await?;
@@ -434,16 +446,37 @@ async fn wedged_client_is_a_client_fault_flushed_and_resumable() -> anyhow::Resu
         let store = Store::connect(&redis.url).await?;
 
         // The wedged player writes its journal and sees it durable.
-        let mut wedged = Driver::login(&a.addr, "Wedge", PASSWORD, true).await?;
+        let mut wedged = Driver::login_with(
+            &a.addr,
+            Some(&keys.tls(Role::Gate)),
+            "Wedge",
+            PASSWORD,
+            true,
+        )
+        .await?;
         let mut lines = Vec::new();
         let seq = journal_lines(&mut wedged, "wedge", 3, &mut lines).await?;
         wedged.wait_ack(seq).await?;
         wedged.wait_durable(seq).await?;
         // Another player elsewhere in the city, and a talker beside Wedge.
-        let mut other = Driver::login(&a.addr, "Other", PASSWORD, true).await?;
+        let mut other = Driver::login_with(
+            &a.addr,
+            Some(&keys.tls(Role::Gate)),
+            "Other",
+            PASSWORD,
+            true,
+        )
+        .await?;
         other.set_shards(vec![a.addr.clone(), b.addr.clone()]);
         other.command("north").await?;
-        let mut talker = Driver::login(&a.addr, "Talker", PASSWORD, true).await?;
+        let mut talker = Driver::login_with(
+            &a.addr,
+            Some(&keys.tls(Role::Gate)),
+            "Talker",
+            PASSWORD,
+            true,
+        )
+        .await?;
         talker.set_shards(vec![a.addr.clone(), b.addr.clone()]);
 
         wait_registered(&redis.url, &["shard-b"]).await?;
@@ -507,7 +540,14 @@ async fn wedged_client_is_a_client_fault_flushed_and_resumable() -> anyhow::Resu
         // Flushed: the durable row has every line Wedge sent.
         assert_eq!(row_journal(&store, "Wedge").await?, lines);
         // And Wedge logs back in, where the city is served now.
-        let mut back = Driver::login(&b.addr, "Wedge", PASSWORD, false).await?;
+        let mut back = Driver::login_with(
+            &b.addr,
+            Some(&keys.tls(Role::Gate)),
+            "Wedge",
+            PASSWORD,
+            false,
+        )
+        .await?;
         let (z, _, s) = back.where_().await?;
         assert_eq!((z.as_str(), s.as_str()), ("city", "shard-b"));
         assert_eq!(back.journal().await?, lines);
@@ -530,7 +570,7 @@ async fn adopt_zone_naming_a_non_owner_is_refused_without_state() -> anyhow::Res
         let (o, generation) = wait_owner(&dir, "city", &["shard-a"], WAIT).await?;
         assert_eq!(o, "shard-a");
 
-        let mut client = handoff_client(&b.addr).await?;
+        let mut client = handoff_client(&b.addr, &keys).await?;
         for (from, generation, why) in [
             ("shard-x", generation, "a shard that is not the owner"),
             ("shard-b", generation, "the adopter itself"),
@@ -562,7 +602,14 @@ async fn adopt_zone_naming_a_non_owner_is_refused_without_state() -> anyhow::Res
         let routed = dir.shard_for_zone("city").await?.context("city unserved")?;
         assert_eq!(routed.id, "shard-a");
         // A login at b is sent on to a: b does not think it hosts the city.
-        let mut p = Driver::login(&b.addr, "Asker", PASSWORD, true).await?;
+        let mut p = Driver::login_with(
+            &b.addr,
+            Some(&keys.tls(Role::Gate)),
+            "Asker",
+            PASSWORD,
+            true,
+        )
+        .await?;
         let (z, _, s) = p.where_().await?;
         assert_eq!((z.as_str(), s.as_str()), ("city", "shard-a"));
         let log = b.plain_log();
@@ -601,7 +648,7 @@ async fn adoption_never_flipped_is_torn_down_and_the_owner_keeps_serving() -> an
         let dir = Directory::connect(&redis.url).await?;
         let (_, generation) = wait_owner(&dir, "city", &["shard-a"], WAIT).await?;
 
-        let mut client = handoff_client(&b.addr).await?;
+        let mut client = handoff_client(&b.addr, &keys).await?;
         let adopted_at = Instant::now();
         client
             .adopt_zone(AdoptZoneRequest {
@@ -632,7 +679,14 @@ async fn adoption_never_flipped_is_torn_down_and_the_owner_keeps_serving() -> an
 
         // A player walks from b's forest into the city: b no longer hosts
         // it, so the walk hands the player to a.
-        let mut p = Driver::login(&a.addr, "Walker", PASSWORD, true).await?;
+        let mut p = Driver::login_with(
+            &a.addr,
+            Some(&keys.tls(Role::Gate)),
+            "Walker",
+            PASSWORD,
+            true,
+        )
+        .await?;
         p.set_shards(vec![a.addr.clone(), b.addr.clone()]);
         for step in &path_to_zone(START, "forest") {
             p.command(step).await?;
@@ -672,13 +726,13 @@ async fn source_killed_after_adopt_zone_does_not_lose_the_zone() -> anyhow::Resu
         let store = Store::connect(&redis.url).await?;
 
         // A player in the city, with lines in flight when a dies.
-        let mut p = Driver::login(&a.addr, "Stayer", PASSWORD, true).await?;
+        let mut p = Driver::login_with(&a.addr, Some(&keys.tls(Role::Gate)), "Stayer", PASSWORD, true).await?;
         p.set_shards(vec![a.addr.clone(), b.addr.clone()]);
         let mut sent = Vec::new();
         let seq = journal_lines(&mut p, "before", 3, &mut sent).await?;
         p.wait_ack(seq).await?;
 
-        let mut client = handoff_client(&b.addr).await?;
+        let mut client = handoff_client(&b.addr, &keys).await?;
         client
             .adopt_zone(AdoptZoneRequest {
                 zone_id: "city".into(),
@@ -714,7 +768,7 @@ async fn source_killed_after_adopt_zone_does_not_lose_the_zone() -> anyhow::Resu
         p.wait_durable(seq).await?;
         assert_eq!(row_journal(&store, "Stayer").await?, sent);
         // And a brand-new player starts in the city, on b.
-        let mut q = Driver::login(&b.addr, "Newcomer", PASSWORD, true).await?;
+        let mut q = Driver::login_with(&b.addr, Some(&keys.tls(Role::Gate)), "Newcomer", PASSWORD, true).await?;
         let (z, room, s) = q.where_().await?;
         assert_eq!((z.as_str(), room.as_str(), s.as_str()), ("city", START, "shard-b"));
         eprintln!("the city's player was served again {served_in:?} after the kill");
@@ -768,7 +822,9 @@ async fn killed_shard_zones_are_reserved_and_players_resume_exactly_once() -> an
             .enumerate()
         {
             let name = format!("Orphan{}", (b'a' + i as u8) as char);
-            let mut p = Driver::login(&a.addr, &name, PASSWORD, true).await?;
+            let mut p =
+                Driver::login_with(&a.addr, Some(&keys.tls(Role::Gate)), &name, PASSWORD, true)
+                    .await?;
             p.set_shards(addrs.clone());
             walk_into(&mut p, zone).await?;
             assert_eq!(p.where_().await?.2, "shard-a");
@@ -843,7 +899,14 @@ async fn lease_loss_fences_without_draining() -> anyhow::Result<()> {
         let dir = Directory::connect(&redis.url).await?;
         let (_, generation) = wait_owner(&dir, "city", &["shard-a"], WAIT).await?;
 
-        let mut p = Driver::login(&a.addr, "Fenced", PASSWORD, true).await?;
+        let mut p = Driver::login_with(
+            &a.addr,
+            Some(&keys.tls(Role::Gate)),
+            "Fenced",
+            PASSWORD,
+            true,
+        )
+        .await?;
         p.set_shards(vec![a.addr.clone(), b.addr.clone()]);
         let mut sent = Vec::new();
         let seq = journal_lines(&mut p, "before", 3, &mut sent).await?;
@@ -947,7 +1010,9 @@ async fn a_refused_adopt_zone_gives_its_reservation_back() -> anyhow::Result<()>
         let addrs = vec![a.addr.clone(), c.addr.clone(), d.addr.clone()];
         let mut players = Vec::new();
         for name in ["Dockone", "Docktwo"] {
-            let mut p = Driver::login(&d.addr, name, PASSWORD, true).await?;
+            let mut p =
+                Driver::login_with(&d.addr, Some(&keys.tls(Role::Gate)), name, PASSWORD, true)
+                    .await?;
             p.set_shards(addrs.clone());
             walk_into(&mut p, "docks").await?;
             assert_eq!(p.where_().await?.2, "shard-a");
@@ -1120,7 +1185,7 @@ async fn drain_hands_on_a_zone_adopted_just_before_the_sigterm() -> anyhow::Resu
         wait_registered(&redis.url, &["shard-a", "shard-c"]).await?;
         // b adopts the city as a's drain would make it, then is told to
         // drain before the flip has landed.
-        handoff_client(&b.addr)
+        handoff_client(&b.addr, &keys)
             .await?
             .adopt_zone(AdoptZoneRequest {
                 zone_id: "city".into(),
@@ -1157,7 +1222,9 @@ async fn drain_hands_on_a_zone_adopted_just_before_the_sigterm() -> anyhow::Resu
             owner(&dir, "city").await?.map(|(o, _)| o).as_deref(),
             Some("shard-c")
         );
-        let mut p = Driver::login(&c.addr, "Late", PASSWORD, true).await?;
+        let mut p =
+            Driver::login_with(&c.addr, Some(&keys.tls(Role::Gate)), "Late", PASSWORD, true)
+                .await?;
         let (z, _, s) = p.where_().await?;
         assert_eq!((z.as_str(), s.as_str()), ("city", "shard-c"));
         drop(a);

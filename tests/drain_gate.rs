@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
 use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{start_gate, start_keyed_world};
+use telos_testkit::process::{start_keyed_gate, start_keyed_world};
 use telos_testkit::world::{path_to_zone, starter_zones};
 
 const PLAYERS: usize = 100;
@@ -38,7 +38,7 @@ async fn a_hundred_players_drained_through_the_gate_with_zero_drop() -> anyhow::
     let mut a = keyed("shard-a", &DRAINED)?;
     let _b = keyed("shard-b", &b_zones)?;
     let _c = keyed("shard-c", &c_zones)?;
-    let gate = start_gate(&redis.url, &["--login-ip-burst", "1000"])?;
+    let gate = start_keyed_gate(&redis.url, keys.path(), &["--login-ip-burst", "1000"])?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let ready = Arc::new(AtomicUsize::new(0));

@@ -9,6 +9,7 @@ use telos_testkit::RedisServer;
 use telos_testkit::driver::Driver;
 use telos_testkit::keys::TempKeys;
 use telos_testkit::process::{Proc, WorldOpts, example, start_world};
+use telos_tls::Role;
 
 const PASSWORD: &str = "correct horse";
 /// Bounds a shard's start (a hang, not a performance claim).
@@ -37,8 +38,9 @@ async fn a_second_game_hands_its_own_player_state_across_shards() -> anyhow::Res
     let keys = TempKeys::generate()?;
     let isle = beacon_shard("shard-a", &redis, "isle", &keys).await?;
     let shore = beacon_shard("shard-b", &redis, "shore", &keys).await?;
+    let tls = keys.tls(Role::Gate);
 
-    let mut kim = Driver::login(&isle.addr, "Kim", PASSWORD, true).await?;
+    let mut kim = Driver::login_with(&isle.addr, Some(&tls), "Kim", PASSWORD, true).await?;
     assert!(
         kim.transcript.contains("You stand on the isle dock"),
         "{}",
@@ -61,7 +63,7 @@ async fn a_second_game_hands_its_own_player_state_across_shards() -> anyhow::Res
     // Durable too: the next login finds the keeper where they left, with
     // every light counted once.
     kim.quit().await?;
-    let mut again = Driver::login(&isle.addr, "Kim", PASSWORD, false).await?;
+    let mut again = Driver::login_with(&isle.addr, Some(&tls), "Kim", PASSWORD, false).await?;
     assert!(
         again.transcript.contains("You stand on the shore dock"),
         "{}",

@@ -25,7 +25,7 @@ use telos_testkit::RedisServer;
 use telos_testkit::bot::{Bot, MARKER_WORDS};
 use telos_testkit::cli::run_to_exit;
 use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{Proc, start_gate, start_keyed_world};
+use telos_testkit::process::{Proc, start_keyed_gate, start_keyed_world};
 use telos_testkit::world::{path_to_zone, start_room, starter_zones, walk, zone_of};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
@@ -71,7 +71,7 @@ impl Cluster {
         assert!(zones_a.contains(&start_zone), "{zones_a:?}");
         let a = start_keyed_world("shard-a", &redis.url, &zones_a, keys.path(), None, NO_FLAGS)?;
         let b = start_keyed_world("shard-b", &redis.url, &zones_b, keys.path(), None, NO_FLAGS)?;
-        let gate = start_gate(&redis.url, &[])?;
+        let gate = start_keyed_gate(&redis.url, keys.path(), &[])?;
         Ok(Cluster {
             gate,
             a,

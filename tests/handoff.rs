@@ -12,6 +12,7 @@ use telos_testkit::play::Channels;
 use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::world::starter_zones;
 use telos_testkit::world::{opposite, path_to_zone};
+use telos_tls::Role;
 
 const PASSWORD: &str = "correct horse";
 /// Outlives the test: the credential a resumed session is opened with.
@@ -36,7 +37,8 @@ async fn walking_across_a_shard_boundary_keeps_every_line_exactly_once() -> anyh
     let keys = TempKeys::generate()?;
     let (a, _b) = two_shards(&redis, keys.path())?;
 
-    let mut p = Driver::login(&a.addr, "Hana", PASSWORD, true).await?;
+    let mut p =
+        Driver::login_with(&a.addr, Some(&keys.tls(Role::Gate)), "Hana", PASSWORD, true).await?;
     let (zone, _, shard) = p.where_().await?;
     assert_eq!((zone.as_str(), shard.as_str()), ("city", "shard-a"));
     let route = path_to_zone("city:square", "forest");
@@ -101,7 +103,7 @@ async fn a_resumed_driver_on_shared_connections_follows_the_redirect() -> anyhow
         .issue_credential("Juno", "conn-juno", CREDENTIAL_TTL)
         .await?;
 
-    let channels = Arc::new(Channels::default());
+    let channels = Arc::new(Channels::tls(keys.tls(Role::Gate)));
     let mut p = Driver::resume(channels, &a.addr, "Juno", "conn-juno", &credential).await?;
     assert_eq!(p.shard, "shard-a");
     let route = path_to_zone("city:square", "forest");

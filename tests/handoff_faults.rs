@@ -18,6 +18,7 @@ use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::opposite;
 use telos_testkit::world::{path_to_zone, start_room, starter_zones, walk};
+use telos_tls::Role;
 use telos_world::game::from_state_json;
 use telos_world::handoff::context::{PENDING_TTL, RPC_TIMEOUT};
 use telos_world::handoff::fence::SETTLE_BOUND;
@@ -133,7 +134,14 @@ fn row_journal(row: &CharacterRow) -> anyhow::Result<Vec<String>> {
 /// Log in at `a`, give the driver both shards to resume at, and walk up to
 /// the forest boundary. Returns the driver and the crossing direction.
 async fn to_the_boundary(c: &Cluster, name: &str) -> anyhow::Result<(Driver, String)> {
-    let mut p = Driver::login(&c.a.addr, name, PASSWORD, true).await?;
+    let mut p = Driver::login_with(
+        &c.a.addr,
+        Some(&c.keys.tls(Role::Gate)),
+        name,
+        PASSWORD,
+        true,
+    )
+    .await?;
     p.set_shards(c.addrs());
     let route = path_to_zone(&start_room(), "forest");
     let (last, approach) = route.split_last().context("a route")?;
@@ -668,7 +676,14 @@ async fn a_prepared_handoff_nobody_attaches_to_is_saved_at_the_pending_ttl() -> 
     assert_eq!(row_journal(&saved)?, expected);
 
     // A fresh login finds the player where the move took them.
-    let mut q = Driver::login(&c.a.addr, "Wren", PASSWORD, false).await?;
+    let mut q = Driver::login_with(
+        &c.a.addr,
+        Some(&c.keys.tls(Role::Gate)),
+        "Wren",
+        PASSWORD,
+        false,
+    )
+    .await?;
     let (zone, room, shard) = q.where_().await?;
     assert_eq!(
         (zone.as_str(), room.as_str(), shard.as_str()),

@@ -49,7 +49,7 @@ async fn player_in_city(c: &Cluster, name: &str) -> anyhow::Result<(Driver, Dire
     let dir = Directory::connect(&c.redis_url).await?;
     let (who, generation) = owner(&dir).await?;
     anyhow::ensure!(who == "shard-a", "the city starts on shard-a, not {who}");
-    let p = Driver::login(&c.a.addr, name, PASSWORD, true).await?;
+    let p = Driver::login_with(&c.a.addr, Some(&c.gate()), name, PASSWORD, true).await?;
     Ok((p, dir, generation))
 }
 

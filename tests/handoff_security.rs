@@ -115,7 +115,7 @@ async fn forged_and_replayed_phase_two_messages_are_refused() -> anyhow::Result<
     let c = cluster().await?;
     let mut b = c.client(&c.b.addr)?;
     // The character exists (a row to fence), but is not online.
-    Driver::login(&c.a.addr, "Jade", PASSWORD, true)
+    Driver::login_with(&c.a.addr, Some(&c.gate()), "Jade", PASSWORD, true)
         .await?
         .command("quit")
         .await
@@ -168,14 +168,14 @@ async fn forged_and_replayed_phase_two_messages_are_refused() -> anyhow::Result<
         Code::PermissionDenied
     );
     // The pending record survived all of that: attaching still works.
-    let mut s = PlayStream::open(&c.b.addr).await?;
+    let mut s = PlayStream::open_with(&c.b.addr, Some(&c.gate())).await?;
     s.attach(&token, "conn-x").await?;
     s.until(|f| matches!(f, Frame::Attached(_)).then_some(()))
         .await?;
 
     // A real walk: forge the destination's Commit to the source while the
     // player is in flight; the source refuses it, the real one goes through.
-    let mut p = Driver::login(&c.a.addr, "Kit", PASSWORD, true).await?;
+    let mut p = Driver::login_with(&c.a.addr, Some(&c.gate()), "Kit", PASSWORD, true).await?;
     let route = path_to_zone("city:square", "forest");
     let (last, approach) = route.split_last().expect("route");
     for dir in approach {
@@ -208,7 +208,7 @@ async fn forged_and_replayed_phase_two_messages_are_refused() -> anyhow::Result<
         a.commit(wrong_dest).await.unwrap_err().code(),
         Code::PermissionDenied
     );
-    p.stream = PlayStream::open(&redirect.addr).await?;
+    p.stream = PlayStream::open_with(&redirect.addr, Some(&c.gate())).await?;
     p.stream.attach(&redirect.token, &p.conn_id).await?;
     let ack = p
         .stream
@@ -237,7 +237,7 @@ async fn forged_and_replayed_phase_two_messages_are_refused() -> anyhow::Result<
 async fn hostile_aliases_are_resanitized_on_arrival() -> anyhow::Result<()> {
     let c = cluster().await?;
     let mut b = c.client(&c.b.addr)?;
-    Driver::login(&c.a.addr, "Lark", PASSWORD, true)
+    Driver::login_with(&c.a.addr, Some(&c.gate()), "Lark", PASSWORD, true)
         .await?
         .command("quit")
         .await
@@ -253,7 +253,7 @@ async fn hostile_aliases_are_resanitized_on_arrival() -> anyhow::Result<()> {
         .await?
         .into_inner()
         .handoff_token;
-    let mut p = PlayStream::open(&c.b.addr).await?;
+    let mut p = PlayStream::open_with(&c.b.addr, Some(&c.gate())).await?;
     p.attach(&token, "conn-x").await?;
     p.until(|f| matches!(f, Frame::Attached(_)).then_some(()))
         .await?;
@@ -275,10 +275,10 @@ async fn an_admin_keeps_elevation_across_shards_and_loses_wizinvis() -> anyhow::
     let c = cluster().await?;
     let store = telos_redis::store::Store::connect(&c.redis_url).await?;
     // Create, then raise the tier (takes effect at the next login).
-    drop(Driver::login(&c.a.addr, "Mara", PASSWORD, true).await?);
+    drop(Driver::login_with(&c.a.addr, Some(&c.gate()), "Mara", PASSWORD, true).await?);
     store.set_tier("mara", "admin").await?;
-    let mut admin = Driver::login(&c.a.addr, "Mara", PASSWORD, false).await?;
-    let mut watcher = Driver::login(&c.a.addr, "Ned", PASSWORD, true).await?;
+    let mut admin = Driver::login_with(&c.a.addr, Some(&c.gate()), "Mara", PASSWORD, false).await?;
+    let mut watcher = Driver::login_with(&c.a.addr, Some(&c.gate()), "Ned", PASSWORD, true).await?;
     assert!(admin.command("score").await?.contains("Tier: admin"));
     assert!(admin.command("wizinvis").await?.contains("fade"));
     let who = watcher.command("who").await?;

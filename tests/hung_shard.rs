@@ -20,7 +20,7 @@ use telos_redis::store::Store;
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
 use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{Proc, start_gate, start_keyed_world};
+use telos_testkit::process::{Proc, start_keyed_gate, start_keyed_world};
 use telos_testkit::world::{path_to_zone, start_room, zone_of};
 use tokio::time::Instant;
 
@@ -100,7 +100,7 @@ impl Cluster {
             None,
             none,
         )?;
-        let gate = start_gate(&redis.url, &[])?;
+        let gate = start_keyed_gate(&redis.url, keys.path(), &[])?;
         Ok(Cluster {
             gate,
             a,

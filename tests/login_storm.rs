@@ -1,6 +1,6 @@
 //! Login storms against a real shard (issue 11, defect 6): a real
 //! `redis-server`, one real `telos-world` serving every starter zone and a
-//! real `telos-gate`, stormed by [`telos_testkit::storm`] clients.
+//! real `telos-gate` (keyed: mutual TLS between them), stormed by [`telos_testkit::storm`] clients.
 //!
 //! - a storm of creations and concurrent wrong passwords leaves the shard's
 //!   thread count and memory bounded (each login is a 19 MiB argon2 hash;
@@ -15,7 +15,8 @@
 
 use telos_testkit::RedisServer;
 use telos_testkit::bot::LoginReply;
-use telos_testkit::process::{Proc, WorldOpts, start_gate, start_world};
+use telos_testkit::keys::TempKeys;
+use telos_testkit::process::{Proc, WorldOpts, start_keyed_gate, start_world};
 use telos_testkit::procfs;
 use telos_testkit::storm::{
     BUSY_PREFIX, GATE_STORM_FLAGS, WORLD_STORM_FLAGS, WRONG_PASSWORD, create_and_quit, name,
@@ -46,7 +47,7 @@ fn cores() -> u64 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
 }
 
-fn world_with(redis: &RedisServer, extra: &[&str]) -> anyhow::Result<Proc> {
+fn world_with(redis: &RedisServer, keys: &TempKeys, extra: &[&str]) -> anyhow::Result<Proc> {
     let zones = starter_zones();
     let zones: Vec<&str> = zones.iter().map(String::as_str).collect();
     let mut opts = WorldOpts::new("storm", &redis.url, &zones);
@@ -55,14 +56,16 @@ fn world_with(redis: &RedisServer, extra: &[&str]) -> anyhow::Result<Proc> {
         .chain(extra)
         .map(|s| s.to_string())
         .collect();
+    let opts = opts.keyed(keys.path());
     start_world(opts)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_login_storm_keeps_the_shards_threads_and_memory_bounded() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
-    let world = world_with(&redis, &[])?;
-    let gate = start_gate(&redis.url, &GATE_STORM_FLAGS)?;
+    let keys = TempKeys::generate()?;
+    let world = world_with(&redis, &keys, &[])?;
+    let gate = start_keyed_gate(&redis.url, keys.path(), &GATE_STORM_FLAGS)?;
     // One login first: the shard's steady state before the storm (channel
     // to Redis, the zones, one hash done).
     let calm = name("Calm", 0);
@@ -105,14 +108,16 @@ async fn a_burst_beyond_the_queue_is_told_busy_and_keeps_its_place() -> anyhow::
     /// than the workers of any test machine, with no queue behind them.
     const BURST: usize = 32;
     let redis = RedisServer::start()?;
-    let _world = world_with(&redis, &["--login-hash-queue", "0"])?;
+    let keys = TempKeys::generate()?;
+    let _world = world_with(&redis, &keys, &["--login-hash-queue", "0"])?;
     // One failure ends a connection, and the address has one token more
     // than the burst: a busy answer that counted as a failure would close
     // its connection, and one that spent a token would leave the retries
     // below rate limited.
     let burst_tokens = (BURST + 1).to_string();
-    let gate = start_gate(
+    let gate = start_keyed_gate(
         &redis.url,
+        keys.path(),
         &[
             "--login-max-failures",
             "1",

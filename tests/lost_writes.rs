@@ -17,7 +17,9 @@ use support::rows::row_journal;
 use telos_redis::store::Store;
 use telos_testkit::RedisServer;
 use telos_testkit::driver::Driver;
-use telos_testkit::process::{WorldOpts, start_world};
+use telos_testkit::keys::TempKeys;
+use telos_testkit::process::{Proc, WorldOpts, start_world};
+use telos_tls::{Role, TlsKeys};
 
 const PASSWORD: &str = "correct horse";
 
@@ -34,6 +36,14 @@ const ROW_FIELDS: [&str; 5] = [
     "conn_id",
     "applied_seq",
 ];
+
+/// A keyed shard (mutual TLS) hosting the city and saving every
+/// `save_ms`, with the certificate a `Play` client presents to it.
+fn shard(redis: &RedisServer, keys: &TempKeys, save_ms: &str) -> anyhow::Result<(Proc, TlsKeys)> {
+    let mut o = WorldOpts::new("shard-a", &redis.url, &["city"]);
+    o.extra = vec!["--save-interval-ms".into(), save_ms.into()];
+    Ok((start_world(o.keyed(keys.path()))?, keys.tls(Role::Gate)))
+}
 
 async fn conn(redis: &RedisServer) -> anyhow::Result<redis::aio::MultiplexedConnection> {
     Ok(redis::Client::open(redis.url.as_str())?
@@ -90,16 +100,15 @@ async fn journal_durably(d: &mut Driver, lines: &[&str]) -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_row_that_went_back_is_healed_by_the_live_session() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
-    let mut o = WorldOpts::new("shard-a", &redis.url, &["city"]);
-    o.extra = vec!["--save-interval-ms".into(), SAVE_MS.into()];
-    let a = start_world(o)?;
+    let keys = TempKeys::generate()?;
+    let (a, tls) = shard(&redis, &keys, SAVE_MS)?;
     let store = Store::connect(&redis.url).await?;
 
-    let mut d = Driver::login(&a.addr, "Lossy", PASSWORD, true).await?;
+    let mut d = Driver::login_with(&a.addr, Some(&tls), "Lossy", PASSWORD, true).await?;
     d.quit().await?;
     // Before this session's claim: the claim will be "lost" too.
     let before_claim = snapshot(&redis, "Lossy").await?;
-    let mut d = Driver::login(&a.addr, "Lossy", PASSWORD, false).await?;
+    let mut d = Driver::login_with(&a.addr, Some(&tls), "Lossy", PASSWORD, false).await?;
     journal_durably(&mut d, &["one", "two"]).await?;
     let after_two = snapshot(&redis, "Lossy").await?;
     journal_durably(&mut d, &["three", "four"]).await?;
@@ -127,7 +136,7 @@ async fn a_row_that_went_back_is_healed_by_the_live_session() -> anyhow::Result<
     );
 
     assert!(d.quit().await?.contains("Goodbye"));
-    let mut d = Driver::login(&a.addr, "Lossy", PASSWORD, false).await?;
+    let mut d = Driver::login_with(&a.addr, Some(&tls), "Lossy", PASSWORD, false).await?;
     assert_eq!(
         d.journal().await?,
         ["one", "two", "three", "four", "five", "six"]
@@ -144,11 +153,10 @@ async fn a_row_that_went_back_is_healed_by_the_live_session() -> anyhow::Result<
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_newer_owner_is_never_healed_over() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
-    let mut o = WorldOpts::new("shard-a", &redis.url, &["city"]);
-    o.extra = vec!["--save-interval-ms".into(), SAVE_MS.into()];
-    let a = start_world(o)?;
+    let keys = TempKeys::generate()?;
+    let (a, tls) = shard(&redis, &keys, SAVE_MS)?;
     let store = Store::connect(&redis.url).await?;
-    let mut d = Driver::login(&a.addr, "Kept", PASSWORD, true).await?;
+    let mut d = Driver::login_with(&a.addr, Some(&tls), "Kept", PASSWORD, true).await?;
     journal_durably(&mut d, &["mine"]).await?;
     // Someone else claims the character (a newer epoch) and writes.
     let claimed = store.claim_character("kept").await?;
@@ -183,10 +191,9 @@ async fn a_newer_owner_is_never_healed_over() -> anyhow::Result<()> {
 async fn a_quit_that_cannot_be_saved_is_replayed_not_dropped() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
     // A long cadence: the lines are still unsaved when the quit comes.
-    let mut o = WorldOpts::new("shard-a", &redis.url, &["city"]);
-    o.extra = vec!["--save-interval-ms".into(), "60000".into()];
-    let a = start_world(o)?;
-    let mut d = Driver::login(&a.addr, "Quitter", PASSWORD, true).await?;
+    let keys = TempKeys::generate()?;
+    let (a, tls) = shard(&redis, &keys, "60000")?;
+    let mut d = Driver::login_with(&a.addr, Some(&tls), "Quitter", PASSWORD, true).await?;
     for l in ["alpha", "beta"] {
         assert!(d.command(&format!("journal {l}")).await?.contains("Noted."));
     }

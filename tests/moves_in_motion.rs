@@ -24,6 +24,8 @@ use telos_testkit::keys::TempKeys;
 use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::world::path_to_zone;
 use telos_testkit::world::starter_zones;
+use telos_tls::Role;
+use telos_tls::grpc::endpoint;
 use tokio::time::Instant;
 
 const PASSWORD: &str = "correct horse";
@@ -61,7 +63,7 @@ fn others() -> Vec<String> {
 /// ahead. Returns the last step.
 struct Setup {
     _redis: RedisServer,
-    _keys: TempKeys,
+    keys: TempKeys,
     dir: Directory,
     here: Proc,
     fake_gen: u64,
@@ -85,7 +87,14 @@ async fn setup(name: &str, extra: &[&str]) -> anyhow::Result<Setup> {
         extra,
     )?;
     wait_owner(&dir, "city", "shard-here").await?;
-    let mut player = Driver::login(&here.addr, name, PASSWORD, true).await?;
+    let mut player = Driver::login_with(
+        &here.addr,
+        Some(&keys.tls(Role::Gate)),
+        name,
+        PASSWORD,
+        true,
+    )
+    .await?;
     let mut path = path_to_zone(START, AHEAD);
     let step = path.pop().context("a path into the zone ahead")?;
     for dir in &path {
@@ -95,7 +104,7 @@ async fn setup(name: &str, extra: &[&str]) -> anyhow::Result<Setup> {
     anyhow::ensure!(zone != AHEAD, "one step short of {AHEAD}, not in it");
     Ok(Setup {
         _redis: redis,
-        _keys: keys,
+        keys,
         dir,
         here,
         fake_gen,
@@ -118,9 +127,12 @@ async fn wait_owner(dir: &Directory, zone: &str, owner: &str) -> anyhow::Result<
 }
 
 /// `AdoptZone` on `shard` for the zone ahead, as its owner [`GONE`]
-/// would send it before flipping the lease.
-async fn adopt(shard: &Proc, generation: u64) -> anyhow::Result<()> {
-    let mut client = HandoffClient::connect(format!("http://{}", shard.addr)).await?;
+/// would send it before flipping the lease (with a shard's certificate:
+/// `Handoff` is served to no other).
+async fn adopt(shard: &Proc, keys: &TempKeys, generation: u64) -> anyhow::Result<()> {
+    let tls = keys.tls(Role::Shard);
+    let channel = endpoint(&shard.addr, Some(&tls))?.connect().await?;
+    let mut client = HandoffClient::new(channel);
     client
         .adopt_zone(AdoptZoneRequest {
             zone_id: AHEAD.into(),
@@ -160,7 +172,7 @@ fn where_zone(text: &str) -> Option<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_walk_into_a_zone_being_adopted_lands_when_the_flip_does() -> anyhow::Result<()> {
     let mut s = setup("Adopta", &[]).await?;
-    adopt(&s.here, s.fake_gen).await?;
+    adopt(&s.here, &s.keys, s.fake_gen).await?;
     s.here
         .wait_log("zone adopted; awaiting the flip", WAIT)
         .await?;
@@ -197,7 +209,7 @@ async fn a_walk_into_a_zone_being_adopted_lands_when_the_flip_does() -> anyhow::
 async fn a_walk_into_an_adoption_that_never_lands_is_refused() -> anyhow::Result<()> {
     let mut s = setup("Adoptb", &[]).await?;
     let (_, before_room, _) = s.player.where_().await?;
-    adopt(&s.here, s.fake_gen).await?;
+    adopt(&s.here, &s.keys, s.fake_gen).await?;
     s.here
         .wait_log("zone adopted; awaiting the flip", WAIT)
         .await?;
@@ -230,7 +242,7 @@ async fn a_walk_into_an_adoption_that_never_lands_is_refused() -> anyhow::Result
 async fn a_walk_into_a_zone_between_owners_lands_on_its_next_owner() -> anyhow::Result<()> {
     let mut s = setup("Between", &[]).await?;
     // The next owner polls for the free lease every 500 ms (TTL / 2).
-    let keys = s._keys.path().to_path_buf();
+    let keys = s.keys.path().to_path_buf();
     let redis_url = s._redis.url.clone();
     let _next = start_keyed_world(
         "shard-next",
@@ -276,14 +288,21 @@ async fn a_walk_into_a_zone_between_owners_lands_on_its_next_owner() -> anyhow::
 async fn a_login_during_a_frozen_walk_takes_the_player_over() -> anyhow::Result<()> {
     let mut s = setup("Twice", &[]).await?;
     let (_, before_room, _) = s.player.where_().await?;
-    adopt(&s.here, s.fake_gen).await?;
+    adopt(&s.here, &s.keys, s.fake_gen).await?;
     s.here
         .wait_log("zone adopted; awaiting the flip", WAIT)
         .await?;
     s.player.send(&s.step).await?;
     // The walk is frozen, waiting for the flip, when the login lands.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let mut second = Driver::login(&s.here.addr, "Twice", PASSWORD, false).await?;
+    let mut second = Driver::login_with(
+        &s.here.addr,
+        Some(&s.keys.tls(Role::Gate)),
+        "Twice",
+        PASSWORD,
+        false,
+    )
+    .await?;
     let (zone, room, shard) = second.where_().await?;
     assert_eq!(
         (room.as_str(), shard.as_str()),
@@ -322,13 +341,20 @@ async fn a_login_during_a_retrying_handoff_takes_the_player_over() -> anyhow::Re
         "shard-next",
         &s._redis.url.clone(),
         &[AHEAD],
-        s._keys.path(),
+        s.keys.path(),
         None,
         &["--lease-ttl-ms", "1000"],
     )?;
     s.player.send(&s.step).await?;
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let mut second = Driver::login(&s.here.addr, "Thrice", PASSWORD, false).await?;
+    let mut second = Driver::login_with(
+        &s.here.addr,
+        Some(&s.keys.tls(Role::Gate)),
+        "Thrice",
+        PASSWORD,
+        false,
+    )
+    .await?;
     let seq = second.send("journal newest login").await?;
     // The zone ahead gets its next owner while the first walk would still
     // be retrying.
@@ -360,7 +386,7 @@ async fn a_login_during_a_retrying_handoff_takes_the_player_over() -> anyhow::Re
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shard_stopped_with_a_handoff_in_flight_loses_nothing() -> anyhow::Result<()> {
     let mut s = setup("Stopper", &["--save-interval-ms", "60000"]).await?;
-    let (url, keys) = (s._redis.url.clone(), s._keys.path().to_path_buf());
+    let (url, keys) = (s._redis.url.clone(), s.keys.path().to_path_buf());
     let next = start_keyed_world("shard-next", &url, &[AHEAD], &keys, None, &[] as &[&str])?;
     s.dir.release_zone(AHEAD, GONE, s.fake_gen).await?;
     wait_owner(&s.dir, AHEAD, "shard-next").await?;

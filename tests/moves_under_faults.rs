@@ -16,7 +16,7 @@ use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
 use telos_testkit::cli::telosctl;
 use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{Proc, start_gate, start_keyed_world};
+use telos_testkit::process::{Proc, start_keyed_gate, start_keyed_world};
 use telos_testkit::world::{WorldMap, exits, opposite, path};
 use tokio::sync::Mutex;
 
@@ -83,7 +83,7 @@ impl Cluster {
         let a = start_keyed_world("shard-a", &redis.url, &[MOVING], keys.path(), None, &extra)?;
         let b = start_keyed_world("shard-b", &redis.url, &B_ZONES, keys.path(), None, &extra)?;
         let c = start_keyed_world("shard-c", &redis.url, &C_ZONES, keys.path(), None, &extra)?;
-        let gate = start_gate(&redis.url, &["--login-ip-burst", "1000"])?;
+        let gate = start_keyed_gate(&redis.url, keys.path(), &["--login-ip-burst", "1000"])?;
         let dir = Directory::connect(&redis.url).await?;
         for zone in [MOVING].iter().chain(&B_ZONES).chain(&C_ZONES) {
             wait_served(&dir, zone, |_| true).await?;

@@ -5,7 +5,8 @@
 //! unreachable while Redis is up.
 //!
 //! One real `redis-server` (`appendonly yes`), one real `telos-world`
-//! hosting every zone, one real `telos-gate`, players as [`Bot`]s:
+//! hosting every zone, one real `telos-gate` (keyed: mutual TLS between
+//! them), players as [`Bot`]s:
 //!
 //! - during the outage a login and a `who` are answered, clearly and at once
 //!   (nothing hangs);
@@ -25,7 +26,8 @@ use telos_redis::directory::Directory;
 use telos_redis::store::Store;
 use telos_testkit::RedisServer;
 use telos_testkit::bot::{Bot, LoginReply};
-use telos_testkit::process::{Proc, WorldOpts, start_gate, start_world};
+use telos_testkit::keys::TempKeys;
+use telos_testkit::process::{Proc, WorldOpts, start_keyed_gate, start_world};
 use telos_testkit::world::starter_zones;
 use tokio::time::Instant;
 
@@ -65,19 +67,26 @@ struct Stack {
     // Field order is drop order: the gate first, Redis last.
     gate: Proc,
     world: Proc,
+    _keys: TempKeys,
     redis: RedisServer,
 }
 
 impl Stack {
     fn start() -> anyhow::Result<Stack> {
         let redis = RedisServer::start_durable()?;
+        let keys = TempKeys::generate()?;
         let zones = starter_zones();
         let zones: Vec<&str> = zones.iter().map(String::as_str).collect();
         let mut opts = WorldOpts::new("shard-a", &redis.url, &zones);
         opts.extra = vec!["--lease-ttl-ms".into(), LEASE_TTL_MS.into()];
-        let world = start_world(opts)?;
-        let gate = start_gate(&redis.url, &[])?;
-        Ok(Stack { gate, world, redis })
+        let world = start_world(opts.keyed(keys.path()))?;
+        let gate = start_keyed_gate(&redis.url, keys.path(), &[])?;
+        Ok(Stack {
+            gate,
+            world,
+            _keys: keys,
+            redis,
+        })
     }
 }
 

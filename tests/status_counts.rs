@@ -16,7 +16,7 @@ use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
 use telos_testkit::cli::{SIGTERM, telosctl, wait_exit};
 use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{start_gate, start_keyed_world};
+use telos_testkit::process::{start_keyed_gate, start_keyed_world};
 use telos_testkit::world::starter_zones;
 use tokio::time::Instant;
 
@@ -116,7 +116,7 @@ async fn status_counts_agree_with_where_after_a_drain_and_restart() -> anyhow::R
         &no_flags,
     )?;
     let _b = start_keyed_world("shard-b", &redis.url, &rest, keys.path(), None, &no_flags)?;
-    let gate = start_gate(&redis.url, &["--login-ip-burst", "100"])?;
+    let gate = start_keyed_gate(&redis.url, keys.path(), &["--login-ip-burst", "100"])?;
     wait_for(&redis.url, "both shards registered", |c| {
         c.shards.len() == 2
     })

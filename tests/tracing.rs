@@ -25,6 +25,8 @@ use telos_testkit::keys::TempKeys;
 use telos_testkit::process::{Proc, WorldOpts, start_world};
 use telos_testkit::world::starter_zones;
 use telos_testkit::world::{path, path_to_zone};
+use telos_tls::Role;
+use telos_tls::files::{CA_CRT, CA_KEY, cert_file, key_file};
 use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
@@ -192,18 +194,32 @@ fn shard<'a>(
     id: &'a str,
     redis: &'a RedisServer,
     zones: &'a [&'a str],
-    keys: Option<&Path>,
+    keys: &Path,
     endpoint: &str,
 ) -> anyhow::Result<Proc> {
-    let mut o = WorldOpts::new(id, &redis.url, zones);
-    if let Some(keys) = keys {
-        o = o.keyed(keys);
-    }
+    let mut o = WorldOpts::new(id, &redis.url, zones).keyed(keys);
     o.env = vec![
         ("OTEL_EXPORTER_OTLP_ENDPOINT".into(), endpoint.to_string()),
         ("OTEL_TRACES_SAMPLER_ARG".into(), "0".into()),
     ];
     start_world(o)
+}
+
+/// Give `to` the cluster CA and role certificates of `from`, keeping its
+/// own handoff and snapshot keypairs.
+fn share_certificates(from: &TempKeys, to: &TempKeys) -> anyhow::Result<()> {
+    for role in [Role::Shard, Role::Gate, Role::Operator] {
+        for file in [cert_file(from.path(), role), key_file(from.path(), role)] {
+            let name = file.file_name().expect("a file name");
+            std::fs::remove_file(to.path().join(name))?;
+            std::fs::copy(&file, to.path().join(name))?;
+        }
+    }
+    for name in [CA_CRT, CA_KEY] {
+        std::fs::remove_file(to.path().join(name))?;
+        std::fs::copy(from.path().join(name), to.path().join(name))?;
+    }
+    Ok(())
 }
 
 fn zones_except(hosted: &[&str]) -> Vec<String> {
@@ -244,10 +260,11 @@ async fn a_cross_shard_walk_is_one_trace_across_both_shards() -> anyhow::Result<
     let keys = TempKeys::generate()?;
     let others = zones_except(&["city"]);
     let others: Vec<&str> = others.iter().map(String::as_str).collect();
-    let a = shard("shard-a", &redis, &["city"], Some(keys.path()), &endpoint)?;
-    let b = shard("shard-b", &redis, &others, Some(keys.path()), &endpoint)?;
+    let a = shard("shard-a", &redis, &["city"], keys.path(), &endpoint)?;
+    let b = shard("shard-b", &redis, &others, keys.path(), &endpoint)?;
 
-    let mut p = Driver::login(&a.addr, PLAYER, PASSWORD, true).await?;
+    let mut p =
+        Driver::login_with(&a.addr, Some(&keys.tls(Role::Gate)), PLAYER, PASSWORD, true).await?;
     walk_to_forest(&mut p).await?;
     let (zone, _, on) = p.where_().await?;
     assert_eq!((zone.as_str(), on.as_str()), ("forest", "shard-b"));
@@ -291,12 +308,13 @@ async fn a_drain_traces_every_zone_handover_and_its_adoption() -> anyhow::Result
     let drained = ["city", "keep"];
     let others = zones_except(&drained);
     let others: Vec<&str> = others.iter().map(String::as_str).collect();
-    let a = shard("shard-a", &redis, &drained, Some(keys.path()), &endpoint)?;
-    let b = shard("shard-b", &redis, &others, Some(keys.path()), &endpoint)?;
+    let a = shard("shard-a", &redis, &drained, keys.path(), &endpoint)?;
+    let b = shard("shard-b", &redis, &others, keys.path(), &endpoint)?;
 
     // Into a private instance of the crypt (under the keep) on shard-a: its
     // id (`crypt#<n>`) is player-mintable and must never reach a span.
-    let mut p = Driver::login(&a.addr, PLAYER, PASSWORD, true).await?;
+    let mut p =
+        Driver::login_with(&a.addr, Some(&keys.tls(Role::Gate)), PLAYER, PASSWORD, true).await?;
     for dir in path("city:square", |r| r == "keep:chapel") {
         p.command(&dir).await?;
     }
@@ -368,11 +386,17 @@ async fn a_refused_prepare_is_a_failure_event_naming_the_step() -> anyhow::Resul
     let keys = TempKeys::generate()?;
     let others = zones_except(&["city"]);
     let others: Vec<&str> = others.iter().map(String::as_str).collect();
-    let a = shard("shard-a", &redis, &["city"], Some(keys.path()), &endpoint)?;
-    // A keyless destination refuses every Prepare.
-    let b = shard("shard-b", &redis, &others, None, &endpoint)?;
+    let a = shard("shard-a", &redis, &["city"], keys.path(), &endpoint)?;
+    // A destination on other handoff keys refuses every Prepare (the
+    // signature does not verify). It keeps the cluster's certificates: a
+    // keyless one could not be reached over TLS at all, so no Prepare of
+    // its would be refused.
+    let other_keys = TempKeys::generate()?;
+    share_certificates(&keys, &other_keys)?;
+    let b = shard("shard-b", &redis, &others, other_keys.path(), &endpoint)?;
 
-    let mut p = Driver::login(&a.addr, PLAYER, PASSWORD, true).await?;
+    let mut p =
+        Driver::login_with(&a.addr, Some(&keys.tls(Role::Gate)), PLAYER, PASSWORD, true).await?;
     let text = walk_to_forest(&mut p).await?;
     assert!(
         text.starts_with("You can't go that way right now: the way ahead shimmers"),

@@ -9,6 +9,7 @@ use telos_testkit::driver::Driver;
 use telos_testkit::keys::TempKeys;
 use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::world::starter_zones;
+use telos_tls::Role;
 
 const PASSWORD: &str = "correct horse";
 
@@ -21,7 +22,7 @@ fn telosctl(redis: &str, args: &[&str]) -> (bool, String) {
 
 struct Cluster {
     redis: RedisServer,
-    _keys: TempKeys,
+    keys: TempKeys,
     a: Proc,
     b: Proc,
 }
@@ -45,12 +46,7 @@ fn cluster(extra_b: &[&str]) -> anyhow::Result<Cluster> {
         &no_flags,
     )?;
     let b = start_keyed_world("shard-b", &redis.url, &others, keys.path(), None, extra_b)?;
-    Ok(Cluster {
-        redis,
-        _keys: keys,
-        a,
-        b,
-    })
+    Ok(Cluster { redis, keys, a, b })
 }
 
 async fn wait_registered(redis: &str, shards: usize) {
@@ -76,7 +72,14 @@ async fn proposals_are_validated_and_idempotent() -> anyhow::Result<()> {
     let (ok, out) = telosctl(&url, &["transfer", "city", "--to", "shard-z"]);
     assert!(!ok && out.contains("unknown shard"), "{out}");
     // shard-b full: one player on a capacity of one.
-    let mut p = Driver::login(&c.a.addr, "Quill", PASSWORD, true).await?;
+    let mut p = Driver::login_with(
+        &c.a.addr,
+        Some(&c.keys.tls(Role::Gate)),
+        "Quill",
+        PASSWORD,
+        true,
+    )
+    .await?;
     for dir in telos_testkit::world::path_to_zone("city:square", "forest") {
         p.command(&dir).await?;
     }
@@ -122,7 +125,14 @@ async fn a_transfer_moves_a_busy_zone_with_zero_drop_and_exact_journals() -> any
     let mut bots = Vec::new();
     for i in 0..10 {
         let name = format!("Mover{}", (b'a' + i as u8) as char);
-        let mut d = Driver::login(&c.a.addr, &name, PASSWORD, true).await?;
+        let mut d = Driver::login_with(
+            &c.a.addr,
+            Some(&c.keys.tls(Role::Gate)),
+            &name,
+            PASSWORD,
+            true,
+        )
+        .await?;
         d.set_shards(vec![c.a.addr.clone(), c.b.addr.clone()]);
         let stop = stop.clone();
         bots.push(tokio::spawn(async move {

@@ -27,6 +27,7 @@ use telos_testkit::play::PlayStream;
 use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::starter_zones;
+use telos_tls::{Role, TlsKeys};
 use telos_world::runtime::moves::transfer::TRANSFER_POLL;
 use telos_world::runtime::shard::PRESENCE_TTL;
 use tokio::time::Instant;
@@ -163,6 +164,12 @@ impl Cluster {
         vec![self.a.addr.clone(), self.b.addr.clone()]
     }
 
+    /// The certificate a test's `Play` client presents to the keyed shards,
+    /// as the gate does.
+    fn gate_tls(&self) -> TlsKeys {
+        self.keys.tls(Role::Gate)
+    }
+
     /// `telosctl transfer <zone> --to <to>` (no wait): the operator's
     /// proposal, which must be recorded now.
     fn propose(&self, zone: &str, to: &str) -> anyhow::Result<()> {
@@ -232,7 +239,8 @@ impl Cluster {
     /// waiting until no shard lists it online: a fresh login of it then
     /// finds its zone through routing, not through a stale online entry.
     async fn create_offline(&self, name: &str) -> anyhow::Result<()> {
-        let mut d = Driver::login(&self.a.addr, name, PASSWORD, true).await?;
+        let mut d =
+            Driver::login_with(&self.a.addr, Some(&self.gate_tls()), name, PASSWORD, true).await?;
         // Offline only once the quit closed the session (its save landed):
         // a session still closing would list the name online for a moment
         // after the list below was read, sending the test's logins to it.
@@ -269,7 +277,7 @@ where
 /// A player in the city, logged in at `a`, that journals and can resume
 /// at either shard (like a gate); `sent` is every journal entry acked.
 async fn journaling_player(c: &Cluster, name: &str) -> anyhow::Result<(Driver, Vec<String>)> {
-    let mut d = Driver::login(&c.a.addr, name, PASSWORD, true).await?;
+    let mut d = Driver::login_with(&c.a.addr, Some(&c.gate_tls()), name, PASSWORD, true).await?;
     d.set_shards(c.addrs());
     let mut sent = Vec::new();
     journal(&mut d, &mut sent, "before", 5).await?;
@@ -324,7 +332,7 @@ async fn a_fresh_login_mid_transfer_parks_on_the_target_then_gets_in() -> anyhow
 
     c.a.signal(libc::SIGSTOP);
     c.propose("city", "shard-b")?;
-    let mut s = PlayStream::open(&c.b.addr).await?;
+    let mut s = PlayStream::open_with(&c.b.addr, Some(&c.gate_tls())).await?;
     s.login("Parker", PASSWORD, false, "conn-parker").await?;
     s.until_output(SHIFT).await?;
     // Parked, not refused: the source is still paused, the record pending.
@@ -362,8 +370,9 @@ async fn a_login_on_a_third_shard_mid_transfer_is_sent_to_the_target() -> anyhow
 
     c.a.signal(libc::SIGSTOP);
     c.propose("city", "shard-b")?;
+    let tls = c.gate_tls();
     let login = tokio::spawn(async move {
-        let mut d = Driver::login(&shard_c, "Roamer", PASSWORD, false).await?;
+        let mut d = Driver::login_with(&shard_c, Some(&tls), "Roamer", PASSWORD, false).await?;
         let place = d.where_().await?;
         anyhow::Ok((d, place))
     });
@@ -456,7 +465,8 @@ async fn a_duplicate_completion_after_a_crash_is_harmless() -> anyhow::Result<()
     assert_eq!(c.dir.transfer("city").await?, None);
     // The restarted source's boot loop finds the city held by b and leaves
     // it: a player logging in at a is sent to b.
-    let mut d = Driver::login(&c.a.addr, "Stayer", PASSWORD, true).await?;
+    let mut d =
+        Driver::login_with(&c.a.addr, Some(&c.gate_tls()), "Stayer", PASSWORD, true).await?;
     let (zone, _, on) = d.where_().await?;
     assert_eq!((zone.as_str(), on.as_str()), ("city", "shard-b"));
     assert_eq!(c.dir.zone_owner("city").await?, after);
@@ -610,7 +620,8 @@ async fn a_dead_target_is_cancelled_with_a_reason() -> anyhow::Result<()> {
     // Never left the source: same owner, same generation, still playable.
     assert_eq!(row["owner"], "shard-a", "{row}");
     assert_eq!(row["gen"], generation, "{row}");
-    let mut d = Driver::login(&c.a.addr, "Keeper", PASSWORD, true).await?;
+    let mut d =
+        Driver::login_with(&c.a.addr, Some(&c.gate_tls()), "Keeper", PASSWORD, true).await?;
     let (zone, _, on) = d.where_().await?;
     assert_eq!((zone.as_str(), on.as_str()), ("city", "shard-a"));
     Ok(())

@@ -10,6 +10,7 @@ use telos_testkit::keys::TempKeys;
 use telos_testkit::process::start_keyed_world;
 use telos_testkit::world::path_to_zone;
 use telos_testkit::world::starter_zones;
+use telos_tls::Role;
 
 const PASSWORD: &str = "correct horse";
 
@@ -58,7 +59,8 @@ async fn a_peer_with_another_handoff_version_is_never_trusted() -> anyhow::Resul
     }
 
     // A walk into the incompatible shard's zone is refused; the player stays.
-    let mut p = Driver::login(&a.addr, "Skew", PASSWORD, true).await?;
+    let mut p =
+        Driver::login_with(&a.addr, Some(&keys.tls(Role::Gate)), "Skew", PASSWORD, true).await?;
     p.set_shards(vec![a.addr.clone(), b.addr.clone()]);
     let route = path_to_zone("city:square", "forest");
     let (last, approach) = route.split_last().expect("route");

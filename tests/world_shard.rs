@@ -1,9 +1,11 @@
 //! End to end, one shard at a time: a real `redis-server` and real
 //! `telos-world` processes, driven over the `Play` service (no gate), plus
-//! `telosctl` against them.
+//! `telosctl` against them. The shards are keyed (mutual TLS, a gate's
+//! certificate on every `Play` stream) but for the refusal test, which is
+//! about the keyless dev mode.
 //!
 //! - walking between zones of one shard keeps input exactly once and in order;
-//! - walking into a zone the shard does not host is refused politely;
+//! - walking into a zone a keyless shard does not host is refused politely;
 //! - SIGINT stops a shard cleanly (leases and registry entry released, state
 //!   saved) and another shard picks the player up;
 //! - `telosctl status --json`, `tier` and `keygen` as the CONTRACT states;
@@ -20,11 +22,13 @@ use telos_testkit::RedisServer;
 use telos_testkit::cli::{
     EXIT_TIMEOUT, Finished, SIGINT, clean_command, run_to_exit, telosctl, wait_exit,
 };
+use telos_testkit::keys::TempKeys;
 use telos_testkit::play::PlayStream;
 use telos_testkit::process::{Proc, WorldOpts, start_world};
 use telos_testkit::world::{
     copy_world, path_to_zone, start_room, starter_zones, walk, world_dir, zone_of,
 };
+use telos_tls::{Role, TlsKeys};
 use telos_world::game::{Character, HUH, load_world, to_state_json};
 use telos_world::handoff::source::KEYLESS;
 use tokio::time::Instant;
@@ -39,6 +43,14 @@ const POLL: Duration = Duration::from_millis(100);
 /// A clean SIGINT stop saves a handful of players and releases a few leases;
 /// well under the shard's own 30 s deadline.
 const STOP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Keys for a keyed shard (mutual TLS, as every test here but the keyless
+/// one runs), and the gate certificate a test's `Play` client presents.
+fn keyed() -> anyhow::Result<(TempKeys, TlsKeys)> {
+    let keys = TempKeys::generate()?;
+    let tls = keys.tls(Role::Gate);
+    Ok((keys, tls))
+}
 
 fn zone_refs(zones: &[String]) -> Vec<&str> {
     zones.iter().map(String::as_str).collect()
@@ -65,9 +77,16 @@ async fn attached(s: &mut PlayStream) -> anyhow::Result<(u64, String)> {
     Ok(got)
 }
 
-/// Open a stream to `addr`, log in (or create) and wait until attached.
-async fn login(addr: &str, name: &str, create: bool, conn_id: &str) -> anyhow::Result<PlayStream> {
-    let mut s = PlayStream::open(addr).await?;
+/// Open a stream to `addr` (with mutual TLS when `tls` is given: a keyed
+/// shard), log in (or create) and wait until attached.
+async fn login(
+    addr: &str,
+    tls: Option<&TlsKeys>,
+    name: &str,
+    create: bool,
+    conn_id: &str,
+) -> anyhow::Result<PlayStream> {
+    let mut s = PlayStream::open_with(addr, tls).await?;
     s.login(name, PASSWORD, create, conn_id).await?;
     attached(&mut s).await?;
     Ok(s)
@@ -156,13 +175,15 @@ fn nearest_other_zone(start: &str) -> (String, Vec<String>) {
 async fn walking_into_a_sibling_zone_keeps_journal_lines_exactly_once_and_in_order()
 -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
+    let (keys, tls) = keyed()?;
     let zones = starter_zones();
-    let world = start_world(WorldOpts::new("w1", &redis.url, &zone_refs(&zones)))?;
+    let world =
+        start_world(WorldOpts::new("w1", &redis.url, &zone_refs(&zones)).keyed(keys.path()))?;
     let start = start_room();
     let (target, path) = nearest_other_zone(&start);
     let (last, walk_in) = path.split_last().expect("a non-empty path");
 
-    let mut s = login(&world.addr, "Walker", true, "walk-1").await?;
+    let mut s = login(&world.addr, Some(&tls), "Walker", true, "walk-1").await?;
     let mut seq = 0u64;
     let mut next = || {
         seq += 1;
@@ -230,7 +251,7 @@ async fn walking_into_a_sibling_zone_keeps_journal_lines_exactly_once_and_in_ord
     // And it is what was saved: a fresh login resumes in the new zone.
     s.input(next(), "quit").await?;
     assert!(closed(&mut s).await?.1, "quit closes for good");
-    let mut again = login(&world.addr, "walker", false, "walk-2").await?;
+    let mut again = login(&world.addr, Some(&tls), "walker", false, "walk-2").await?;
     let (zone, _, _) = where_fields(&again.command(1, "where").await?);
     assert_eq!(zone, target);
     let listing = again.command(2, "journal").await?;
@@ -255,7 +276,7 @@ async fn walking_into_a_zone_this_shard_does_not_host_is_refused_politely() -> a
         assert_eq!(zone_of(&walk(&start, &walk_in[..n])), home, "{path:?}");
     }
 
-    let mut s = login(&world.addr, "Stayer", true, "stay-1").await?;
+    let mut s = login(&world.addr, None, "Stayer", true, "stay-1").await?;
     let mut seq = 0u64;
     for step in walk_in {
         seq += 1;
@@ -293,11 +314,13 @@ async fn walking_into_a_zone_this_shard_does_not_host_is_refused_politely() -> a
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_saves_closes_releases_leases_and_leaves_the_registry() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
+    let (keys, tls) = keyed()?;
     let zones = starter_zones();
-    let mut world = start_world(WorldOpts::new("w1", &redis.url, &zone_refs(&zones)))?;
+    let mut world =
+        start_world(WorldOpts::new("w1", &redis.url, &zone_refs(&zones)).keyed(keys.path()))?;
     let mut con = redis_conn(&redis).await?;
 
-    let mut s = login(&world.addr, "Sigrid", true, "sig-1").await?;
+    let mut s = login(&world.addr, Some(&tls), "Sigrid", true, "sig-1").await?;
     let entries: Vec<String> = (1..=3).map(|i| format!("entry {i}")).collect();
     for (i, e) in entries.iter().enumerate() {
         assert_eq!(
@@ -362,8 +385,9 @@ async fn sigint_saves_closes_releases_leases_and_leaves_the_registry() -> anyhow
 
     // Another shard on the same Redis serves the zones; the player comes
     // back with everything they wrote.
-    let next = start_world(WorldOpts::new("w2", &redis.url, &zone_refs(&zones)))?;
-    let mut again = login(&next.addr, "sigrid", false, "sig-2").await?;
+    let next =
+        start_world(WorldOpts::new("w2", &redis.url, &zone_refs(&zones)).keyed(keys.path()))?;
+    let mut again = login(&next.addr, Some(&tls), "sigrid", false, "sig-2").await?;
     let (_, _, shard) = where_fields(&again.command(1, "where").await?);
     assert_eq!(shard, "w2");
     let listing = again.command(2, "journal").await?;
@@ -379,9 +403,11 @@ async fn sigint_saves_closes_releases_leases_and_leaves_the_registry() -> anyhow
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_exits_even_when_a_client_keeps_its_stream_open() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
+    let (keys, tls) = keyed()?;
     let zones = starter_zones();
-    let mut world = start_world(WorldOpts::new("w1", &redis.url, &zone_refs(&zones)))?;
-    let mut s = login(&world.addr, "Holder", true, "hold-1").await?;
+    let mut world =
+        start_world(WorldOpts::new("w1", &redis.url, &zone_refs(&zones)).keyed(keys.path()))?;
+    let mut s = login(&world.addr, Some(&tls), "Holder", true, "hold-1").await?;
     assert_eq!(s.command(1, "journal held").await?, "Noted.\n");
     let stopped = tokio::task::block_in_place(|| world.stop_with(SIGINT, STOP_TIMEOUT));
     let status = stopped.unwrap_or_else(|e| panic!("{e}; log:\n{}", world.log_text()));
@@ -419,6 +445,7 @@ fn keys_of(v: &Value) -> BTreeSet<&str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn telosctl_status_json_shows_both_shards_their_zones_and_players() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
+    let (keys, tls) = keyed()?;
     let start = start_room();
     let home = zone_of(&start).to_string();
     // Split: the start zone and every other remaining zone on s1, the rest on s2.
@@ -428,12 +455,12 @@ async fn telosctl_status_json_shows_both_shards_their_zones_and_players() -> any
     for (i, z) in others.into_iter().enumerate() {
         if i % 2 == 0 { b.push(z) } else { a.push(z) }
     }
-    let s1 = start_world(WorldOpts::new("s1", &redis.url, &zone_refs(&a)))?;
-    let s2 = start_world(WorldOpts::new("s2", &redis.url, &zone_refs(&b)))?;
+    let s1 = start_world(WorldOpts::new("s1", &redis.url, &zone_refs(&a)).keyed(keys.path()))?;
+    let s2 = start_world(WorldOpts::new("s2", &redis.url, &zone_refs(&b)).keyed(keys.path()))?;
 
     // Two players in the start zone on s1; one saved in a zone of s2 logs in there.
-    let _ann = login(&s1.addr, "Ann", true, "ann").await?;
-    let _ben = login(&s1.addr, "Ben", true, "ben").await?;
+    let _ann = login(&s1.addr, Some(&tls), "Ann", true, "ann").await?;
+    let _ben = login(&s1.addr, Some(&tls), "Ben", true, "ben").await?;
     let away_room = first_room(&b[0])?;
     let store = Store::connect(&redis.url).await?;
     store
@@ -443,7 +470,7 @@ async fn telosctl_status_json_shows_both_shards_their_zones_and_players() -> any
             &to_state_json(&Character::new("Cyd", &away_room)),
         )
         .await?;
-    let mut cyd = login(&s2.addr, "Cyd", false, "cyd").await?;
+    let mut cyd = login(&s2.addr, Some(&tls), "Cyd", false, "cyd").await?;
     let (zone, _, shard) = where_fields(&cyd.command(1, "where").await?);
     assert_eq!((zone.as_str(), shard.as_str()), (b[0].as_str(), "s2"));
 
@@ -527,12 +554,14 @@ async fn telosctl_status_json_shows_both_shards_their_zones_and_players() -> any
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn telosctl_status_json_counts_players_per_zone() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
+    let (keys, tls) = keyed()?;
     let start = start_room();
     let home = zone_of(&start).to_string();
     let zones = starter_zones();
-    let world = start_world(WorldOpts::new("s1", &redis.url, &zone_refs(&zones)))?;
-    let _ann = login(&world.addr, "Ann", true, "ann").await?;
-    let _ben = login(&world.addr, "Ben", true, "ben").await?;
+    let world =
+        start_world(WorldOpts::new("s1", &redis.url, &zone_refs(&zones)).keyed(keys.path()))?;
+    let _ann = login(&world.addr, Some(&tls), "Ann", true, "ann").await?;
+    let _ben = login(&world.addr, Some(&tls), "Ben", true, "ben").await?;
     let mut expected: BTreeMap<String, u64> = zones.iter().map(|z| (z.clone(), 0)).collect();
     expected.insert(home, 2);
     eventually("zone player counts", || {
@@ -569,9 +598,11 @@ async fn telosctl_status_json_counts_players_per_zone() -> anyhow::Result<()> {
 async fn telosctl_tier_takes_effect_at_the_next_login_and_refuses_unknown_names()
 -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
+    let (keys, tls) = keyed()?;
     let zones = starter_zones();
-    let world = start_world(WorldOpts::new("w1", &redis.url, &zone_refs(&zones)))?;
-    let mut s = login(&world.addr, "Tess", true, "tess-1").await?;
+    let world =
+        start_world(WorldOpts::new("w1", &redis.url, &zone_refs(&zones)).keyed(keys.path()))?;
+    let mut s = login(&world.addr, Some(&tls), "Tess", true, "tess-1").await?;
     let score = s.command(1, "score").await?;
     assert!(score.lines().any(|l| l == "Tier: player"), "{score}");
 
@@ -582,7 +613,7 @@ async fn telosctl_tier_takes_effect_at_the_next_login_and_refuses_unknown_names(
 
     s.input(2, "quit").await?;
     closed(&mut s).await?;
-    let mut s = login(&world.addr, "tess", false, "tess-2").await?;
+    let mut s = login(&world.addr, Some(&tls), "tess", false, "tess-2").await?;
     let score = s.command(1, "score").await?;
     assert!(score.lines().any(|l| l == "Tier: admin"), "{score}");
 
@@ -610,15 +641,17 @@ async fn telosctl_tier_takes_effect_at_the_next_login_and_refuses_unknown_names(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn telosctl_tier_applies_to_a_takeover_login() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
+    let (keys, tls) = keyed()?;
     let zones = starter_zones();
-    let world = start_world(WorldOpts::new("w1", &redis.url, &zone_refs(&zones)))?;
-    let mut first = login(&world.addr, "Tove", true, "tove-1").await?;
+    let world =
+        start_world(WorldOpts::new("w1", &redis.url, &zone_refs(&zones)).keyed(keys.path()))?;
+    let mut first = login(&world.addr, Some(&tls), "Tove", true, "tove-1").await?;
     assert_eq!(first.command(1, "journal kept").await?, "Noted.\n");
     let url = redis.url.clone();
     let out =
         tokio::task::spawn_blocking(move || telosctl(&url, &["tier", "tove", "builder"])).await??;
     assert!(out.success(), "{}", out.stderr);
-    let mut second = login(&world.addr, "tove", false, "tove-2").await?;
+    let mut second = login(&world.addr, Some(&tls), "tove", false, "tove-2").await?;
     assert!(closed(&mut first).await?.1, "the old session is taken over");
     let score = second.command(1, "score").await?;
     assert!(score.lines().any(|l| l == "Tier: builder"), "{score}");
@@ -636,7 +669,8 @@ fn temp_dir(what: &str) -> PathBuf {
 }
 
 #[test]
-fn telosctl_keygen_writes_four_owner_only_files() -> anyhow::Result<()> {
+fn telosctl_keygen_writes_the_keypairs_and_the_role_certificates_owner_only() -> anyhow::Result<()>
+{
     use std::os::unix::fs::PermissionsExt;
     let dir = temp_dir("keys");
     let keys = dir.join("keys");
@@ -652,7 +686,27 @@ fn telosctl_keygen_writes_four_owner_only_files() -> anyhow::Result<()> {
         files.push((entry.file_name().to_string_lossy().into_owned(), mode));
     }
     files.sort();
-    assert_eq!(files.len(), 4, "{files:?}");
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    // The two keypairs and the CONTRACT's CA and role certificates, with
+    // the CA's key (what `telosctl cert` issues more with).
+    assert_eq!(
+        names,
+        [
+            "ca.crt",
+            "ca.key",
+            "gate.crt",
+            "gate.key",
+            "handoff.key",
+            "handoff.pub",
+            "operator.crt",
+            "operator.key",
+            "shard.crt",
+            "shard.key",
+            "snapshot.key",
+            "snapshot.pub",
+        ],
+        "{files:?}"
+    );
     for (name, mode) in &files {
         assert_eq!(*mode, 0o600, "{name} is {mode:o}");
     }
@@ -801,9 +855,11 @@ fn a_missing_shard_id_exits_with_one_line_naming_it() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_play_stream_does_not_hold_a_stopping_shard() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
-    let mut shard = start_world(WorldOpts::new("shard-a", &redis.url, &["city"]))?;
+    let (keys, tls) = keyed()?;
+    let mut shard =
+        start_world(WorldOpts::new("shard-a", &redis.url, &["city"]).keyed(keys.path()))?;
     shard.wait_log("zone started zone=city", SETTLE).await?;
-    let _silent = PlayStream::open(&shard.addr).await?;
+    let _silent = PlayStream::open_with(&shard.addr, Some(&tls)).await?;
     // Give the shard a moment to see the stream (its session task starts).
     tokio::time::sleep(Duration::from_millis(200)).await;
     // Bounds the hang: far below the 30 s deadline the bug waited out.

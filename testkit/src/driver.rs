@@ -22,6 +22,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use telos_proto::v1::Redirect;
 use telos_proto::v1::server_frame::Frame;
+use telos_tls::TlsKeys;
 use tokio::time::Instant;
 
 use crate::play::{Channels, PlayStream};
@@ -77,6 +78,10 @@ pub struct Driver {
     pub shard: String,
     /// Where streams are opened: shared connections, or one each when `None`.
     channels: Option<Arc<Channels>>,
+    /// The certificate a stream of its own is dialled with (a keyed shard);
+    /// plaintext when `None` (a keyless one). Shared connections carry
+    /// their own ([`Channels::tls`]).
+    tls: Option<TlsKeys>,
     /// Candidate shard addresses for a resume.
     shards: Vec<String>,
     /// Next candidate to try.
@@ -86,17 +91,32 @@ pub struct Driver {
 }
 
 impl Driver {
-    /// Log in (or create) at `addr`, following a login redirect.
+    /// Log in (or create) at the keyless shard `addr` (plaintext),
+    /// following a login redirect.
     pub async fn login(
         addr: &str,
         name: &str,
         password: &str,
         create: bool,
     ) -> anyhow::Result<Driver> {
+        Driver::login_with(addr, None, name, password, create).await
+    }
+
+    /// [`login`](Self::login) with mutual TLS when `tls` is given (a keyed
+    /// shard: a gate's certificate, as the gate presents), on every stream
+    /// this driver opens.
+    pub async fn login_with(
+        addr: &str,
+        tls: Option<&TlsKeys>,
+        name: &str,
+        password: &str,
+        create: bool,
+    ) -> anyhow::Result<Driver> {
         let conn_id = format!("test-{name}-{}", crate::unique());
-        let stream = PlayStream::open(addr).await?;
+        let stream = PlayStream::open_with(addr, tls).await?;
         stream.login(name, password, create, &conn_id).await?;
         let mut d = Driver::on(stream, addr, name, &conn_id, "", None);
+        d.tls = tls.cloned();
         if let Err(lost) = d.attach_loop().await {
             bail!("login failed: {lost:?}");
         }
@@ -153,6 +173,7 @@ impl Driver {
             resumes: 0,
             shard: String::new(),
             channels,
+            tls: None,
             shards: Vec::new(),
             next_shard: 0,
             addr: addr.to_string(),
@@ -173,7 +194,7 @@ impl Driver {
                 Ok(channel) => PlayStream::open_on(channel).await,
                 Err(e) => Err(e),
             },
-            None => PlayStream::open(addr).await,
+            None => PlayStream::open_with(addr, self.tls.as_ref()).await,
         };
         let stream = opened.map_err(|e| Lost::Retry(format!("dial {addr}: {e:#}")))?;
         self.stream = stream;

@@ -58,6 +58,16 @@ impl TempKeys {
     }
 }
 
+/// The environment switch a bench reads: `TELOS_BENCH_TLS=0` runs it
+/// without TLS (a plaintext baseline, to measure what TLS costs); unset or
+/// any other value, with TLS, as a cluster runs.
+pub const BENCH_TLS_ENV: &str = "TELOS_BENCH_TLS";
+
+/// Whether a bench runs with TLS ([`BENCH_TLS_ENV`]).
+pub fn bench_tls() -> bool {
+    std::env::var(BENCH_TLS_ENV).map_or(true, |v| v.trim() != "0")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@ use telos_testkit::keys::TempKeys;
 use telos_testkit::play::Channels;
 use telos_testkit::process::{Proc, start_keyed_world};
 use telos_testkit::world::starter_zones;
-use telos_tls::Role;
+use telos_tls::{Role, TlsKeys};
 use telos_world::game::Character;
 use telos_world::handoff::keys::{self, ClusterKeys};
 use telos_world::handoff::snapshot::{PlayerSnapshot, sign_snapshot};
@@ -74,6 +74,11 @@ pub async fn cluster() -> anyhow::Result<Cluster> {
 }
 
 impl Cluster {
+    /// The gate certificate a Play client of these keyed shards presents.
+    pub fn gate(&self) -> TlsKeys {
+        self._keys_dir.tls(Role::Gate)
+    }
+
     /// A `Handoff` client on `addr` presenting the cluster's shard
     /// certificate, as a peer shard dials (over the testkit's channels).
     pub fn client(&self, addr: &str) -> anyhow::Result<HandoffClient<Channel>> {

@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 
 use crate::cli::{Finished, clean_command, run_to_exit, telosctl};
-use crate::process::{Proc, gate_command, keyed_world_command};
+use crate::process::{Proc, keyed_gate_command, keyed_world_command};
 use crate::redis::{RedisOptions, RedisServer, free_port};
 use crate::world::starter_zones;
 
@@ -190,12 +190,13 @@ impl Cluster {
         std::fs::read_to_string(path).unwrap_or_default()
     }
 
-    /// Start (or restart) the gate on its pinned address.
+    /// Start (or restart) the gate on its pinned address, dialling the
+    /// keyed shards with mutual TLS (its gate certificate).
     pub fn start_gate(&mut self) -> anyhow::Result<()> {
         self.gate_incarnation += 1;
         let burst = GATE_LOGIN_BURST.to_string();
         let extra = ["--login-ip-burst", &burst, "--login-ip-per-sec", &burst];
-        let cmd = gate_command(&self.gate_addr, &self.redis_url, &extra);
+        let cmd = keyed_gate_command(&self.gate_addr, &self.redis_url, &self.keys, &extra);
         let name = format!("gate#{}", self.gate_incarnation);
         let log = self
             .logs_dir()
