@@ -50,6 +50,9 @@ fn start_cluster() -> anyhow::Result<(Cluster, String)> {
         .env("TELOS_METRICS", "0")
         // Fifty players log in from one address at once.
         .env("TELOS_GATE_LOGIN_IP_BURST", "500")
+        // Every bot creates its character from 127.0.0.1: lift the gate's
+        // per-address limits (connections, creates) as test gates do.
+        .envs(telos_testkit::process::GATE_TEST_EDGE_ENV)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()?;

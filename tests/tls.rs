@@ -34,7 +34,7 @@ const READY: Duration = Duration::from_secs(20);
 const CALL: Duration = Duration::from_secs(10);
 
 struct World {
-    _redis: RedisServer,
+    redis: RedisServer,
     keys: TempKeys,
     shard: Proc,
 }
@@ -52,11 +52,7 @@ async fn keyed_world() -> anyhow::Result<World> {
         &no_flags,
     )?;
     shard.wait_log("zone started zone=city", READY).await?;
-    Ok(World {
-        _redis: redis,
-        keys,
-        shard,
-    })
+    Ok(World { redis, keys, shard })
 }
 
 /// A channel to `addr` presenting `tls` (`None`: plaintext), connected now
@@ -384,5 +380,28 @@ async fn a_listener_with_a_shard_certificate_does_get_the_login() -> anyhow::Res
         Some(client_frame::Frame::Login(login)) => assert_eq!(login.name, "victim"),
         other => panic!("expected a Login, got {other:?}"),
     }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyless_shard_cannot_join_a_keyed_cluster() -> anyhow::Result<()> {
+    // A keyless shard serves Admin in plaintext to anyone; on a keyed
+    // cluster's Redis its TransferZone would move the keyed shards' zones.
+    let w = keyed_world().await?;
+    let redis_url = w.redis.url.clone();
+    let opts = telos_testkit::process::WorldOpts::new("intruder", &redis_url, &["docks"]);
+    let cmd = telos_testkit::process::world_command(opts);
+    let done = telos_testkit::process::blocking(|| {
+        telos_testkit::cli::run_to_exit("world-intruder", cmd, READY)
+    })?;
+    assert!(
+        !done.success(),
+        "a keyless shard started on a keyed cluster"
+    );
+    assert!(
+        done.stderr.contains("keyed cluster") && done.stderr.contains("--keys"),
+        "{}",
+        done.stderr
+    );
     Ok(())
 }

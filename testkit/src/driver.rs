@@ -91,8 +91,7 @@ pub struct Driver {
 }
 
 impl Driver {
-    /// Log in (or create) at the keyless shard `addr` (plaintext),
-    /// following a login redirect.
+    /// Log in (or create) at the keyless shard `addr`, following a redirect.
     pub async fn login(
         addr: &str,
         name: &str,
@@ -103,8 +102,7 @@ impl Driver {
     }
 
     /// [`login`](Self::login) with mutual TLS when `tls` is given (a keyed
-    /// shard: a gate's certificate, as the gate presents), on every stream
-    /// this driver opens.
+    /// shard: a gate's certificate) on every stream this driver opens.
     pub async fn login_with(
         addr: &str,
         tls: Option<&TlsKeys>,
@@ -120,15 +118,14 @@ impl Driver {
         if let Err(lost) = d.attach_loop().await {
             bail!("login failed: {lost:?}");
         }
-        // The room description that follows a fresh login.
-        let look = d
+        let room_after_login = d
             .stream
             .until(|f| match f {
                 Frame::Output(o) => Some(o.text.clone()),
                 _ => None,
             })
             .await?;
-        d.transcript.push_str(&look);
+        d.transcript.push_str(&room_after_login);
         Ok(d)
     }
 

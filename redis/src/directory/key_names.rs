@@ -13,6 +13,12 @@ pub fn zone_gen(zone: &str) -> String {
     format!("{PREFIX}zone:{zone}:gen")
 }
 
+/// Set (for good) by the first keyed shard: this Redis serves a cluster
+/// that speaks mutual TLS, so a keyless shard must not join it.
+pub fn keyed_cluster() -> String {
+    format!("{PREFIX}cluster:keyed")
+}
+
 pub fn zones() -> String {
     format!("{PREFIX}zones")
 }

@@ -156,6 +156,26 @@ impl Directory {
         Ok(())
     }
 
+    /// Record that this cluster is keyed (mutual TLS between its
+    /// processes). Never unset by Telos: an operator who really means to
+    /// turn a cluster back into a keyless dev setup deletes the key.
+    pub async fn mark_keyed_cluster(&self) -> Result<(), DirectoryError> {
+        redis::cmd("SET")
+            .arg(key_names::keyed_cluster())
+            .arg(1)
+            .exec_async(&mut self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// Whether a keyed shard ever joined this Redis.
+    pub async fn is_keyed_cluster(&self) -> Result<bool, DirectoryError> {
+        Ok(redis::cmd("EXISTS")
+            .arg(key_names::keyed_cluster())
+            .query_async(&mut self.conn())
+            .await?)
+    }
+
     /// Every known zone id, sorted.
     pub async fn known_zones(&self) -> Result<Vec<String>, DirectoryError> {
         let mut zones: Vec<String> = redis::cmd("SMEMBERS")

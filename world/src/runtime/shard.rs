@@ -102,10 +102,22 @@ impl Shard {
                     .with_context(|| "invalid setting --keys (TELOS_KEYS)".to_string())?,
             ),
             None => {
+                // A keyless shard serves every port in plaintext without a
+                // role check: in a keyed cluster it would let anyone move
+                // the cluster's zones through its Admin service.
+                if directory.is_keyed_cluster().await? {
+                    anyhow::bail!(
+                        "this Redis serves a keyed cluster (mutual TLS); a keyless shard would \
+                         open it to anyone who can reach its port: start it with --keys"
+                    );
+                }
                 warn!("no --keys: this shard is keyless and never hands a player off");
                 None
             }
         };
+        if keys.is_some() {
+            directory.mark_keyed_cluster().await?;
+        }
         let tracker = TaskTracker::new();
         let root = CancellationToken::new();
         let handoff = Arc::new(Handoff::new(
