@@ -45,6 +45,13 @@ impl FileConfig {
 
     pub fn parse(text: &str) -> Result<Self, String> {
         // toml's messages span several lines; keep the one-line promise.
-        toml::from_str(text).map_err(|e| e.to_string().lines().collect::<Vec<_>>().join(" "))
+        // Only the position and the reason: toml's own message quotes the
+        // offending line, which may hold a Redis password.
+        toml::from_str(text).map_err(|e| {
+            let line = e
+                .span()
+                .map_or(0, |span| text[..span.start].matches('\n').count() + 1);
+            format!("line {line}: {}", e.message().trim())
+        })
     }
 }

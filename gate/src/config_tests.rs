@@ -170,3 +170,12 @@ fn a_bare_metrics_port_binds_loopback_and_an_address_is_used_as_given() {
         .to_string();
     assert!(err.contains("metrics_listen"), "{err}");
 }
+
+#[test]
+fn a_config_file_error_does_not_quote_the_line() {
+    // Review finding: toml's message quoted the offending line, and with it
+    // a Redis password.
+    let err = FileConfig::parse("redis_url = \"redis://telos:s3\"cret@h:1\"\n").unwrap_err();
+    assert!(err.contains("line 1"), "{err}");
+    assert!(!err.contains("s3") && !err.contains("cret"), "{err}");
+}

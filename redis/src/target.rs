@@ -197,12 +197,15 @@ fn read_password(path: &Path) -> Result<String, TargetError> {
 /// is everything before the last `@`.
 pub fn redact(url: &str) -> String {
     let url = redact_query_password(url);
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url;
+    // Without `://` (a mistyped scheme, or none) the whole text is the
+    // authority: a password in it is hidden all the same.
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), url.as_str()),
     };
     match rest.rsplit_once('@') {
         Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _password)) => format!("{scheme}://{user}:{REDACTED}@{host}"),
+            Some((user, _password)) => format!("{scheme}{user}:{REDACTED}@{host}"),
             // A user name alone: not a secret.
             None => url.clone(),
         },

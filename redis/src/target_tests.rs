@@ -90,3 +90,16 @@ fn a_ca_needs_a_rediss_url() {
         RedisTarget::from_files("redis://h:1", None, Some(Path::new("/nonexistent"))).unwrap_err();
     assert!(matches!(err, TargetError::CaWithoutTls { .. }), "{err}");
 }
+
+#[test]
+fn redact_hides_a_password_in_a_url_without_a_valid_scheme() {
+    // Review finding: a typo in the scheme printed the URL whole.
+    for (url, shown) in [
+        ("telos:s3cret@127.0.0.1:6391", "telos:***@127.0.0.1:6391"),
+        ("redis:/telos:s3cret@h:1", "redis:***@h:1"),
+        (":s3cret@h:1", ":***@h:1"),
+    ] {
+        assert_eq!(redact(url), shown, "{url}");
+        assert!(!redact(url).contains("s3cret"));
+    }
+}

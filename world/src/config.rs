@@ -156,7 +156,17 @@ fn parse_addr(name: &str, value: &str) -> Result<SocketAddr, ConfigError> {
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| bad("--config", format!("{}: {e}", path.display())))?;
-    toml::from_str(&text).map_err(|e| bad("--config", format!("{}: {e}", path.display())))
+    // Only the position and the reason: toml's own message quotes the
+    // offending line, which may hold a Redis password.
+    toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map_or(0, |span| text[..span.start].matches('\n').count() + 1);
+        bad(
+            "--config",
+            format!("{} line {line}: {}", path.display(), e.message().trim()),
+        )
+    })
 }
 
 impl WorldConfig {
