@@ -23,6 +23,8 @@
 //! lines, which may name a player, stay in the logs.
 
 mod listen;
+mod open_files;
+pub use open_files::raise_open_file_limit;
 pub use listen::{
     METRICS_DEFAULT_IP, MetricsListenError, metrics_listen_addr, warn_if_metrics_exposed,
 };

@@ -60,6 +60,8 @@ const SERVER_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2)
 /// log their own troubles before it.
 pub async fn run(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<()> {
     let telemetry = telos_telemetry::init("telos-world");
+    // Gates, peers and strangers on the network each hold a socket.
+    telos_telemetry::raise_open_file_limit();
     let result = serve(cfg, game).await;
     telemetry.shutdown().await;
     match result? {

@@ -23,7 +23,8 @@ async fn main() -> ExitCode {
     };
     // Logs, and OTLP traces when OTEL_EXPORTER_OTLP_ENDPOINT is set.
     let telemetry = telos_telemetry::init("telos-gate");
-    raise_open_file_limit();
+    // Every player is a socket.
+    telos_telemetry::raise_open_file_limit();
     if let Some(addr) = settings.metrics_listen {
         telos_telemetry::warn_if_metrics_exposed(addr);
         if let Err(e) = telos_gate::metrics::install_prometheus(addr) {
@@ -93,19 +94,6 @@ fn check_credentials(
         }
     });
     refused
-}
-
-/// Every player is a socket: raise the soft open-file limit to the hard one,
-/// so a storm of connections meets the gate's own caps (`--max-connections`,
-/// `--max-connections-per-ip`) instead of `EMFILE` on accept. Logged once.
-fn raise_open_file_limit() {
-    let before = rlimit::Resource::NOFILE.get().map(|(soft, _)| soft);
-    match rlimit::increase_nofile_limit(u64::MAX) {
-        Ok(soft) => {
-            tracing::info!(before = ?before.ok(), soft, "open file limit raised to the hard limit")
-        }
-        Err(e) => tracing::warn!(error = %e, "could not raise the open file limit"),
-    }
 }
 
 /// SIGINT or SIGTERM: the gate holds no state, both mean "stop cleanly".
