@@ -68,7 +68,17 @@ pub(super) async fn login_frame(
             .create_character(&login.name, &login.password, &ch.dump_state_json())
             .await
         {
-            Ok(()) => info!(player = %key, "character created"),
+            Ok(()) => {
+                info!(player = %key, "character created");
+                // The creator's address is the account's first known
+                // source: exempt from the account-wide throttle, so a
+                // guesser elsewhere cannot crowd the creator out of its
+                // own account before its first login.
+                let bucket = source_bucket(&login.client_addr);
+                if let Err(e) = store.login_succeeded(&login.name, &bucket).await {
+                    warn!(error = %e, "marking the creator's address as known failed");
+                }
+            }
             Err(StoreError::NameTaken) => {
                 send_closed(out, "Login failed: that name is taken.", true).await;
                 return None;
