@@ -86,6 +86,12 @@ impl TokenBucket {
         self.tokens = (self.tokens + 1.0).min(f64::from(burst));
     }
 
+    /// Tokens held now.
+    fn level(&mut self, burst: u32, per_sec: f64, now: Instant) -> f64 {
+        self.refill(burst, per_sec, now);
+        self.tokens
+    }
+
     fn is_full(&mut self, burst: u32, per_sec: f64, now: Instant) -> bool {
         self.refill(burst, per_sec, now);
         self.tokens >= f64::from(burst)
@@ -115,9 +121,19 @@ impl IpLimiter {
             map.retain(|_, b| !b.is_full(self.burst, self.per_sec, now));
         }
         if map.len() >= MAX_TRACKED_IPS && !map.contains_key(&ip) {
-            // Every tracked address is actively failing logins: refuse new
-            // ones rather than grow without bound.
-            return false;
+            // Every tracked address owes tokens. Refusing the new one would
+            // let an attacker with enough addresses (one IPv6 /48 holds
+            // 65 536 /64s) shut everyone new out; instead forget the
+            // bucket closest to full, the one that carries the least.
+            let (burst, per_sec) = (self.burst, self.per_sec);
+            let fullest = map
+                .iter_mut()
+                .map(|(k, b)| (*k, b.level(burst, per_sec, now)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|(k, _)| k);
+            if let Some(k) = fullest {
+                map.remove(&k);
+            }
         }
         map.entry(ip)
             .or_insert_with(|| TokenBucket::new(self.burst, now))
@@ -198,6 +214,27 @@ impl Drop for ConnectionSlot {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_full_table_of_spent_buckets_still_admits_a_new_address() {
+        // Review finding: with MAX_TRACKED_IPS buckets each one token short
+        // (the create limit refills 5 an hour), every new address was
+        // refused for as long as the attacker kept them spent.
+        use super::*;
+        let limiter = IpLimiter::new(5, 5.0 / 3600.0);
+        let now = Instant::now();
+        for i in 0..MAX_TRACKED_IPS as u32 {
+            let ip = ip_bucket(IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000 + i)));
+            assert!(limiter.try_acquire(ip, now));
+        }
+        let honest = ip_bucket("192.0.2.7".parse().unwrap());
+        assert!(
+            limiter.try_acquire(honest, now),
+            "a new address is admitted"
+        );
+        let tracked = limiter.buckets.lock().unwrap().len();
+        assert!(tracked <= MAX_TRACKED_IPS, "{tracked} buckets");
+    }
+
     use super::*;
     use std::time::Duration;
 

@@ -24,10 +24,10 @@
 
 mod listen;
 mod open_files;
-pub use open_files::raise_open_file_limit;
 pub use listen::{
     METRICS_DEFAULT_IP, MetricsListenError, metrics_listen_addr, warn_if_metrics_exposed,
 };
+pub use open_files::raise_open_file_limit;
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
