@@ -18,7 +18,10 @@ const PASSWORD: &str = "correct horse";
 const ZONE: &str = "city";
 /// A caller's deadline far shorter than any hand-over (an AdoptZone round
 /// trip, a flip): the request is abandoned while the hand-over runs.
-const HANG_UP: std::time::Duration = std::time::Duration::from_millis(5);
+/// The caller's deadline in the hang-up test: far below the hand-over's own
+/// RPC timeout to the target, which is paused meanwhile so the caller is
+/// sure to give up first.
+const HANG_UP: std::time::Duration = std::time::Duration::from_millis(200);
 
 fn handover(to: &str, generation: u64) -> HandoverZoneRequest {
     HandoverZoneRequest {
@@ -226,7 +229,13 @@ async fn a_handover_whose_caller_hangs_up_still_completes() -> anyhow::Result<()
     let (mut p, dir, generation) = player_in_city(&c, "Tam").await?;
     let mut req = tonic::Request::new(handover("shard-b", generation));
     req.set_timeout(HANG_UP);
-    let err = c.client(&c.a.addr)?.handover_zone(req).await.unwrap_err();
+    // Shard-b is paused, so the hand-over waits on its AdoptZone and the
+    // caller's deadline passes first whatever the machine's speed (with a
+    // running target the hand-over sometimes won the race and answered).
+    c.b.signal(libc::SIGSTOP);
+    let answer = c.client(&c.a.addr)?.handover_zone(req).await;
+    c.b.signal(libc::SIGCONT);
+    let err = answer.unwrap_err();
     assert!(
         matches!(err.code(), Code::Cancelled | Code::DeadlineExceeded),
         "the caller gave up before the answer: {err:?}"
