@@ -220,6 +220,42 @@ async fn many_sources_are_throttled_account_wide_never_shut_out() -> anyhow::Res
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_creators_address_is_not_throttled_before_its_first_login() -> anyhow::Result<()> {
+    // Review finding: a guesser could throttle an account before its
+    // creator ever logged in, and the creator's own address was as new as
+    // the guesser's.
+    let redis = RedisServer::start()?;
+    let flags = [
+        "--login-lock-after",
+        "1000",
+        "--login-throttle-after",
+        "3",
+        "--login-throttle-ms",
+        THROTTLE_MS,
+    ];
+    let (w, keys) = world(&redis, &flags)?;
+    let c = gate_channels(&keys);
+    let home = "198.51.100.20";
+    let mut s = PlayStream::open_on(c.channel(&w.addr)?).await?;
+    s.login_or_create_from(home, "Cyd", PASSWORD, true).await?;
+    assert!(matches!(answer(&mut s).await?, Answer::Attached { .. }));
+    drop(s);
+    for i in 0..4 {
+        let from = format!("203.0.113.{i}");
+        login_from(&c, &w.addr, &from, "cyd", WRONG).await?;
+    }
+    // The account is throttled for new sources...
+    let reason = refusal(login_from(&c, &w.addr, "203.0.113.60", "cyd", PASSWORD).await?);
+    assert!(reason.starts_with(LOCKED), "{reason}");
+    // ...but not for the address it was created from.
+    assert!(matches!(
+        login_from(&c, &w.addr, home, "cyd", PASSWORD).await?,
+        Answer::Attached { .. }
+    ));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn weak_passwords_are_refused_at_create_with_the_estimators_feedback() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
     let (w, keys) = world(&redis, &[])?;

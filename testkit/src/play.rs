@@ -122,10 +122,23 @@ impl PlayStream {
         name: &str,
         password: &str,
     ) -> anyhow::Result<()> {
+        self.login_or_create_from(client_addr, name, password, false)
+            .await
+    }
+
+    /// A `Login` (`create`: a new character) as a gate sends it for a
+    /// player at `client_addr`.
+    pub async fn login_or_create_from(
+        &self,
+        client_addr: &str,
+        name: &str,
+        password: &str,
+        create: bool,
+    ) -> anyhow::Result<()> {
         self.send(client_frame::Frame::Login(Login {
             name: name.into(),
             password: password.into(),
-            create: false,
+            create,
             conn_id: format!("conn-{client_addr}"),
             client_addr: client_addr.into(),
         }))
