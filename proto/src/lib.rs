@@ -10,6 +10,7 @@
 //!   the one rule every process reads.
 
 pub mod ids;
+pub mod source;
 
 pub mod v1 {
     tonic::include_proto!("telos.v1");

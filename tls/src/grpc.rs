@@ -5,7 +5,7 @@
 //! certificate ([`Role::dns_name`] is the name checked); a server learns the
 //! caller's role from the client certificate the handshake verified.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use rustls::pki_types::CertificateDer;
@@ -133,11 +133,6 @@ fn certificates(path: &Path, pem: &str) -> Result<Vec<CertificateDer<'static>>, 
         return Err(malformed("no PEM certificate in it".to_string()));
     }
     Ok(certs)
-}
-
-/// A key folder given on the command line, loaded for `role`.
-pub fn load_optional(dir: Option<&PathBuf>, role: Role) -> Result<Option<TlsKeys>, TlsError> {
-    dir.map(|d| TlsKeys::load(d, role)).transpose()
 }
 
 /// The interceptor in front of a service: only callers whose verified

@@ -3,30 +3,24 @@
 //! (`telos_redis::store::LoginLimits`); docs/operations.md, "Login limits
 //! at the shard", has the design.
 
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
+
 use std::time::Duration;
+use telos_proto::source::ip_bucket;
 
 /// The bucket of a `Login` without a usable client address: an older
 /// gate, or a caller that is not a gate. All of them share one bucket.
 pub(super) const UNKNOWN_SOURCE: &str = "unknown";
 
-/// IPv6 addresses are bucketed by their /64: one subscriber's network
-/// (a guesser rotating through its own 2^64 addresses is still one source).
-const V6_PREFIX_BITS: u32 = 64;
-
-/// The source bucket of the gate's `client_addr`: IPv4 by address, IPv6 by
-/// /64 (an IPv4-mapped IPv6 address is its IPv4 address).
+/// The source bucket of the gate's `client_addr`, by the one rule the
+/// gate's own limits use ([`ip_bucket`]: IPv4 by address, IPv6 by /64).
 pub(super) fn source_bucket(client_addr: &str) -> String {
     let ip = client_addr
         .parse::<IpAddr>()
         .or_else(|_| client_addr.parse::<SocketAddr>().map(|s| s.ip()));
-    match ip.map(|ip| ip.to_canonical()) {
-        Ok(IpAddr::V4(v4)) => format!("v4:{v4}"),
-        Ok(IpAddr::V6(v6)) => {
-            let mask = u128::MAX << (128 - V6_PREFIX_BITS);
-            let prefix = Ipv6Addr::from(u128::from(v6) & mask);
-            format!("v6:{prefix}/{V6_PREFIX_BITS}")
-        }
+    match ip.map(ip_bucket) {
+        Ok(bucket) if bucket.addr().is_ipv4() => format!("v4:{bucket}"),
+        Ok(bucket) => format!("v6:{bucket}"),
         Err(_) => UNKNOWN_SOURCE.to_string(),
     }
 }
