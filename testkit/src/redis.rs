@@ -178,6 +178,15 @@ impl RedisServer {
                 bail!("redis-server on port {} exited early: {status}", self.port);
             }
             if self.is_ready() {
+                // Another test's server may hold the port `free_port` gave
+                // us (it was free when asked): ours then exits on its bind
+                // error, but a PING before it does is answered by theirs,
+                // and two tests would share one Redis.
+                if !self.answers_as_our_child() {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    bail!("port {} is another redis-server's", self.port);
+                }
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -230,6 +239,28 @@ impl RedisServer {
             return false;
         };
         redis::cmd("PING").query::<String>(&mut conn).is_ok()
+    }
+
+    /// The server answering on our port is our child process (its `INFO
+    /// server` names our pid). A user whose ACL forbids `INFO` is taken at
+    /// its word: only the port check above applies then.
+    fn answers_as_our_child(&self) -> bool {
+        let Ok(client) = self.client() else {
+            return false;
+        };
+        let Ok(mut conn) = client.get_connection_with_timeout(PROBE_TIMEOUT) else {
+            return false;
+        };
+        match redis::cmd("INFO").arg("server").query::<String>(&mut conn) {
+            Ok(info) => {
+                let pid = info
+                    .lines()
+                    .find_map(|l| l.strip_prefix("process_id:"))
+                    .and_then(|p| p.trim().parse::<u32>().ok());
+                pid == Some(self.child.id())
+            }
+            Err(_) => true,
+        }
     }
 
     /// [`url`](Self::url) with the ACL user and password in it.
