@@ -345,9 +345,13 @@ async fn measure_actor(
         Claim::Held { owner, .. } => anyhow::bail!("zone {zone_id} is held by {owner}"),
     };
     let lease = LeaseState::new(generation, ttl, sent_at);
+    let slot = shard
+        .hosted()
+        .reserve(zone_id)
+        .map_err(|t| anyhow::anyhow!("zone {zone_id} is taken: {t:?}"))?;
     let zone = spawn_zone(
         shard.zone_env().clone(),
-        zone_id,
+        slot,
         Box::new(ZoneState::new(def, shard_world.clone(), zone_id)),
         Some(lease.clone()),
         &tracker,

@@ -125,13 +125,19 @@ async fn serve(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<Option<D
     // Readiness line for scripts and tests (they read the bound address).
     println!("telos-world {} listening on {bound}", shard.id());
     info!(shard = shard.id(), %bound, advertised = %addr, "listening");
-    let signal = wait_for_signal().await?;
+    let signal = tokio::select! {
+        signal = wait_for_signal() => signal?,
+        // A newer process of this shard id took over while this one was
+        // paused (or it was started twice): stop, and say so in the exit
+        // status. Nothing is drained: the zones are not ours to hand on.
+        _ = shard.superseded().cancelled() => Signal::Superseded,
+    };
     // SIGTERM drains: every zone moves to a peer while live. This runs on
     // the signal's own task; the zones' lifetime token is untouched until
     // the drain is done.
     let drained = match signal {
         Signal::Term => Some(crate::runtime::moves::drain::begin_drain(&shard).await),
-        Signal::Int => None,
+        Signal::Int | Signal::Superseded => None,
     };
     stop(shard).await;
     // tonic's graceful shutdown waits for open streams; a client that never
@@ -142,6 +148,9 @@ async fn serve(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<Option<D
     {
         tracing::warn!("gRPC server did not stop within the grace period; exiting anyway");
     }
+    if signal == Signal::Superseded {
+        anyhow::bail!("superseded by a newer process of this shard id");
+    }
     Ok(drained)
 }
 
@@ -149,6 +158,8 @@ async fn serve(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<Option<D
 enum Signal {
     Term,
     Int,
+    /// Not a signal: a newer process of this shard id took over.
+    Superseded,
 }
 
 async fn wait_for_signal() -> anyhow::Result<Signal> {

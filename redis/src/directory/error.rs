@@ -20,6 +20,11 @@ pub enum DirectoryError {
     /// refused credentials, Redis unreachable); the message says which.
     #[error(transparent)]
     Connect(#[from] crate::directory::connection::ConnectError),
+    /// Refused: a newer process of this shard id owns the registry entry;
+    /// this one has been superseded (it was paused, or started twice) and
+    /// must stop writing.
+    #[error("a newer process of shard {shard} is running (this one is incarnation {incarnation})")]
+    Superseded { shard: String, incarnation: u64 },
     /// Failed: a key held data this code did not write.
     #[error("directory data at {key} is malformed: {reason}")]
     Corrupt { key: String, reason: String },
@@ -29,7 +34,10 @@ impl DirectoryError {
     /// True when the directory answered "no" to this request; false when it
     /// could not answer at all.
     pub fn is_refused(&self) -> bool {
-        matches!(self, Self::InstanceZone(_) | Self::Invalid(_))
+        matches!(
+            self,
+            Self::InstanceZone(_) | Self::Invalid(_) | Self::Superseded { .. }
+        )
     }
 
     /// True when Redis refused this process's credentials (see

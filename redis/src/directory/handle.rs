@@ -8,6 +8,10 @@ use super::connection::RedisConn;
 #[derive(Clone)]
 pub struct Directory {
     conn: RedisConn,
+    /// This process's incarnation: the fencing token that tells two
+    /// processes of one shard id apart (0 for a process that holds no
+    /// lease: a gate, telosctl, a test).
+    incarnation: u64,
 }
 
 impl std::fmt::Debug for Directory {
@@ -18,7 +22,25 @@ impl std::fmt::Debug for Directory {
 
 impl Directory {
     pub(super) fn new(conn: RedisConn) -> Directory {
-        Directory { conn }
+        Directory {
+            conn,
+            incarnation: 0,
+        }
+    }
+
+    /// This handle, speaking for process incarnation `incarnation` (see
+    /// [`Directory::mint_incarnation`]): every lease claim, renewal and
+    /// release and every heartbeat it sends carries it.
+    pub fn for_incarnation(&self, incarnation: u64) -> Directory {
+        Directory {
+            conn: self.conn.clone(),
+            incarnation,
+        }
+    }
+
+    /// The incarnation this handle speaks for (0: none).
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
     }
 
     /// A connection to run one command or script on (clones share the pipe).

@@ -4,12 +4,20 @@
 -- a reader never sees the id listed with a half-written entry.
 -- KEYS[1] registry hash    KEYS[2] registry id set
 -- ARGV[1] TTL, ms    ARGV[2..7] id, addr, state, players, capacity,
--- handoff version    ARGV[8..] pairs: zone count field, players
+-- handoff version    ARGV[8] the process's incarnation (0: none)
+-- ARGV[9..] pairs: zone count field, players
+-- Returns 1 published, or 0 when a newer process of the same shard id owns
+-- the entry (this process has been superseded: it writes nothing).
+local current = tonumber(redis.call('HGET', KEYS[1], 'inc') or '0')
+if current > tonumber(ARGV[8]) then
+  return 0
+end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1],
   'id', ARGV[2], 'addr', ARGV[3], 'state', ARGV[4],
-  'players', ARGV[5], 'capacity', ARGV[6], 'handoff_version', ARGV[7])
-for i = 8, #ARGV, 2 do
+  'players', ARGV[5], 'capacity', ARGV[6], 'handoff_version', ARGV[7],
+  'inc', ARGV[8])
+for i = 9, #ARGV, 2 do
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])

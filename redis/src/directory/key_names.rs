@@ -27,6 +27,12 @@ pub fn shard(shard: &str) -> String {
     format!("{PREFIX}shard:{shard}")
 }
 
+/// The counter that mints each process of a shard id its incarnation (never
+/// expires).
+pub fn shard_incarnation(shard: &str) -> String {
+    format!("{PREFIX}shard:{shard}:incarnation")
+}
+
 pub fn shards() -> String {
     format!("{PREFIX}shards")
 }

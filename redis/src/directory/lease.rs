@@ -32,8 +32,10 @@ pub(crate) fn routing_script(body: &str) -> Script {
 
 impl Directory {
     /// Claims `zone` for `shard`: mints the next generation if the zone is
-    /// free, refreshes the TTL at the same generation if `shard` already
-    /// holds it, and otherwise reports the holder.
+    /// free, refreshes the TTL at the same generation if this process of
+    /// `shard` already holds it (or `shard` does and no process is bound to
+    /// it yet), and otherwise reports the holder — also when another
+    /// incarnation of `shard` holds it (`lease_claim.lua`).
     pub async fn claim_zone(
         &self,
         zone: &str,
@@ -47,6 +49,7 @@ impl Directory {
             .key(key_names::zone_gen(zone))
             .arg(shard)
             .arg(ttl_ms(ttl)?)
+            .arg(self.incarnation())
             .invoke_async(&mut self.conn())
             .await?;
         Ok(if won == 1 {
@@ -74,12 +77,14 @@ impl Directory {
             .arg(shard)
             .arg(generation)
             .arg(ttl_ms(ttl)?)
+            .arg(self.incarnation())
             .invoke_async(&mut self.conn())
             .await?;
         Ok(renewed == 1)
     }
 
-    /// Gives up `shard`'s lease on `zone` if it is still held at `generation`.
+    /// Gives up `shard`'s lease on `zone` if this process still holds it at
+    /// `generation`.
     pub async fn release_zone(
         &self,
         zone: &str,
@@ -91,6 +96,7 @@ impl Directory {
             .key(key_names::zone_lease(zone))
             .arg(shard)
             .arg(generation)
+            .arg(self.incarnation())
             .invoke_async(&mut self.conn())
             .await?;
         Ok(released == 1)

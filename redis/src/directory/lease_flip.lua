@@ -7,7 +7,8 @@
 if redis.call('HGET', KEYS[1], 'owner') == ARGV[1]
    and redis.call('HGET', KEYS[1], 'gen') == ARGV[2] then
   local gen = redis.call('INCR', KEYS[2])
-  redis.call('HSET', KEYS[1], 'owner', ARGV[3], 'gen', gen)
+  -- No process of the new owner is bound yet: its first claim binds one.
+  redis.call('HSET', KEYS[1], 'owner', ARGV[3], 'gen', gen, 'inc', '0')
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
   return gen
 end

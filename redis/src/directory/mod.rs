@@ -57,6 +57,8 @@ mod types;
 #[cfg(test)]
 mod drain_tests;
 #[cfg(test)]
+mod incarnation_tests;
+#[cfg(test)]
 mod tests;
 
 use connection::RedisConn;

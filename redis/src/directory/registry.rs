@@ -19,6 +19,7 @@ use super::key_names;
 use super::types::{ShardInfo, ZoneStatus};
 
 static HEARTBEAT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("heartbeat.lua")));
+static DEREGISTER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("deregister.lua")));
 static SHARDS_LIVE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("shards_live.lua")));
 
@@ -86,27 +87,48 @@ impl Directory {
             .arg(info.state.as_str())
             .arg(info.players)
             .arg(info.capacity)
-            .arg(info.handoff_version);
+            .arg(info.handoff_version)
+            .arg(self.incarnation());
         for (zone, count) in zone_players {
             check_zone(zone)?;
             script.arg(zone_field(zone)).arg(count);
         }
-        let _: i64 = script.invoke_async(&mut self.conn()).await?;
+        let published: i64 = script.invoke_async(&mut self.conn()).await?;
+        if published == 0 {
+            return Err(DirectoryError::Superseded {
+                shard: info.id.clone(),
+                incarnation: self.incarnation(),
+            });
+        }
         Ok(())
     }
 
     /// Removes a shard's entry and online list at once (clean shutdown), so
     /// nobody routes to it or lists its players for the rest of the TTL.
+    /// A process superseded by a newer one of the same shard id removes
+    /// nothing (`deregister.lua`).
     pub async fn deregister(&self, shard: &str) -> Result<(), DirectoryError> {
         check_shard(shard)?;
-        redis::pipe()
-            .atomic()
-            .del(key_names::shard(shard))
-            .del(key_names::shard_online(shard))
-            .srem(key_names::shards(), shard)
-            .exec_async(&mut self.conn())
+        let _: i64 = DEREGISTER
+            .key(key_names::shard(shard))
+            .key(key_names::shard_online(shard))
+            .key(key_names::shards())
+            .arg(shard)
+            .arg(self.incarnation())
+            .invoke_async(&mut self.conn())
             .await?;
         Ok(())
+    }
+
+    /// A fresh fencing token for a starting process of `shard`: above every
+    /// one an earlier process of that id was given (a counter that never
+    /// expires), so no two processes ever share one.
+    pub async fn mint_incarnation(&self, shard: &str) -> Result<u64, DirectoryError> {
+        check_shard(shard)?;
+        Ok(redis::cmd("INCR")
+            .arg(key_names::shard_incarnation(shard))
+            .query_async(&mut self.conn())
+            .await?)
     }
 
     /// Every live shard, sorted by id. Ids whose entry expired are pruned.

@@ -25,7 +25,8 @@ if counter ~= ARGV[3] then
   return {'stale', counter}
 end
 local gen = redis.call('INCR', KEYS[2])
-redis.call('HSET', KEYS[1], 'owner', to, 'gen', gen)
+-- No process of the target is bound yet: its first renew binds one.
+redis.call('HSET', KEYS[1], 'owner', to, 'gen', gen, 'inc', '0')
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('DEL', KEYS[3])
 redis.call('SREM', KEYS[4], ARGV[1])

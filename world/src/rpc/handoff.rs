@@ -146,7 +146,9 @@ impl Handoff for HandoffService {
             | AdoptRefused::FromSelf
             | AdoptRefused::Draining
             | AdoptRefused::Version { .. } => Status::failed_precondition(e.to_string()),
-            AdoptRefused::Directory(_) => Status::unavailable(e.to_string()),
+            AdoptRefused::Directory(_) | AdoptRefused::Opening(_) => {
+                Status::unavailable(e.to_string())
+            }
         })?;
         Ok(Response::new(AdoptZoneResponse {}))
     }

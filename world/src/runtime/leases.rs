@@ -86,6 +86,16 @@ impl LeaseKeeper {
             .await?
         {
             Claim::Acquired { r#gen } => Ok(Some(LeaseState::new(r#gen, self.ttl, sent_at))),
+            Claim::Held { owner, r#gen } if owner == self.shard_id => {
+                // Our own id, another process: a predecessor that may only
+                // be paused. Its lease must lapse before we mint our own.
+                info!(
+                    zone,
+                    generation = r#gen,
+                    "zone lease held by an earlier process of this shard; waiting for it to lapse"
+                );
+                Ok(None)
+            }
             Claim::Held { owner, r#gen } => {
                 info!(
                     zone,

@@ -37,14 +37,24 @@ async fn transfer_pending(shard: &Shard, zone: &str) -> bool {
         || !matches!(shard.env.directory.transfer(zone).await, Ok(None))
 }
 
+/// How many times per lease TTL every shard looks for orphaned zones. A
+/// look is two round trips (the known zones, then one pipelined `EXISTS`
+/// per zone) plus, only when there are orphans, the selector's read: cheap
+/// enough to do every second, and the wait for
+/// a dead or stalled shard's zones is the TTL plus one period — at 6 s,
+/// 7 s rather than the 12 s of a once-per-TTL look (issue 17, defect 5:
+/// every command answered within the fault + the TTL + 2 s).
+const ORPHAN_LOOKS_PER_TTL: u32 = 6;
+
 /// A shard that died without draining leaves its zones' leases to
-/// expire. Every live shard looks for zones with no live lease once per
-/// lease TTL and asks the same director-owned selector that drains use
-/// who should take each; only the chosen shard claims it (and the claim
-/// is atomic, so two never both win). With the defaults a dead shard's
-/// zones are served again within lease TTL + one period: 6 s + 6 s.
+/// expire. Every live shard looks for zones with no live lease
+/// [`ORPHAN_LOOKS_PER_TTL`] times per lease TTL and asks the same
+/// director-owned selector that drains use who should take each; only the
+/// chosen shard claims it (and the claim is atomic, so two never both
+/// win). With the defaults a dead shard's zones are served again within
+/// lease TTL + one period: 6 s + 1 s.
 pub async fn orphan_loop(shard: &Shard) {
-    let period = shard.cfg.lease_ttl;
+    let period = shard.cfg.lease_ttl / ORPHAN_LOOKS_PER_TTL;
     loop {
         tokio::select! {
             _ = shard.env.root.cancelled() => return,

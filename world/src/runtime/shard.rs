@@ -12,7 +12,7 @@ use anyhow::Context;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{Instrument, info, info_span, warn};
+use tracing::{Instrument, error, info, info_span, warn};
 
 use super::closing::Closing;
 use super::leases::{Confirm, LeaseKeeper};
@@ -22,7 +22,9 @@ use crate::handoff::keys;
 use crate::model::ids::{is_instance_id, template_of};
 use crate::model::{Game, ZoneModel};
 use crate::zone::lease::LeaseState;
-use crate::zone::{Hosted, ZoneEnv, ZoneHandle, roster::Roster, spawn_adopted_zone, spawn_zone};
+use crate::zone::{
+    Hosted, Opening, Taken, ZoneEnv, ZoneHandle, roster::Roster, spawn_adopted_zone, spawn_zone,
+};
 use telos_redis::directory::{Directory, DirectoryError, ShardInfo, ShardState};
 use telos_redis::store::Store;
 
@@ -52,6 +54,9 @@ pub struct Shard {
     /// What every zone actor shares (the store, the directory, the game…).
     pub(super) env: ZoneEnv,
     draining: AtomicBool,
+    /// Cancelled when a newer process of this shard id has taken over the
+    /// registry entry: this process stops (see [`Shard::superseded`]).
+    superseded: CancellationToken,
 }
 
 /// Why a zone could not be hosted here.
@@ -83,6 +88,14 @@ impl Shard {
     ) -> anyhow::Result<Arc<Shard>> {
         // The errors name the (redacted) URL themselves.
         let directory = Directory::connect(&cfg.redis).await?;
+        // One fencing token per process (issue 17, defect 2): every lease
+        // this process claims, renews or releases and every heartbeat is
+        // bound to it, so a process restarted with this shard id never
+        // writes under its predecessor's lease, and a predecessor that was
+        // only paused finds itself superseded.
+        let incarnation = directory.mint_incarnation(&cfg.shard_id).await?;
+        let directory = directory.for_incarnation(incarnation);
+        info!(shard = %cfg.shard_id, incarnation, "process incarnation minted");
         let store = Store::connect_with_hash_queue(&cfg.redis, cfg.login_hash_queue).await?;
         for zone in &cfg.zones {
             if game.zone(zone).is_none() {
@@ -160,6 +173,7 @@ impl Shard {
             addr,
             env,
             draining: AtomicBool::new(false),
+            superseded: CancellationToken::new(),
             leases,
             transfer_closing: Default::default(),
             handing_over: Default::default(),
@@ -270,15 +284,30 @@ impl Shard {
         let (info, zone_players) = self.presence();
         metrics::gauge!("telos_players", "shard" => self.cfg.shard_id.clone())
             .set(info.players as f64);
-        if let Err(e) = self
+        match self
             .env
             .directory
             .heartbeat_with_zones(&info, &zone_players, PRESENCE_TTL)
             .await
         {
-            metrics::counter!("telos_redis_errors_total", "op" => "heartbeat").increment(1);
-            warn!(error = %e, "registry heartbeat failed");
+            Ok(()) => {}
+            Err(e @ DirectoryError::Superseded { .. }) => {
+                error!(error = %e, "superseded by a newer process of this shard id: stopping");
+                self.superseded.cancel();
+            }
+            Err(e) => {
+                metrics::counter!("telos_redis_errors_total", "op" => "heartbeat").increment(1);
+                warn!(error = %e, "registry heartbeat failed");
+            }
         }
+    }
+
+    /// Cancelled once a newer process of this shard id owns the registry
+    /// entry (this one was paused past its leases, or started twice): the
+    /// process stops. Its leases are already the newer one's or lapse; its
+    /// saves are fenced by owner epochs.
+    pub fn superseded(&self) -> &CancellationToken {
+        &self.superseded
     }
 
     pub async fn heartbeat_loop(&self) {
@@ -313,15 +342,20 @@ impl Shard {
         }
     }
 
-    /// Claim `zone`'s lease and start its actor and renew loop. `Ok(None)`
-    /// when another shard holds the lease.
+    /// Claim `zone`'s lease and start its actor and renew loop; the actor
+    /// already running here if there is one. `Ok(None)` when another shard
+    /// holds the lease, or another caller here is opening the zone right
+    /// now (it holds the zone's [`Opening`] slot across its claim and build,
+    /// so two callers never both spawn).
     pub async fn host_zone(&self, zone: &str) -> Result<Option<ZoneHandle>, HostError> {
         if is_instance_id(zone) {
             return Err(HostError::Instance(zone.to_string()));
         }
-        if let Some(h) = self.env.hosted.get(zone) {
-            return Ok(Some(h));
-        }
+        let slot = match self.env.hosted.reserve(zone) {
+            Ok(slot) => slot,
+            Err(Taken::Running(h)) => return Ok(Some(h)),
+            Err(Taken::Opening) => return Ok(None),
+        };
         if self.env.game.zone(zone).is_none() {
             return Err(HostError::UnknownZone(zone.to_string()));
         }
@@ -343,7 +377,7 @@ impl Shard {
         };
         let handle = spawn_zone(
             self.env.clone(),
-            zone,
+            slot,
             model,
             Some(lease.clone()),
             &self.env.tracker,
@@ -354,21 +388,23 @@ impl Shard {
         Ok(Some(handle))
     }
 
-    /// Build and run `zone` ahead of its lease: it takes no one until the
-    /// lease is confirmed ([`Confirm`]), and is un-adopted if that has not
-    /// happened by `deadline`. Drain adoptions and transfer targets differ
-    /// only in how they confirm.
+    /// Build and run the zone of `slot` ahead of its lease: it takes no one
+    /// until the lease is confirmed ([`Confirm`]), and is un-adopted if that
+    /// has not happened by `deadline`. Drain adoptions and transfer targets
+    /// differ only in how they confirm.
     pub fn build_unconfirmed(
         self: &Arc<Self>,
-        zone: &str,
+        slot: Opening,
         model: Box<dyn ZoneModel>,
         how: Confirm,
         deadline: Instant,
     ) {
+        let zone = slot.zone().to_string();
+        let zone = zone.as_str();
         let lease = LeaseState::unconfirmed(self.cfg.lease_ttl);
         let handle = spawn_adopted_zone(
             self.env.clone(),
-            zone,
+            slot,
             model,
             lease.clone(),
             &self.env.tracker,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::handle::Hosted;
+use super::hosted::Hosted;
 use super::roster::Roster;
 use crate::handoff::context::Handoff;
 use crate::model::Game;

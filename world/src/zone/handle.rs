@@ -1,10 +1,9 @@
 //! How callers reach a zone actor: a [`ZoneHandle`] sends a private
 //! [`Msg`] with a `oneshot` reply and turns a closed mailbox into
-//! [`ZoneUnavailable`]; [`Hosted`] is the shard's table of them.
+//! [`ZoneUnavailable`].
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -350,55 +349,5 @@ impl ZoneHandle {
         {
             let _ = rx.await;
         }
-    }
-}
-
-/// The zones this shard runs, by zone id.
-#[derive(Clone, Default)]
-pub struct Hosted(Arc<RwLock<HashMap<String, ZoneHandle>>>);
-
-impl Hosted {
-    pub fn get(&self, zone: &str) -> Option<ZoneHandle> {
-        self.0.read().expect("hosted lock").get(zone).cloned()
-    }
-
-    pub fn insert(&self, handle: ZoneHandle) {
-        self.0
-            .write()
-            .expect("hosted lock")
-            .insert(handle.id().to_string(), handle);
-    }
-
-    /// Remove `zone` only if it is still the same actor (a restarted zone
-    /// must not be removed by its predecessor's exit).
-    pub fn remove_if(&self, handle: &ZoneHandle) {
-        let mut map = self.0.write().expect("hosted lock");
-        if map
-            .get(handle.id())
-            .is_some_and(|h| h.tx.same_channel(&handle.tx))
-        {
-            map.remove(handle.id());
-        }
-    }
-
-    pub fn all(&self) -> Vec<ZoneHandle> {
-        self.0
-            .read()
-            .expect("hosted lock")
-            .values()
-            .cloned()
-            .collect()
-    }
-
-    pub fn ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self
-            .0
-            .read()
-            .expect("hosted lock")
-            .keys()
-            .cloned()
-            .collect();
-        ids.sort();
-        ids
     }
 }

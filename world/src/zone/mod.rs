@@ -10,7 +10,9 @@
 //! - [`session`]: per-player session state: the `applied_seq` watermark,
 //!   epoch, out channel.
 //! - [`phase`]: where an actor is in its life; a drain's report.
-//! - [`handle`]: [`ZoneHandle`], its messages and replies; [`Hosted`].
+//! - [`handle`]: [`ZoneHandle`], its messages and replies.
+//! - [`hosted`]: [`Hosted`], the zones running here, and the one place it
+//!   is decided that a zone opens here ([`Opening`]).
 //! - [`env`]: what an actor needs from its shard.
 //! - [`frozen`]: a player frozen mid-move.
 //! - [`persist`]: the fenced save of one player.
@@ -22,6 +24,7 @@ mod actor;
 pub mod env;
 mod frozen;
 pub mod handle;
+pub mod hosted;
 pub mod lease;
 mod persist;
 pub mod phase;
@@ -31,6 +34,7 @@ pub mod session;
 pub use actor::{spawn_adopted_zone, spawn_zone};
 pub use env::ZoneEnv;
 pub use frozen::WALK_RETRY_WINDOW;
-pub use handle::{Hosted, InputReply, JoinError, MAILBOX, Unadopted, ZoneHandle, ZoneUnavailable};
+pub use handle::{InputReply, JoinError, MAILBOX, Unadopted, ZoneHandle, ZoneUnavailable};
+pub use hosted::{Hosted, Opening, Taken};
 pub use phase::DrainReport;
 pub use session::{Joining, SessionMeta, SiblingMove};

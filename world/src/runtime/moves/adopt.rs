@@ -20,6 +20,7 @@ use tracing::info;
 use crate::model::ids::is_instance_id;
 use crate::runtime::leases::Confirm;
 use crate::runtime::shard::Shard;
+use crate::zone::Taken;
 use telos_redis::directory::DirectoryError;
 
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +39,8 @@ pub enum AdoptRefused {
     },
     #[error("this shard is draining")]
     Draining,
+    #[error("zone {0} is being opened here right now; try again")]
+    Opening(String),
     #[error("handoff protocol version {theirs} is not this shard's {ours}")]
     Version { theirs: u32, ours: u32 },
     #[error("directory unreachable: {0}")]
@@ -81,9 +84,13 @@ pub async fn adopt_zone(
             generation,
         });
     }
-    if shard.env.hosted.get(zone).is_some() {
-        return Ok(()); // a retried AdoptZone converges
-    }
+    let slot = match shard.env.hosted.reserve(zone) {
+        Ok(slot) => slot,
+        Err(Taken::Running(_)) => return Ok(()), // a retried AdoptZone converges
+        // This shard is claiming the zone itself right now (its boot loop
+        // or placement); that claim finds the lease held by the caller.
+        Err(Taken::Opening) => return Err(AdoptRefused::Opening(zone.to_string())),
+    };
     // SIGTERM may have landed while we read the directory: a draining shard
     // builds nothing, since its drain has already chosen what to hand on.
     if shard.is_draining() {
@@ -95,7 +102,7 @@ pub async fn adopt_zone(
         .open_zone(zone)
         .ok_or_else(|| AdoptRefused::UnknownZone(zone.to_string()))?;
     shard.build_unconfirmed(
-        zone,
+        slot,
         model,
         Confirm::Flip,
         Instant::now() + shard.cfg.drain_deadline,

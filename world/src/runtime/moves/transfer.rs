@@ -234,8 +234,19 @@ async fn source_step(shard: &Arc<Shard>, t: Transfer) -> Result<(), StepError> {
     let dir = &shard.env.directory;
     match dir.zone_owner(&t.zone).await? {
         Some((owner, generation)) if owner == shard.id() => {
-            // Our previous incarnation's lease: close it ourselves.
-            dir.release_zone(&t.zone, shard.id(), generation).await?;
+            // Not hosted by this process, yet leased to our id: no process
+            // bound to it yet (ours to close), or a previous process of
+            // ours, which may only be paused — then its lease must lapse
+            // before the zone moves on (one writer per incarnation).
+            let released = dir.release_zone(&t.zone, shard.id(), generation).await?;
+            if !released {
+                info!(
+                    zone = t.zone,
+                    generation,
+                    "transfer: an earlier process of this shard holds the zone; waiting for its lease to lapse"
+                );
+                return Ok(());
+            }
         }
         Some((owner, _)) => {
             let reason = format!("zone was claimed by {owner} meanwhile");
@@ -311,13 +322,13 @@ async fn target_step(shard: &Arc<Shard>, t: &Transfer, source_live: bool) -> Res
         );
         complete(shard, t, generation).await?;
     }
-    if shard.env.hosted.get(&t.zone).is_none()
-        && !shard.is_draining()
+    if !shard.is_draining()
+        && let Ok(slot) = shard.env.hosted.reserve(&t.zone)
         && let Some(model) = shard.env.game.open_zone(&t.zone)
     {
         info!(zone = t.zone, "transfer target: pre-building the zone");
         shard.build_unconfirmed(
-            &t.zone,
+            slot,
             model,
             Confirm::Completion,
             Instant::now() + PREWARM_DEADLINE,

@@ -125,7 +125,9 @@ impl ZoneActor {
     ) -> InputReply {
         let n = self.env.instances.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("{template}#{n}");
-        let Some(model) = self.env.game.open_zone(&id) else {
+        // A fresh instance id: its slot is free (the counter never repeats).
+        let (Ok(slot), Some(model)) = (self.env.hosted.reserve(&id), self.env.game.open_zone(&id))
+        else {
             // The game defines the template but cannot open it: the way
             // is refused like any other that cannot be taken.
             warn!(zone = %self.id, instance = %id, "the game could not open an instance");
@@ -138,7 +140,7 @@ impl ZoneActor {
         let back = self.state.player(key).map(|c| c.room().to_string());
         let to = spawn_zone(
             self.env.clone(),
-            &id,
+            slot,
             model,
             None,
             &self.env.tracker,

@@ -25,6 +25,7 @@ mod tests;
 use super::env::ZoneEnv;
 use super::frozen::FrozenPlayer;
 use super::handle::{MAILBOX, Msg, ZoneHandle};
+use super::hosted::Opening;
 use super::lease::LeaseState;
 use super::phase::{Origin, Phase};
 use super::session::SessionMeta;
@@ -41,35 +42,37 @@ const RECONNECTING: &str = "The world shifts around you; reconnecting...";
 /// `who` reads the directory; past this the player gets a short answer.
 const WHO_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Start the actor for `zone_id`. `lease` is `None` only for private
-/// instances, which hold no lease. Cancelling the handle's token (the lease
-/// renew loop does so on lease loss) fences the zone.
+/// Start the actor for the zone whose slot `slot` holds (see
+/// [`Hosted::reserve`](super::hosted::Hosted::reserve): only the slot's
+/// holder builds a zone). `lease` is `None` only for private instances,
+/// which hold no lease. Cancelling the handle's token (the lease renew loop
+/// does so on lease loss) fences the zone.
 pub fn spawn_zone(
     env: ZoneEnv,
-    zone_id: &str,
+    slot: Opening,
     model: Box<dyn ZoneModel>,
     lease: Option<LeaseState>,
     tracker: &TaskTracker,
     parent: &CancellationToken,
 ) -> ZoneHandle {
-    spawn_zone_with(env, zone_id, model, lease, tracker, parent, false)
+    spawn_zone_with(env, slot, model, lease, tracker, parent, false)
 }
 
 /// [`spawn_zone`] for a zone adopted at runtime ahead of a lease flip.
 pub fn spawn_adopted_zone(
     env: ZoneEnv,
-    zone_id: &str,
+    slot: Opening,
     model: Box<dyn ZoneModel>,
     lease: LeaseState,
     tracker: &TaskTracker,
     parent: &CancellationToken,
 ) -> ZoneHandle {
-    spawn_zone_with(env, zone_id, model, Some(lease), tracker, parent, true)
+    spawn_zone_with(env, slot, model, Some(lease), tracker, parent, true)
 }
 
 fn spawn_zone_with(
     env: ZoneEnv,
-    zone_id: &str,
+    slot: Opening,
     model: Box<dyn ZoneModel>,
     lease: Option<LeaseState>,
     tracker: &TaskTracker,
@@ -81,9 +84,10 @@ fn spawn_zone_with(
         (Some(_), true) => Origin::Adopted,
         (Some(_), false) => Origin::Claimed,
     };
+    let zone_id = slot.zone().to_string();
     let (tx, rx) = mpsc::channel(MAILBOX);
     let handle = ZoneHandle {
-        id: zone_id.into(),
+        id: zone_id.as_str().into(),
         tx,
         cancel: parent.child_token(),
         stopping: Arc::default(),
@@ -97,7 +101,7 @@ fn spawn_zone_with(
         .unwrap_or(1));
     let actor = ZoneActor {
         state: model,
-        id: zone_id.to_string(),
+        id: zone_id,
         env,
         sessions: HashMap::new(),
         lease,
@@ -107,7 +111,7 @@ fn spawn_zone_with(
         phase: Phase::Open,
         origin,
     };
-    actor.env.hosted.insert(handle.clone());
+    slot.install(handle.clone());
     tracker.spawn(actor.run(rx));
     handle
 }

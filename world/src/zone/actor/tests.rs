@@ -19,7 +19,8 @@ use crate::game::{StarterGame, load_world};
 use crate::handoff::context::{Handoff, Shared, Tasks};
 use crate::model::Game;
 use crate::zone::env::ZoneEnv;
-use crate::zone::handle::{Hosted, ZoneHandle};
+use crate::zone::handle::ZoneHandle;
+use crate::zone::hosted::Hosted;
 use crate::zone::lease::LeaseState;
 use crate::zone::roster::Roster;
 use crate::zone::session::{Joining, OUT_CHANNEL, SessionMeta};
@@ -68,7 +69,8 @@ async fn city_with_a_player(
     };
     let model = game.open_zone("city").expect("the starter has a city");
     let lease = LeaseState::new(1, Duration::from_secs(60), Instant::now());
-    let zone = spawn_zone(env, "city", model, Some(lease), &tracker, &root);
+    let slot = env.hosted.reserve("city").expect("a free zone");
+    let zone = spawn_zone(env, slot, model, Some(lease), &tracker, &root);
     let (out, frames) = mpsc::channel(OUT_CHANNEL);
     let meta = SessionMeta {
         conn_id: "conn-1".into(),
