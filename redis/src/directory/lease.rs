@@ -47,7 +47,7 @@ impl Directory {
             .key(key_names::zone_gen(zone))
             .arg(shard)
             .arg(ttl_ms(ttl)?)
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn().durable())
             .await?;
         Ok(if won == 1 {
             Claim::Acquired { r#gen: generation }
@@ -74,7 +74,7 @@ impl Directory {
             .arg(shard)
             .arg(generation)
             .arg(ttl_ms(ttl)?)
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn().durable())
             .await?;
         Ok(renewed == 1)
     }
@@ -124,7 +124,7 @@ impl Directory {
             .arg(expected_gen)
             .arg(to)
             .arg(ttl_ms(ttl)?)
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn().durable())
             .await?)
     }
 
