@@ -13,11 +13,17 @@
 //!
 //! The pause players saw (the slowest steps around the failover) is printed
 //! with `--nocapture`.
+//!
+//! Also: a shard left alone with a primary that lost its replica (the
+//! minority side of a partition, as closely as loopback allows) stops
+//! writing.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use anyhow::Context;
 
 use telos_redis::directory::Directory;
 use telos_testkit::bot::Bot;
@@ -318,5 +324,65 @@ async fn walkers_carry_on_through_a_primary_failover() -> anyhow::Result<()> {
     );
     drop(gate);
     drop(shards);
+    Ok(())
+}
+
+/// The closest honest test of a partition that leaves the primary with one
+/// shard (a real one needs network namespaces, which tests here do not
+/// have): the replica is re-pointed at an address where nothing listens,
+/// so the primary is alone — as on the minority side — while the shard
+/// still reaches it and the Sentinels still see it (no failover). No
+/// renew is acknowledged any more, so the shard fences its zone by its
+/// local deadline and hosts it again nowhere: the minority side stops
+/// writing before any majority could claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_left_with_an_isolated_primary_stops_writing() -> anyhow::Result<()> {
+    use telos_testkit::process::{WorldOpts, start_world};
+    const TTL_MS: u64 = 3000;
+    let cluster = blocking(SentinelCluster::start)?;
+    let url = cluster.url();
+    let mut opts = WorldOpts::new("shard-a", &url, &["forest"]);
+    opts.extra = vec!["--lease-ttl-ms".into(), TTL_MS.to_string()];
+    let world = start_world(opts)?;
+    let dir = Directory::connect(url.as_str()).await?;
+    let until = Instant::now() + WAIT;
+    while dir.zone_owner("forest").await?.is_none() {
+        anyhow::ensure!(Instant::now() < until, "forest never claimed");
+        tokio::time::sleep(SAMPLE).await;
+    }
+    let primary = cluster.primary_port()?;
+    let replica = cluster
+        .node_ports()
+        .into_iter()
+        .find(|p| *p != primary)
+        .context("a replica")?;
+    let client = redis::Client::open(format!("redis://127.0.0.1:{replica}/"))?;
+    let mut conn = client.get_multiplexed_async_connection().await?;
+    redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(telos_testkit::redis::free_port())
+        .query_async::<()>(&mut conn)
+        .await?;
+    let cut = Instant::now();
+    // The last acknowledged renew was at most a renew period (TTL / 3)
+    // before the cut; the deadline is 0.8 TTL after it.
+    let bound = Duration::from_millis(TTL_MS * 8 / 10 + TTL_MS / 3) + Duration::from_secs(2);
+    while !world.plain_log().contains("fencing the zone") {
+        anyhow::ensure!(
+            cut.elapsed() < bound,
+            "not fenced {bound:?} after the cut:\n{}",
+            world.plain_log()
+        );
+        tokio::time::sleep(SAMPLE).await;
+    }
+    let (fenced, fenced_at) = (cut.elapsed(), world.plain_log().len());
+    // Claimed again nowhere: every claim is unacknowledged while alone.
+    tokio::time::sleep(Duration::from_millis(TTL_MS)).await;
+    let after = world.plain_log();
+    anyhow::ensure!(
+        !after[fenced_at..].contains("zone lease acquired"),
+        "hosted again with an isolated primary:\n{after}"
+    );
+    eprintln!("isolated primary: zone fenced {fenced:?} after the cut");
     Ok(())
 }
