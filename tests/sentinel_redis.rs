@@ -264,3 +264,43 @@ async fn a_primary_cut_off_from_its_replica_acknowledges_no_fenced_write() -> an
     assert!(dir.zone_owner("isolated").await?.is_some());
     Ok(())
 }
+
+/// What `WAIT` adds to a save: the same saves through the Sentinel target
+/// (script + `WAIT 1` on the fence connection) and through a direct URL to
+/// the same primary (no `WAIT`). Printed with `--nocapture`; asserts only
+/// that every save landed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_latency_wait_adds_to_a_save() -> anyhow::Result<()> {
+    const SAVES: usize = 200;
+    let cluster = blocking(SentinelCluster::start)?;
+    let direct_url = format!("redis://127.0.0.1:{}/", cluster.primary_port()?);
+    let mut report = Vec::new();
+    for (label, url) in [("sentinel+WAIT", cluster.url()), ("direct", direct_url)] {
+        let store = Store::connect(url.as_str()).await?;
+        let name = format!("Lat{}", label.len());
+        store.create_character(&name, "pw", b"{}").await?;
+        let claimed = store.claim_character(&name).await?;
+        let mut version = claimed.row.state_version;
+        let mut took = Vec::with_capacity(SAVES);
+        for n in 0..SAVES as u64 {
+            let sent = Instant::now();
+            let SaveOutcome::Saved { version: v } = store
+                .save(&name, claimed.epoch, version, b"{}", "c1", n)
+                .await?
+            else {
+                anyhow::bail!("{label}: save {n} refused");
+            };
+            took.push(sent.elapsed());
+            version = v;
+        }
+        took.sort();
+        report.push(format!(
+            "{label}: p50 {:?} p99 {:?} max {:?}",
+            took[SAVES / 2],
+            took[SAVES * 99 / 100],
+            took[SAVES - 1]
+        ));
+    }
+    eprintln!("save latency over {SAVES} saves: {}", report.join("; "));
+    Ok(())
+}
