@@ -61,3 +61,53 @@ fn compose_file_validates_and_drains_before_it_kills() {
         assert!(config.contains(w), "{w} not advertised");
     }
 }
+
+/// The Sentinel override (`deploy/docker-compose.sentinel.yml`, merged over
+/// the base file as docs/operations.md runs it): a replica of `redis`,
+/// three Sentinels monitoring it with quorum 2, and every Telos process
+/// finding the primary through all three.
+#[test]
+fn sentinel_override_adds_a_replica_three_sentinels_and_points_telos_at_them() {
+    let out = Command::new("docker-compose")
+        .arg("-f")
+        .arg(repo_root().join("docker-compose.yml"))
+        .arg("-f")
+        .arg(repo_root().join("deploy/docker-compose.sentinel.yml"))
+        .arg("config")
+        .output()
+        .expect("docker-compose is installed (scripts/ensure-tools)");
+    assert!(
+        out.status.success(),
+        "docker-compose config failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config = String::from_utf8_lossy(&out.stdout);
+    for service in [
+        "redis-replica:",
+        "sentinel-1:",
+        "sentinel-2:",
+        "sentinel-3:",
+    ] {
+        assert!(config.contains(service), "missing service {service}");
+    }
+    assert!(config.contains("--replicaof"), "the replica follows redis");
+    assert_eq!(
+        config
+            .matches("sentinel monitor telos redis 6379 2")
+            .count(),
+        3,
+        "three Sentinels, quorum 2"
+    );
+    let url = "redis+sentinel://sentinel-1:26379,sentinel-2:26379,sentinel-3:26379/telos";
+    assert_eq!(
+        config.matches(url).count(),
+        4,
+        "three worlds and the gate find the primary through Sentinel"
+    );
+    assert!(
+        !config.contains("TELOS_REDIS_URL: redis://redis:6379"),
+        "nothing talks to the first primary directly"
+    );
+    // Leases outlast a failover (3 s down-after plus the promotion).
+    assert_eq!(config.matches("TELOS_LEASE_TTL_MS: '10000'").count(), 3);
+}

@@ -168,9 +168,18 @@ pub struct Cli {
     /// Player TCP (telnet) listen address [default: 127.0.0.1:4000].
     #[arg(long, value_name = "ADDR", env = "TELOS_GATE_LISTEN")]
     pub listen: Option<String>,
-    /// Redis URL (shard registry, read only) [default: redis://127.0.0.1:6379].
+    /// Redis URL (shard registry, read only): `redis://`, `rediss://`,
+    /// `unix://`, or `redis+sentinel://HOST:PORT,HOST:PORT/MASTER`
+    /// [default: redis://127.0.0.1:6379].
     #[arg(long, value_name = "URL", env = "TELOS_REDIS_URL")]
     pub redis_url: Option<String>,
+    /// Sentinels (`HOST:PORT,HOST:PORT`) to find the Redis primary through,
+    /// with --redis-master-name; instead of --redis-url.
+    #[arg(long, value_name = "HOSTS", env = "TELOS_REDIS_SENTINELS")]
+    pub redis_sentinels: Option<String>,
+    /// The name the Sentinels monitor the primary under (with --redis-sentinels).
+    #[arg(long, value_name = "NAME", env = "TELOS_REDIS_MASTER_NAME")]
+    pub redis_master_name: Option<String>,
     /// File holding the Redis password (trailing newline trimmed); the URL's
     /// user, if any, stays the ACL user [default: the URL's password].
     #[arg(long, value_name = "PATH", env = "TELOS_REDIS_PASSWORD_FILE")]
@@ -307,11 +316,18 @@ impl Cli {
             "TELOS_REDIS_URL",
             self.redis_url.as_ref(),
             file.redis_url,
-        )?
-        .unwrap_or_else(|| DEFAULT_REDIS_URL.to_string());
+        )?;
+        let redis_url = telos_redis::sentinel::url_from_flags(
+            redis_url,
+            self.redis_sentinels.clone().or(file.redis_sentinels),
+            self.redis_master_name.clone().or(file.redis_master_name),
+            DEFAULT_REDIS_URL,
+        )
+        .map_err(|e| ConfigError(format!("invalid Redis settings: {e}")))?;
         if !(redis_url.starts_with("redis://")
             || redis_url.starts_with("rediss://")
-            || redis_url.starts_with("unix://"))
+            || redis_url.starts_with("unix://")
+            || telos_redis::sentinel::SentinelSpec::is_sentinel_url(&redis_url))
         {
             return Err(ConfigError(format!(
                 "invalid redis_url (--redis-url / TELOS_REDIS_URL) {:?}: expected redis://HOST:PORT",

@@ -16,6 +16,8 @@ pub struct ConfigError(pub(crate) String);
 pub struct FileConfig {
     pub listen: Option<String>,
     pub redis_url: Option<String>,
+    pub redis_sentinels: Option<String>,
+    pub redis_master_name: Option<String>,
     pub redis_password_file: Option<PathBuf>,
     pub redis_ca: Option<PathBuf>,
     pub metrics_listen: Option<String>,

@@ -89,6 +89,54 @@ fn bad_values_name_the_setting_in_one_line() {
 }
 
 #[test]
+fn sentinel_flags_and_file_keys_find_the_primary_through_sentinel() {
+    let s = cli(&[
+        "--redis-sentinels",
+        "10.0.0.1:26379,10.0.0.2:26379",
+        "--redis-master-name",
+        "telos",
+    ])
+    .resolve_with(FileConfig::default())
+    .unwrap();
+    assert!(s.redis.is_sentinel());
+    assert_eq!(
+        s.redis.redacted(),
+        "redis+sentinel://10.0.0.1:26379,10.0.0.2:26379/telos"
+    );
+    let file = FileConfig::parse("redis_url = \"redis+sentinel://s:26379/telos\"\n").unwrap();
+    assert!(
+        Cli::default()
+            .resolve_with(file)
+            .unwrap()
+            .redis
+            .is_sentinel()
+    );
+    for args in [
+        &["--redis-sentinels", "a:1"][..],
+        &["--redis-master-name", "telos"],
+        &[
+            "--redis-url",
+            "redis://h:1",
+            "--redis-sentinels",
+            "a:1",
+            "--redis-master-name",
+            "m",
+        ],
+    ] {
+        assert!(
+            cli(args).resolve_with(FileConfig::default()).is_err(),
+            "{args:?}"
+        );
+    }
+    // A broken Sentinel URL is refused at start, naming the problem.
+    let err = cli(&["--redis-url", "redis+sentinel://s:26379"])
+        .resolve_with(FileConfig::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("master name"), "{err}");
+}
+
+#[test]
 fn an_unreadable_redis_password_file_is_named() {
     let err = cli(&["--redis-password-file", "/nonexistent/redis.pw"])
         .resolve_with(FileConfig::default())

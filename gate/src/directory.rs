@@ -35,7 +35,7 @@ impl DirectoryRegistry {
     /// Checks the settings now (a typo or a bad CA fails at start);
     /// connects on first use or on [`connect`](Self::connect).
     pub fn new(target: RedisTarget) -> Result<Self, String> {
-        target.client().map_err(|e| {
+        target.check().map_err(|e| {
             format!(
                 "invalid Redis settings (--redis-url / --redis-password-file / --redis-ca): {e}"
             )

@@ -8,11 +8,14 @@
 //! - [`status`]: the cluster view `telosctl status` and `Admin.Status` print.
 //! - [`target`]: [`target::RedisTarget`], where Redis is and the credentials
 //!   for it (ACL password, TLS CA); [`target::redact`] for every printed URL.
+//! - [`sentinel`]: `redis+sentinel://` URLs and the lookup of the primary
+//!   through Redis Sentinel.
 //!
 //! Every decision is one Lua script (the `*.lua` files beside the modules),
 //! atomic on the server and on the server's clock.
 
 pub mod directory;
+pub mod sentinel;
 pub mod status;
 pub mod store;
 pub mod target;

@@ -2,7 +2,9 @@
 //! ACL password (in the URL or from `--redis-password-file`) and, for
 //! `rediss://`, the CA that signed Redis's certificate (`--redis-ca`).
 //! World, gate and `telosctl` build one [`RedisTarget`] from their flags and
-//! every connection they make comes from [`RedisTarget::client`].
+//! every connection they make comes from [`RedisTarget::client`] (a direct
+//! URL) or, for `redis+sentinel://`, from the primary the Sentinels name now
+//! ([`crate::sentinel`], [`RedisTarget::primary_client`]).
 //!
 //! Credentials are never printed: [`RedisTarget`]'s `Display` and `Debug`
 //! show [`redact`]ed URLs only, and every error here names files by path,
@@ -11,6 +13,8 @@
 use std::path::{Path, PathBuf};
 
 use redis::{IntoConnectionInfo, TlsCertificates};
+
+use crate::sentinel::{Resolver, SentinelSpec};
 
 /// What replaces a password in a printed URL.
 pub const REDACTED: &str = "***";
@@ -35,6 +39,13 @@ pub enum TargetError {
     },
     #[error("a Redis CA (--redis-ca) is given but {url} is not a rediss:// URL")]
     CaWithoutTls { url: String },
+    /// A `redis+sentinel://` URL that does not parse. `url` is redacted.
+    #[error("invalid Redis Sentinel URL {url}: {reason}")]
+    InvalidSentinel { url: String, reason: String },
+    /// [`RedisTarget::client`] on a Sentinel target: its address is only
+    /// known after asking the Sentinels.
+    #[error("{url} names its primary through Sentinel: ask it first")]
+    NeedsLookup { url: String },
     /// The URL or the CA is unusable. `url` is redacted; redis-rs's own
     /// message does not repeat the URL.
     #[error("invalid Redis URL {url}: {source}")]
@@ -74,6 +85,8 @@ impl RedisTarget {
         ca: Option<&Path>,
     ) -> Result<RedisTarget, TargetError> {
         let mut target = RedisTarget::new(url);
+        // A Sentinel URL that does not parse fails here, at start.
+        target.sentinel_spec()?;
         if let Some(path) = password_file {
             target.password = Some(read_password(path)?);
         }
@@ -92,9 +105,77 @@ impl RedisTarget {
         Ok(target)
     }
 
-    /// Whether the URL asks for TLS (`rediss://`).
+    /// Whether the URL asks for TLS (`rediss://`, `rediss+sentinel://`).
     pub fn is_tls(&self) -> bool {
         self.url.starts_with("rediss://")
+            || self.url.starts_with(crate::sentinel::SENTINEL_TLS_SCHEME)
+    }
+
+    /// Whether the primary is found through Sentinel (`redis+sentinel://`).
+    pub fn is_sentinel(&self) -> bool {
+        SentinelSpec::is_sentinel_url(&self.url)
+    }
+
+    /// The parsed Sentinel URL; `None` for a direct URL.
+    pub fn sentinel_spec(&self) -> Result<Option<SentinelSpec>, TargetError> {
+        if !self.is_sentinel() {
+            return Ok(None);
+        }
+        SentinelSpec::parse(&self.url)
+            .map(Some)
+            .map_err(|reason| TargetError::InvalidSentinel {
+                url: self.redacted(),
+                reason,
+            })
+    }
+
+    /// Checks the settings without connecting: the URL parses (either
+    /// form) and the CA is usable.
+    pub fn check(&self) -> Result<(), TargetError> {
+        match self.sentinel_spec()? {
+            None => self.client().map(|_| ()),
+            Some(spec) => self.resolver_for(spec).map(|_| ()),
+        }
+    }
+
+    /// A lookup of the primary through the Sentinels; `None` for a direct
+    /// URL.
+    pub fn resolver(&self) -> Result<Option<Resolver>, TargetError> {
+        self.sentinel_spec()?
+            .map(|spec| self.resolver_for(spec))
+            .transpose()
+    }
+
+    fn resolver_for(&self, spec: SentinelSpec) -> Result<Resolver, TargetError> {
+        Resolver::new(self, spec)
+    }
+
+    /// A client for the primary: [`client`](Self::client) for a direct URL,
+    /// the node the Sentinels name now for a Sentinel URL (one lookup, no
+    /// following: for short-lived connections such as a subscription that
+    /// is made again when lost).
+    pub async fn primary_client(&self) -> Result<redis::Client, redis::RedisError> {
+        let as_redis = |e: TargetError| {
+            redis::RedisError::from((
+                redis::ErrorKind::InvalidClientConfig,
+                "invalid Redis settings",
+                e.to_string(),
+            ))
+        };
+        match self.resolver().map_err(as_redis)? {
+            None => self.client().map_err(as_redis),
+            Some(mut resolver) => resolver.primary().await.map(|(_, client)| client),
+        }
+    }
+
+    /// The password from `--redis-password-file`, if any.
+    pub(crate) fn password_override(&self) -> Option<&str> {
+        self.password.as_deref()
+    }
+
+    /// The CA from `--redis-ca`, if any.
+    pub(crate) fn ca_pem(&self) -> Option<&[u8]> {
+        self.ca.as_deref()
     }
 
     /// The URL as it may be printed (see [`redact`]).
@@ -105,11 +186,22 @@ impl RedisTarget {
     /// A redis-rs client for this target: the one place a Telos process
     /// turns its settings into a connection.
     pub fn client(&self) -> Result<redis::Client, TargetError> {
+        if self.is_sentinel() {
+            return Err(TargetError::NeedsLookup {
+                url: self.redacted(),
+            });
+        }
+        self.client_for_url(&self.url)
+    }
+
+    /// A client for the direct `url` with this target's password and CA
+    /// (for a Sentinel target: the URL of the primary it found).
+    pub(crate) fn client_for_url(&self, url: &str) -> Result<redis::Client, TargetError> {
         let invalid = |source| TargetError::Invalid {
             url: self.redacted(),
             source,
         };
-        let info = self.url.as_str().into_connection_info().map_err(invalid)?;
+        let info = url.into_connection_info().map_err(invalid)?;
         // No `CLIENT SETINFO` after connecting: Redis 7.0 has no such
         // command and an ACL would have to grant it (docs/operations.md).
         let mut settings = info.redis_settings().clone().set_skip_set_lib_name();

@@ -4,6 +4,8 @@
 //! - [`cli`]: one-shot runs of `telosctl` (and of shards that must refuse to start).
 //! - [`redis`]: a private `redis-server` per test, killed by pid (optionally
 //!   with an ACL user, or TLS only; [`redis_tls`] makes its certificates).
+//! - [`sentinel`]: a primary, a replica and three `redis-sentinel`s on
+//!   loopback, for failover tests.
 //! - [`process`]: real `telos-world` / `telos-gate` processes on port 0.
 //! - [`play`]: a direct `Play` stream client, and shared connections.
 //! - [`driver`]: a minimal gate over `Play` (redirects, resumes, replay).
@@ -28,6 +30,7 @@ pub mod process;
 pub mod procfs;
 pub mod redis;
 pub mod redis_tls;
+pub mod sentinel;
 pub mod soak;
 pub mod stats;
 pub mod storm;

@@ -55,6 +55,9 @@ pub struct RedisOptions {
     /// clients verify the server with [`RedisServer::tls`]'s CA and need no
     /// certificate of their own (`--tls-auth-clients no`).
     pub tls: bool,
+    /// A replica of the server on this loopback port (`--replicaof`); see
+    /// [`crate::sentinel`].
+    pub replica_of: Option<u16>,
 }
 
 /// An ACL user of a test server: `--user NAME on >PASSWORD RULES...`.
@@ -164,6 +167,14 @@ impl RedisServer {
         }
         self.child = spawn_server(self.port, &self.dir, &self.opts, self.tls.as_ref())?;
         self.wait_ready()
+    }
+
+    /// [`restart`](Self::restart) as a replica of the server on `primary`
+    /// (what a node's start script does when it asks Sentinel for the
+    /// primary first, see [`crate::sentinel`]).
+    pub fn restart_as_replica_of(&mut self, primary: u16) -> anyhow::Result<()> {
+        self.opts.replica_of = Some(primary);
+        self.restart()
     }
 
     /// Whether the process is running (not exited).
@@ -355,6 +366,13 @@ fn spawn_server(
     if let Some(log) = &opts.log {
         cmd.arg("--logfile").arg(log);
     }
+    if let Some(primary) = opts.replica_of {
+        cmd.args(["--replicaof", "127.0.0.1", &primary.to_string()]);
+    }
+    // A replica (re)joining is sent its first copy at once, not after the
+    // default 5 s wait for more replicas: after a failover, fenced writes
+    // count again only once the new primary has a replica.
+    cmd.args(["--repl-diskless-sync-delay", "0"]);
     cmd.spawn().with_context(|| format!("spawn {bin}"))
 }
 

@@ -35,9 +35,18 @@ pub struct Cli {
     /// [default: the bound --grpc-listen address].
     #[arg(long, env = "TELOS_ADVERTISE_ADDR")]
     pub advertise_addr: Option<String>,
-    /// Redis URL [default: redis://127.0.0.1:6379].
+    /// Redis URL: `redis://`, `rediss://`, `unix://`, or
+    /// `redis+sentinel://HOST:PORT,HOST:PORT/MASTER` to find the primary
+    /// through Sentinel [default: redis://127.0.0.1:6379].
     #[arg(long, env = "TELOS_REDIS_URL")]
     pub redis_url: Option<String>,
+    /// Sentinels (`HOST:PORT,HOST:PORT`) to find the Redis primary through,
+    /// with --redis-master-name; instead of --redis-url.
+    #[arg(long, env = "TELOS_REDIS_SENTINELS")]
+    pub redis_sentinels: Option<String>,
+    /// The name the Sentinels monitor the primary under (with --redis-sentinels).
+    #[arg(long, env = "TELOS_REDIS_MASTER_NAME")]
+    pub redis_master_name: Option<String>,
     /// File holding the Redis password (trailing newline trimmed); the
     /// URL's user, if any, stays the ACL user [default: the URL's password].
     #[arg(long, env = "TELOS_REDIS_PASSWORD_FILE")]
@@ -93,6 +102,8 @@ struct FileConfig {
     grpc_listen: Option<String>,
     advertise_addr: Option<String>,
     redis_url: Option<String>,
+    redis_sentinels: Option<String>,
+    redis_master_name: Option<String>,
     redis_password_file: Option<PathBuf>,
     redis_ca: Option<PathBuf>,
     world: Option<PathBuf>,
@@ -222,10 +233,15 @@ impl WorldConfig {
                 Ok(v)
             }
         };
+        let redis_url = telos_redis::sentinel::url_from_flags(
+            cli.redis_url.or(file.redis_url),
+            cli.redis_sentinels.or(file.redis_sentinels),
+            cli.redis_master_name.or(file.redis_master_name),
+            "redis://127.0.0.1:6379",
+        )
+        .map_err(|e| bad("--redis-url / --redis-sentinels / --redis-master-name", e))?;
         let redis = RedisTarget::from_files(
-            cli.redis_url
-                .or(file.redis_url)
-                .unwrap_or_else(|| "redis://127.0.0.1:6379".into()),
+            redis_url,
             cli.redis_password_file
                 .or(file.redis_password_file)
                 .as_deref(),

@@ -36,6 +36,15 @@
 //!   fails within the bound, and callers answer clearly.
 //! - Within that bound a request is sent again when that is safe: see
 //!   `is_idempotent` and `retryable` below.
+//!
+//! ## Behind Sentinel (`redis+sentinel://`, issue 22)
+//! The same bounds, on a [`SentinelLink`] instead of a `ConnectionManager`:
+//! every reconnect asks the Sentinels for the primary again (see
+//! `sentinel_link`). Writes that fence or acknowledge go through
+//! [`RedisConn::durable`]: on a second, dedicated link, each script run is
+//! followed by `WAIT 1` ([`WAIT_TIMEOUT`]) on the same connection, and
+//! counts as done only when a replica has it (see `durable`). A direct URL
+//! keeps one Redis and no `WAIT`: there is no replica to wait for.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -46,9 +55,11 @@ use redis::{
     AsyncConnectionConfig, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult,
     ServerErrorKind, Value,
 };
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::sentinel_link::SentinelLink;
 use crate::target::{RedisTarget, TargetError};
 
 /// First pause between reconnect attempts; doubles up to
@@ -113,11 +124,61 @@ const READ_COMMANDS: &[&str] = &[
     "SCRIPT",
 ];
 
+/// How long a fenced write waits for a replica to have it (`WAIT 1 <ms>`).
+/// On loopback or a LAN a replica acknowledges in well under a millisecond
+/// (`WAIT` makes the primary ask at once); a replica that has not answered
+/// in this long is lagging or gone, and the write counts as failed. Short
+/// enough that a lease renew failing this way is retried well before the
+/// lease's local deadline.
+pub const WAIT_TIMEOUT: Duration = Duration::from_millis(1000);
+
+/// Replicas that must have a fenced write before it counts (Sentinel only).
+pub const WAIT_REPLICAS: i64 = 1;
+
+/// The self-reconnecting connection underneath: redis-rs's manager for a
+/// direct URL, a [`SentinelLink`] behind Sentinel.
+#[derive(Clone)]
+pub(crate) enum Link {
+    Direct(ConnectionManager),
+    Sentinel(SentinelLink),
+}
+
+impl ConnectionLike for Link {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Link::Direct(m) => m.req_packed_command(cmd),
+            Link::Sentinel(l) => l.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Link::Direct(m) => m.req_packed_commands(pipeline, offset, count),
+            Link::Sentinel(l) => l.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Link::Direct(m) => m.get_db(),
+            Link::Sentinel(l) => l.get_db(),
+        }
+    }
+}
+
 /// A connection to Redis; cheap to clone (clones share one multiplexed,
 /// self-reconnecting connection and its health check).
 #[derive(Clone)]
 pub struct RedisConn {
-    manager: ConnectionManager,
+    link: Link,
+    /// Behind Sentinel: the dedicated link fenced writes and their `WAIT`
+    /// go on, so a `WAIT` never holds up other requests.
+    pub(crate) fence: Option<SentinelLink>,
     /// SHA1s of the scripts this client may send again (see [`is_idempotent`]).
     idempotent_scripts: Arc<HashSet<String>>,
     /// Stops the health check when the last clone is dropped.
@@ -140,6 +201,15 @@ impl RedisConn {
         target: &RedisTarget,
         idempotent_scripts: &[redis::Script],
     ) -> Result<RedisConn, ConnectError> {
+        let idempotent_scripts: Arc<HashSet<String>> = Arc::new(
+            idempotent_scripts
+                .iter()
+                .map(|s| s.get_hash().to_owned())
+                .collect(),
+        );
+        if target.is_sentinel() {
+            return Self::connect_sentinel(target, idempotent_scripts).await;
+        }
         let client = target.client()?;
         first_contact(&client, target).await?;
         let config = ConnectionManagerConfig::new()
@@ -157,27 +227,62 @@ impl RedisConn {
             .map_err(|source| ConnectError::unreachable(target, source))?;
         let stop = CancellationToken::new();
         let conn = RedisConn {
-            manager,
-            idempotent_scripts: Arc::new(
-                idempotent_scripts
-                    .iter()
-                    .map(|s| s.get_hash().to_owned())
-                    .collect(),
-            ),
+            link: Link::Direct(manager.clone()),
+            fence: None,
+            idempotent_scripts,
             _health: Arc::new(stop.clone().drop_guard()),
         };
         tokio::time::timeout(
             FIRST_CONNECT_TIMEOUT,
-            conn.manager
-                .clone()
-                .send_packed_command(&redis::cmd("PING")),
+            manager.clone().send_packed_command(&redis::cmd("PING")),
         )
         .await
         .map_err(|_| timed_out(FIRST_CONNECT_TIMEOUT))
         .and_then(|answer| answer)
         .map_err(|source| ConnectError::unreachable(target, source))?;
-        tokio::spawn(health_check(conn.manager.clone(), stop));
+        tokio::spawn(health_check(manager, stop));
         Ok(conn)
+    }
+
+    /// [`connect`](Self::connect) behind Sentinel: two links (requests;
+    /// fenced writes), each asking the Sentinels on every reconnect.
+    async fn connect_sentinel(
+        target: &RedisTarget,
+        idempotent_scripts: Arc<HashSet<String>>,
+    ) -> Result<RedisConn, ConnectError> {
+        let resolver = || target.resolver().map(|r| r.expect("a Sentinel target"));
+        let link = SentinelLink::start(resolver()?, RESPONSE_TIMEOUT);
+        // Its response timeout must outlast the `WAIT` it carries.
+        let fence = SentinelLink::start(resolver()?, RESPONSE_TIMEOUT + WAIT_TIMEOUT);
+        let deadline = Instant::now() + FIRST_CONNECT_TIMEOUT;
+        for l in [&link, &fence] {
+            l.first_connection(deadline, is_refusal)
+                .await
+                .map_err(|source| match is_refusal(&source) {
+                    true => ConnectError::Refused {
+                        url: target.redacted(),
+                        source,
+                    },
+                    false => ConnectError::unreachable(target, source),
+                })?;
+        }
+        Ok(RedisConn {
+            link: Link::Sentinel(link),
+            fence: Some(fence),
+            idempotent_scripts,
+            // The links run their own health checks.
+            _health: Arc::new(CancellationToken::new().drop_guard()),
+        })
+    }
+
+    /// The number of primary changes (Sentinel failovers) this connection
+    /// has followed, as a watch: a lease holder re-validates its leases on
+    /// the new primary when it moves. Never moves for a direct URL.
+    pub fn primary_changes(&self) -> watch::Receiver<u64> {
+        match &self.fence {
+            Some(fence) => fence.primary_changes(),
+            None => watch::channel(0).1,
+        }
     }
 
     /// Whether `cmd` may be sent again: a read-only command, or one of this
@@ -189,15 +294,20 @@ impl RedisConn {
     /// Run `send` until it succeeds, fails for good, or [`REQUEST_TIMEOUT`]
     /// passes; `idempotent` says whether it may be sent again after an
     /// error that leaves its outcome unknown.
-    async fn bounded<T, F, Fut>(&self, idempotent: bool, mut send: F) -> RedisResult<T>
+    pub(crate) async fn bounded<T, F, Fut>(
+        &self,
+        idempotent: bool,
+        bound: Duration,
+        mut send: F,
+    ) -> RedisResult<T>
     where
-        F: FnMut(ConnectionManager) -> Fut,
+        F: FnMut(Link) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
-        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let deadline = Instant::now() + bound;
         loop {
-            let error = match tokio::time::timeout_at(deadline, send(self.manager.clone())).await {
-                Err(_) => return Err(timed_out(REQUEST_TIMEOUT)),
+            let error = match tokio::time::timeout_at(deadline, send(self.link.clone())).await {
+                Err(_) => return Err(timed_out(bound)),
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(e)) => e,
             };
@@ -213,9 +323,11 @@ impl RedisConn {
 impl ConnectionLike for RedisConn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         let idempotent = self.is_idempotent(cmd);
-        Box::pin(self.bounded(idempotent, move |mut m| async move {
-            m.send_packed_command(cmd).await
-        }))
+        Box::pin(
+            self.bounded(idempotent, REQUEST_TIMEOUT, move |mut l| async move {
+                l.req_packed_command(cmd).await
+            }),
+        )
     }
 
     fn req_packed_commands<'a>(
@@ -225,13 +337,15 @@ impl ConnectionLike for RedisConn {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         let idempotent = pipeline.cmd_iter().all(|c| self.is_idempotent(c));
-        Box::pin(self.bounded(idempotent, move |mut m| async move {
-            m.send_packed_commands(pipeline, offset, count).await
-        }))
+        Box::pin(
+            self.bounded(idempotent, REQUEST_TIMEOUT, move |mut l| async move {
+                l.req_packed_commands(pipeline, offset, count).await
+            }),
+        )
     }
 
     fn get_db(&self) -> i64 {
-        self.manager.get_db()
+        self.link.get_db()
     }
 }
 
@@ -308,7 +422,7 @@ async fn first_contact(client: &redis::Client, target: &RedisTarget) -> Result<(
 /// Redis refused who we are: `AUTH` failed (`WRONGPASS`), no credentials
 /// where it needs them (`NOAUTH`), or the ACL user may not run `PING`
 /// (`NOPERM`).
-fn is_refusal(error: &RedisError) -> bool {
+pub(crate) fn is_refusal(error: &RedisError) -> bool {
     matches!(
         error.kind(),
         ErrorKind::AuthenticationFailed | ErrorKind::Server(ServerErrorKind::NoPerm)
@@ -370,7 +484,7 @@ fn is_idempotent(cmd: &Cmd, scripts: &HashSet<String>) -> bool {
     }
 }
 
-fn timed_out(after: Duration) -> RedisError {
+pub(crate) fn timed_out(after: Duration) -> RedisError {
     std::io::Error::new(
         std::io::ErrorKind::TimedOut,
         format!("no answer from redis in {after:?}"),

@@ -43,6 +43,12 @@ impl Directory {
         self.incarnation
     }
 
+    /// The number of Redis primary changes (Sentinel failovers) this
+    /// handle has followed, as a watch (see [`RedisConn::primary_changes`]).
+    pub fn primary_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.conn.primary_changes()
+    }
+
     /// A connection to run one command or script on (clones share the pipe).
     pub(super) fn conn(&self) -> RedisConn {
         self.conn.clone()

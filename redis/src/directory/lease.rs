@@ -50,7 +50,7 @@ impl Directory {
             .arg(shard)
             .arg(ttl_ms(ttl)?)
             .arg(self.incarnation())
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn().durable())
             .await?;
         Ok(if won == 1 {
             Claim::Acquired { r#gen: generation }
@@ -78,7 +78,7 @@ impl Directory {
             .arg(generation)
             .arg(ttl_ms(ttl)?)
             .arg(self.incarnation())
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn().durable())
             .await?;
         Ok(renewed == 1)
     }
@@ -130,7 +130,7 @@ impl Directory {
             .arg(expected_gen)
             .arg(to)
             .arg(ttl_ms(ttl)?)
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn().durable())
             .await?)
     }
 

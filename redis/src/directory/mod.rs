@@ -9,6 +9,9 @@
 //! ## Layout
 //! - [`connection`]: the Redis connection every client uses: endless
 //!   reconnects, a bound on every request, retries of idempotent ones.
+//! - [`durable`]: fenced writes wait for a replica (`WAIT`) behind Sentinel.
+//! - `sentinel_link`: the connection that follows the primary through a
+//!   Sentinel failover.
 //! - [`drain_targets`]: drain-target selection and its reservations; orphaned zones.
 //! - [`lease`]: claim / renew / release / fenced flip of zone leases, `ShardForZone`.
 //! - [`registry`]: shard heartbeat and registry, known zones, per-zone player counts.
@@ -45,12 +48,14 @@
 mod args;
 pub mod connection;
 pub mod drain_targets;
+pub mod durable;
 mod error;
 mod handle;
 pub mod key_names;
 pub mod lease;
 pub mod online;
 pub mod registry;
+mod sentinel_link;
 pub mod transfer;
 mod types;
 

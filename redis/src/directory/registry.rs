@@ -19,6 +19,8 @@ use super::key_names;
 use super::types::{ShardInfo, ZoneStatus};
 
 static HEARTBEAT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("heartbeat.lua")));
+static MINT_INCARNATION: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("incarnation_mint.lua")));
 static DEREGISTER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("deregister.lua")));
 static SHARDS_LIVE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("shards_live.lua")));
@@ -125,9 +127,9 @@ impl Directory {
     /// expires), so no two processes ever share one.
     pub async fn mint_incarnation(&self, shard: &str) -> Result<u64, DirectoryError> {
         check_shard(shard)?;
-        Ok(redis::cmd("INCR")
-            .arg(key_names::shard_incarnation(shard))
-            .query_async(&mut self.conn())
+        Ok(MINT_INCARNATION
+            .key(key_names::shard_incarnation(shard))
+            .invoke_async(&mut self.conn().durable())
             .await?)
     }
 

@@ -134,7 +134,7 @@ impl Directory {
             .arg(closed_gen)
             .arg(ttl_ms(lease_ttl)?)
             .arg(key_names::transfer_channel())
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn().durable())
             .await?;
         let generation: u64 = generation.parse().unwrap_or_default();
         Ok(match status.as_str() {

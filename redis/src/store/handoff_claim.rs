@@ -66,7 +66,7 @@ impl Store {
             .key(&row)
             .arg(expected)
             .arg(claim.to_string())
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn().durable())
             .await?;
         let (minted, epoch, version) = reply.ok_or(StoreError::NotFound)?;
         let number = |value: &str, field: &str| {
@@ -116,7 +116,7 @@ impl Store {
             .arg(version.to_string())
             .arg(held)
             .arg(claim.to_string())
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn().durable())
             .await?;
         let corrupt = |key: &str, reason: String| StoreError::Corrupt {
             key: key.to_string(),

@@ -101,7 +101,7 @@ impl Store {
             .arg(phc)
             .arg(state_json)
             .arg(persist_id)
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn().durable())
             .await?;
         if created == 1 {
             Ok(())
@@ -145,7 +145,7 @@ impl Store {
             .key(&key)
             .arg(claim.to_string())
             .arg(&ROW_FIELDS[..])
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn().durable())
             .await?;
         let row =
             parse_row(&key, fields.ok_or(StoreError::NotFound)?)?.ok_or(StoreError::NotFound)?;
@@ -174,7 +174,7 @@ impl Store {
             .arg(state_json)
             .arg(conn_id)
             .arg(applied_seq)
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn().durable())
             .await?;
         save_outcome(reply)
     }
@@ -204,7 +204,7 @@ impl Store {
             .arg(conn_id)
             .arg(applied_seq)
             .arg(claim.to_string())
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.conn().durable())
             .await?;
         save_outcome(reply)
     }

@@ -18,7 +18,8 @@ use tokio::time::Instant;
 #[derive(Parser)]
 #[command(name = "telosctl", version, about)]
 struct Cli {
-    /// Redis URL of the cluster.
+    /// Redis URL of the cluster (`redis+sentinel://HOST:PORT,HOST:PORT/MASTER`
+    /// finds the primary through Sentinel).
     #[arg(
         long,
         env = "TELOS_REDIS_URL",
@@ -26,6 +27,13 @@ struct Cli {
         global = true
     )]
     redis_url: String,
+    /// Sentinels (`HOST:PORT,HOST:PORT`) to find the Redis primary through,
+    /// with --redis-master-name (instead of --redis-url).
+    #[arg(long, env = "TELOS_REDIS_SENTINELS", global = true)]
+    redis_sentinels: Option<String>,
+    /// The name the Sentinels monitor the primary under (with --redis-sentinels).
+    #[arg(long, env = "TELOS_REDIS_MASTER_NAME", global = true)]
+    redis_master_name: Option<String>,
     /// File holding the Redis password (trailing newline trimmed); the URL's
     /// user, if any, stays the ACL user.
     #[arg(long, env = "TELOS_REDIS_PASSWORD_FILE", global = true)]
@@ -101,8 +109,19 @@ impl Cli {
     /// Redis and its credentials, from the flags (read only by the commands
     /// that talk to Redis: `keygen` needs no password file).
     fn redis(&self) -> anyhow::Result<RedisTarget> {
+        // --redis-url has a default: the Sentinel flags replace it.
+        let url = match (&self.redis_sentinels, &self.redis_master_name) {
+            (None, None) => self.redis_url.clone(),
+            (sentinels, master) => telos_redis::sentinel::url_from_flags(
+                None,
+                sentinels.clone(),
+                master.clone(),
+                &self.redis_url,
+            )
+            .map_err(anyhow::Error::msg)?,
+        };
         Ok(RedisTarget::from_files(
-            self.redis_url.as_str(),
+            url,
             self.redis_password_file.as_deref(),
             self.redis_ca.as_deref(),
         )?)

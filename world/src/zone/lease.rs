@@ -5,11 +5,21 @@
 //! without a successful renew, and the actor itself checks the deadline
 //! before it applies anything (see `actor/`). The Lua scripts check the
 //! generation before they write.
+//!
+//! After a Redis failover (Sentinel promoted a replica) the loop renews at
+//! once instead of at its next period: the renew script accepts only the
+//! exact `(owner, generation)` live on the **new** primary, so a lease the
+//! new primary does not have, or has under another generation, is refused
+//! and the zone fences before its next renew would have noticed. (Every
+//! generation a shard holds was on a replica before it counted — see
+//! `telos_redis::directory::durable` — so this refuses only leases that
+//! expired or moved.)
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -118,6 +128,11 @@ pub trait RenewLease: Send + Sync + 'static {
         generation: u64,
         ttl: Duration,
     ) -> impl Future<Output = Result<bool, DirectoryError>> + Send;
+
+    /// Moves on every change of Redis primary (a failover); `None`: never.
+    fn primary_changes(&self) -> Option<watch::Receiver<u64>> {
+        None
+    }
 }
 
 impl RenewLease for Directory {
@@ -129,6 +144,24 @@ impl RenewLease for Directory {
         ttl: Duration,
     ) -> impl Future<Output = Result<bool, DirectoryError>> + Send {
         Directory::renew_zone(self, zone, shard, generation, ttl)
+    }
+
+    fn primary_changes(&self) -> Option<watch::Receiver<u64>> {
+        Some(Directory::primary_changes(self))
+    }
+}
+
+/// Returns when `changes` moves; never when there is none to watch.
+async fn primary_changed(changes: &mut Option<watch::Receiver<u64>>) {
+    match changes {
+        Some(rx) => {
+            if rx.changed().await.is_err() {
+                // The connection is gone: nothing more will change.
+                *changes = None;
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending::<()>().await,
     }
 }
 
@@ -149,6 +182,7 @@ pub async fn renew_loop(
     // Renews failing in a row: the first is a warning, the retries that
     // follow it every 200 ms are not news.
     let mut failing = 0u32;
+    let mut changes = directory.primary_changes();
     loop {
         let wake = (Instant::now() + next).min(lease.deadline());
         next = period;
@@ -156,6 +190,10 @@ pub async fn renew_loop(
             _ = stop.cancelled() => return,
             _ = fence.cancelled() => return,
             _ = tokio::time::sleep_until(wake) => {}
+            _ = primary_changed(&mut changes) => {
+                info!(zone, generation = lease.generation(), "Redis primary changed; re-validating the lease now");
+                metrics::counter!("telos_lease_revalidations_total").increment(1);
+            }
         }
         if stop.is_cancelled() {
             return;
@@ -276,6 +314,68 @@ mod tests {
         assert!(lease.is_valid());
         assert!(renews.load(Ordering::SeqCst) >= 1);
         stop.cancel();
+        task.await.unwrap();
+    }
+
+    /// Redis after a failover: the new primary lacks the lease (every
+    /// renew is refused once the primary change is announced).
+    struct FailedOver {
+        changes: watch::Receiver<u64>,
+        renews: Arc<AtomicU32>,
+    }
+
+    impl RenewLease for FailedOver {
+        async fn renew_zone(
+            &self,
+            _zone: &str,
+            _shard: &str,
+            _generation: u64,
+            _ttl: Duration,
+        ) -> Result<bool, DirectoryError> {
+            self.renews.fetch_add(1, Ordering::SeqCst);
+            Ok(*self.changes.borrow() == 0)
+        }
+
+        fn primary_changes(&self) -> Option<watch::Receiver<u64>> {
+            Some(self.changes.clone())
+        }
+    }
+
+    /// Issue 22: after a failover the shard re-validates its lease on the
+    /// new primary at once, not at its next renew (a third of the TTL
+    /// later): a lease the new primary does not hold fences the zone within
+    /// the moment it takes to ask. (Without the wake-up on the primary
+    /// change the zone kept running until the next period, 20 s here.)
+    #[tokio::test(start_paused = true)]
+    async fn a_primary_change_revalidates_the_lease_at_once() {
+        let ttl = Duration::from_secs(60); // period 20 s
+        let (moved, changes) = watch::channel(0);
+        let renews = Arc::new(AtomicU32::new(0));
+        let redis = FailedOver {
+            changes,
+            renews: renews.clone(),
+        };
+        let lease = LeaseState::new(7, ttl, Instant::now());
+        let (fence, stop) = (CancellationToken::new(), CancellationToken::new());
+        let task = tokio::spawn(renew_loop(
+            redis,
+            "city".into(),
+            "shard-a".into(),
+            lease.clone(),
+            fence.clone(),
+            stop,
+        ));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(
+            renews.load(Ordering::SeqCst),
+            0,
+            "no renew before the period"
+        );
+        moved.send_replace(1);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(renews.load(Ordering::SeqCst), 1, "re-validated at once");
+        assert!(fence.is_cancelled(), "a lease the new primary lacks fences");
+        assert!(!lease.is_valid());
         task.await.unwrap();
     }
 

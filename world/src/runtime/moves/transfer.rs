@@ -116,8 +116,10 @@ async fn subscribe(
 /// is lost; returns why.
 async fn follow(target: &RedisTarget, changed: &Notify, was_lost: bool) -> redis::RedisError {
     let subscribed = async {
-        // The same client settings as every connection (password, CA).
-        let client = target.client().map_err(|e| lost(e.to_string()))?;
+        // The same client settings as every connection (password, CA);
+        // behind Sentinel, the primary it names now (asked again on every
+        // re-subscription, so a failover is followed).
+        let client = target.primary_client().await?;
         let mut pubsub = client.get_async_pubsub().await?;
         pubsub.subscribe(key_names::transfer_channel()).await?;
         Ok::<_, redis::RedisError>(pubsub)
