@@ -29,7 +29,7 @@ use telos_testkit::redis::free_port;
 use telos_testkit::world::starter_zones;
 use telos_tls::{Role, TlsKeys};
 use telos_world::runtime::moves::transfer::TRANSFER_POLL;
-use telos_world::runtime::shard::PRESENCE_TTL;
+use telos_world::runtime::presence::PRESENCE_TTL;
 use tokio::time::Instant;
 
 const PASSWORD: &str = "correct horse";

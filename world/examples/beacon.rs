@@ -131,6 +131,14 @@ impl ZoneModel for Dock {
         Some((Box::new(keeper), out))
     }
 
+    fn view(&self, key: &str) -> Vec<Delivery> {
+        if self.keepers.contains_key(key) {
+            vec![self.look(key)]
+        } else {
+            Vec::new()
+        }
+    }
+
     fn execute(&mut self, key: &str, line: &str, _ctx: &Ctx<'_>) -> Outcome {
         let Some(keeper) = self.keepers.get_mut(key) else {
             return Outcome::default();

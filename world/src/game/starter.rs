@@ -181,6 +181,10 @@ impl ZoneModel for ZoneState {
         ZoneState::tick(self, roll)
     }
 
+    fn view(&self, key: &str) -> Vec<Delivery> {
+        ZoneState::view(self, key)
+    }
+
     fn player(&self, key: &str) -> Option<&dyn Player> {
         self.character(key).map(|c| c as &dyn Player)
     }

@@ -191,6 +191,14 @@ impl ZoneState {
         Some((ch, out))
     }
 
+    /// The room `key` stands in, as `look` shows it (nothing when absent).
+    pub fn view(&self, key: &str) -> Vec<Delivery> {
+        self.players
+            .get(key)
+            .map(|ch| vec![Delivery::new(key, render_room(self, ch))])
+            .unwrap_or_default()
+    }
+
     pub fn character(&self, key: &str) -> Option<&Character> {
         self.players.get(key)
     }

@@ -169,6 +169,11 @@ pub trait ZoneModel: Send + Sync {
     -> Option<(PlayerBox, Vec<Delivery>)>;
     /// Apply one input line of `key`'s.
     fn execute(&mut self, key: &str, line: &str, ctx: &Ctx<'_>) -> Outcome;
+    /// What `key` sees of where they stand, as `look` shows it: told to a
+    /// player the runtime took over (a second login, a resume of a session
+    /// it still held), whose last answer may have been lost with the old
+    /// link. Empty when `key` is not here.
+    fn view(&self, key: &str) -> Vec<Delivery>;
     /// One game tick. `roll(n)` returns a value in `0..n`.
     fn tick(&mut self, roll: &mut dyn FnMut(u32) -> u32) -> Vec<Delivery>;
     fn player(&self, key: &str) -> Option<&dyn Player>;

@@ -15,7 +15,7 @@ use crate::handoff::fence::{SETTLE_BOUND, WriteAs};
 use crate::model::ids::{is_instance_id, zone_of};
 use crate::model::{Player, Tier};
 use crate::runtime::shard::Shard;
-use crate::zone::{Joining, SessionMeta, ZoneHandle};
+use crate::zone::{JoinError, Joining, SessionMeta, ZoneHandle};
 
 use super::frames::send_closed;
 
@@ -34,13 +34,16 @@ pub(super) fn resolve_room(shard: &Shard, ch: &dyn Player) -> String {
 }
 
 /// Why a character could not be put into play here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum AttachError {
     /// The store could not claim or read the character.
     Store,
     /// The zone refused the join (stopping, or still opening): worth
     /// retrying while the login waits.
     ZoneRefused,
+    /// The claimed row puts the player in this other zone (saved elsewhere
+    /// since the caller routed it): route again, there.
+    Misrouted(String),
 }
 
 /// Claim the character (minting its next `owner_epoch`) and put it into the
@@ -110,9 +113,15 @@ pub(super) async fn attach_local(
         })
         .await
         .map(|_| ())
-        .map_err(|e| {
-            info!(player = %key, error = %e, "zone refused the join");
-            AttachError::ZoneRefused
+        .map_err(|e| match e {
+            JoinError::Misrouted(zone) => {
+                info!(player = %key, zone, "the row moved since routing; routing again");
+                AttachError::Misrouted(zone)
+            }
+            e => {
+                info!(player = %key, error = %e, "zone refused the join");
+                AttachError::ZoneRefused
+            }
         })
 }
 
@@ -176,7 +185,12 @@ pub(super) async fn attach_frame(
     while let Some(handle) = shard.hosted().get(&zone) {
         match handle.join_or_return(joining).await {
             Ok(_) => return Some((key, attach.conn_id, handle)),
-            Err(Some(back)) if Instant::now() < until => {
+            // Still opening (or holding a frozen copy of the player a
+            // moment longer): worth the wait. A zone that is stopping never
+            // takes the player: resume at once, where it is served next.
+            Err(Some(back))
+                if Instant::now() < until && (handle.is_opening() || handle.accepts_arrivals()) =>
+            {
                 joining = back;
                 tokio::time::sleep(ADOPTION_POLL).await;
             }

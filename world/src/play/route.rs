@@ -44,9 +44,12 @@ pub(super) async fn enter(
     };
     let wait_until = Instant::now() + UNSERVED_WAIT;
     let mut told = false;
+    // Where the claimed row put the player when it was not where routing
+    // looked: routed there next, whatever the roster or the read said.
+    let mut misrouted: Option<String> = None;
     loop {
         // Online somewhere already: that session is taken over where it is.
-        let zone = match shard.roster().zone_of(&key) {
+        let zone = match misrouted.take().or_else(|| shard.roster().zone_of(&key)) {
             Some(zone) => zone,
             None => match online_elsewhere(shard, &key).await {
                 Some(addr) => {
@@ -94,6 +97,10 @@ pub(super) async fn enter(
                                 })))
                                 .await;
                         }
+                    }
+                    Err(AttachError::Misrouted(zone)) if Instant::now() < wait_until => {
+                        misrouted = Some(zone);
+                        continue;
                     }
                     Err(_) => {
                         send_closed(out, "The world cannot be reached right now.", false).await;

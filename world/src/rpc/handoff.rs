@@ -83,8 +83,18 @@ impl Handoff for HandoffService {
         );
         let req = req.into_inner();
         let (h, hosted) = (&self.shard.handoff(), &self.shard.hosted());
+        // Only a zone that takes players now, or will once its lease is
+        // observed (an adoption, a transfer's target), is a destination: a
+        // zone stopping here (drained, transferred away, fenced) would take
+        // the gate's attach only to refuse it, so the source tries again
+        // where the zone is served next, within the walk's window.
+        let hosts = |z: &str| {
+            hosted
+                .get(z)
+                .is_some_and(|h| h.accepts_arrivals() || h.is_opening())
+        };
         let token = span
-            .in_scope(|| destination::prepare(h, |z| hosted.get(z).is_some(), &req))
+            .in_scope(|| destination::prepare(h, hosts, &req))
             .map_err(prepare_status)?;
         Ok(Response::new(PrepareResponse {
             handoff_token: token,

@@ -5,7 +5,9 @@
 //! - [`closing`]: the zones being closed for a transfer right now.
 //! - [`leases`]: one hosted zone's lease lifecycle, claim | confirm → renew
 //!   → release, for every zone whichever way it came.
-//! - [`shard`]: the [`Shard`]: hosted zones, routing, presence, shutdown.
+//! - [`shard`]: the [`Shard`]: hosted zones, routing, shutdown.
+//! - [`presence`]: its registry heartbeat and online list, and being
+//!   superseded by a newer process of its id.
 //! - [`placement`]: boot zones and orphaned zones.
 //! - [`moves`]: the zone moves: SIGTERM drain, adoption, operator transfer.
 
@@ -13,6 +15,7 @@ pub mod closing;
 pub mod leases;
 pub mod moves;
 pub mod placement;
+pub mod presence;
 pub mod shard;
 
 use std::sync::Arc;

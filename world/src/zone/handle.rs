@@ -31,6 +31,10 @@ pub enum JoinError {
     Unavailable(#[from] ZoneUnavailable),
     #[error("zone {0} is stopping")]
     Stopping(String),
+    /// The player's room is in another zone (its row was saved elsewhere
+    /// after the caller routed it here): route again, to this zone.
+    #[error("the player stands in zone {0}, not here")]
+    Misrouted(String),
 }
 
 pub(crate) enum Msg {

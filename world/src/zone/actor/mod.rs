@@ -248,7 +248,8 @@ impl ZoneActor {
                 // character is frozen here mid-move: not now (the attach
                 // retries, then resumes from the durable row).
                 let busy = self.frozen.contains_key(&player.character.key());
-                let result = if busy || self.stopping() || !self.lease_valid() {
+                let misrouted = self.misrouted(&*player.character).is_some();
+                let result = if busy || misrouted || self.stopping() || !self.lease_valid() {
                     Err(player)
                 } else {
                     Ok(self.join(*player).unwrap_or_default())

@@ -4,7 +4,8 @@
 use telos_proto::v1::{Closed, InputAck, server_frame::Frame};
 
 use super::ZoneActor;
-use crate::model::{Ctx, Delivery, Player, PlayerBox};
+use crate::model::ids::zone_of;
+use crate::model::{Delivery, Player, PlayerBox};
 use crate::zone::handle::JoinError;
 use crate::zone::session::{Joining, SessionMeta, SiblingMove};
 use telos_redis::directory::OnlinePlayer;
@@ -65,16 +66,18 @@ impl ZoneActor {
             let ack = meta.applied_seq;
             self.seat(&key, meta, attached);
             self.take_tier(&key, &*character);
-            let look = self.state.execute(
-                &key,
-                "look",
-                &Ctx {
-                    shard_id: &self.env.shard_id,
-                    zone_id: &self.id,
-                },
-            );
-            self.deliver(look.deliveries);
+            // Whatever the old link last carried may be lost: the player
+            // is shown where they stand, as the game's `look` shows it.
+            let view = self.state.view(&key);
+            self.deliver(view);
             return Ok(ack);
+        }
+        // Not held here: the player enters where their row puts them, and
+        // that must be this zone. Entering another zone's room here would
+        // drop them into this zone's first room, neither where they stand
+        // nor where they were going.
+        if let Some(zone) = self.misrouted(&*character) {
+            return Err(JoinError::Misrouted(zone));
         }
         let ack = meta.applied_seq;
         attached.ack_input_seq = ack;
@@ -84,6 +87,16 @@ impl ZoneActor {
         self.deliver(deliveries);
         self.publish(&key);
         Ok(ack)
+    }
+
+    /// The zone a player not held here stands in, when it is not this one.
+    pub(super) fn misrouted(&self, joining: &dyn Player) -> Option<String> {
+        let key = joining.key();
+        if self.sessions.contains_key(&key) || self.frozen.contains_key(&key) {
+            return None;
+        }
+        let zone = zone_of(joining.room());
+        (zone != self.id).then(|| zone.to_string())
     }
 
     /// Put `meta` in as `key`'s session, its `Attached` first of all.

@@ -19,7 +19,7 @@ use crate::game::{StarterGame, load_world};
 use crate::handoff::context::{Handoff, Shared, Tasks};
 use crate::model::Game;
 use crate::zone::env::ZoneEnv;
-use crate::zone::handle::ZoneHandle;
+use crate::zone::handle::{JoinError, ZoneHandle};
 use crate::zone::hosted::Hosted;
 use crate::zone::lease::LeaseState;
 use crate::zone::roster::Roster;
@@ -134,5 +134,56 @@ async fn an_interrupted_drain_answers_only_after_the_zone_has_stopped() -> anyho
         "the drain answered while its player was still in play"
     );
     tokio::time::timeout(WAIT, stopping).await??;
+    Ok(())
+}
+
+/// A player joining from their row (a login or resume) whose room is in
+/// another zone — the row was saved elsewhere after the caller routed them
+/// here — is refused with that zone, so the caller routes again. Before,
+/// the game put them into this zone's first room: neither where they stood
+/// nor where they were going, and `Attached` acknowledged the move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_from_a_row_in_another_zone_is_routed_again() -> anyhow::Result<()> {
+    let redis = RedisServer::start()?;
+    let (zone, _frames) = city_with_a_player(&redis).await?;
+    let game = StarterGame::new(load_world(&repo_root().join("config/world"))?);
+    let mut character = game.new_player("Bea");
+    character.set_room("forest:eaves".into());
+    let (out, mut frames) = mpsc::channel(OUT_CHANNEL);
+    let meta = SessionMeta {
+        conn_id: "conn-2".into(),
+        epoch: 1,
+        claim: ClaimId::random(),
+        departure_claim: None,
+        state_version: 0,
+        applied_seq: 4,
+        saved_seq: 4,
+        dirty: false,
+        out,
+        wedged: false,
+        persist_id: "pid-2".into(),
+        commit: None,
+    };
+    let attached = Attached {
+        ack_input_seq: 4,
+        name: "Bea".into(),
+        credential: String::new(),
+        shard_id: "shard-a".into(),
+    };
+    let joined = zone
+        .join(Joining {
+            character,
+            meta,
+            attached,
+        })
+        .await;
+    match joined {
+        Err(JoinError::Misrouted(z)) => assert_eq!(z, "forest"),
+        other => panic!("joined a forest room into the city: {other:?}"),
+    }
+    assert!(
+        frames.try_recv().is_err(),
+        "a refused join sends nothing (no Attached, no room)"
+    );
     Ok(())
 }
