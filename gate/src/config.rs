@@ -169,7 +169,13 @@ pub struct Cli {
     #[arg(long, value_name = "ADDR", env = "TELOS_GATE_LISTEN")]
     pub listen: Option<String>,
     /// Redis URL (shard registry, read only) [default: redis://127.0.0.1:6379].
-    #[arg(long, value_name = "URL", env = "TELOS_REDIS_URL")]
+    // The value is never shown in --help: it may hold the password.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "TELOS_REDIS_URL",
+        hide_env_values = true
+    )]
     pub redis_url: Option<String>,
     /// File holding the Redis password (trailing newline trimmed); the URL's
     /// user, if any, stays the ACL user [default: the URL's password].

@@ -36,7 +36,8 @@ pub struct Cli {
     #[arg(long, env = "TELOS_ADVERTISE_ADDR")]
     pub advertise_addr: Option<String>,
     /// Redis URL [default: redis://127.0.0.1:6379].
-    #[arg(long, env = "TELOS_REDIS_URL")]
+    // The value is never shown in --help: it may hold the password.
+    #[arg(long, env = "TELOS_REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
     /// File holding the Redis password (trailing newline trimmed); the
     /// URL's user, if any, stays the ACL user [default: the URL's password].
