@@ -10,6 +10,12 @@ use telos_gate::{Cli, serve};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+/// mimalloc gives the memory of closed connections back to the OS, which
+/// glibc's malloc keeps (fragmented arenas): see `scripts/bench gatemem`.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("telos-gate: {msg}");
     ExitCode::FAILURE
