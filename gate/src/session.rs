@@ -26,6 +26,7 @@ use telos_proto::v1::server_frame::Frame;
 
 use crate::buffer::InputBuffer;
 use crate::client::{Conn, End};
+use crate::hangup::{self, HungUp};
 use crate::lines::LineEvent;
 use crate::metrics as m;
 use crate::reader::ReadError;
@@ -49,19 +50,6 @@ pub const SHIMMER: &str = "The world shimmers; reconnecting...";
 /// or `--input-buffer-lines`): nothing typed is lost, the gate just stops
 /// reading until the world has saved what it has.
 pub const INPUT_PAUSED: &str = "*** Too much input is waiting for the world; the rest of what you typed is read once it catches up.";
-
-/// A client that hung up with lines still to apply: the gate stops reading
-/// and sends what it holds, then `Hangup` (on every stream it attaches on
-/// until the world answers `Closed{final}`). Bounded by `--resume-give-up`
-/// from the hang-up, the time the gate grants the world to take a player
-/// back after an outage; past it (a world that does not know `Hangup`
-/// keeps the session) the stream is dropped and the world saves the player
-/// as link-dead.
-struct HungUp {
-    give_up: tokio::time::Instant,
-    /// `Hangup` went out on the current stream.
-    sent: bool,
-}
 
 type Attaching = Pin<Box<dyn Future<Output = Result<Established, EstablishError>> + Send>>;
 
@@ -185,7 +173,7 @@ impl Session {
                     r => r.map_err(End::from),
                 },
                 _ = tokio::time::sleep_until(idle_at), if hung_up.is_none() => conn.on_idle(),
-                _ = sleep_until_some(hung_up) => {
+                _ = hangup::give_up(hung_up) => {
                     tracing::warn!(conn_id = %conn.conn_id, name = %self.who.name,
                         unapplied = self.buffer.assigned() - self.buffer.applied(),
                         "the world did not end a hung-up session in time; dropping it");
@@ -476,14 +464,6 @@ impl Session {
 
 fn now() -> tokio::time::Instant {
     tokio::time::Instant::now()
-}
-
-/// Sleeps until `at`; never resolves for `None`.
-async fn sleep_until_some(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
 }
 
 fn protocol_error(conn: &Conn, e: &dyn std::error::Error) {
