@@ -1,8 +1,9 @@
 //! # gatemem: does the gate give the memory of closed connections back?
 //!
 //! `scripts/bench gatemem`: the script builds the release gate twice — with
-//! the system allocator (`--no-default-features`, copied to
-//! `telos-gate-system-alloc`) and as shipped (mimalloc) — then runs this.
+//! mimalloc (`--features mimalloc`, copied to `telos-gate-mimalloc`) and as
+//! shipped (the system allocator) — then runs this. (`cargo test --bench
+//! gatemem` runs it on the debug binaries, after the same two builds.)
 //!
 //! One private `redis-server`, one keyed `telos-world` serving every
 //! starter zone. `TELOS_BENCH_PLAYERS` (default [`DEFAULT_PLAYERS`])
@@ -28,7 +29,8 @@ const DEFAULT_PLAYERS: usize = 2000;
 /// Logins at a time: each is a password hash in the world.
 const CLIENTS: usize = 64;
 /// After the last close, how long to wait before the last reading: longer
-/// than mimalloc's purge delay and a few of jemalloc's decay periods.
+/// than mimalloc's purge delay (10 ms by default; `MIMALLOC_PURGE_DELAY`
+/// in the environment reaches the gates).
 const SETTLE: Duration = Duration::from_secs(5);
 const PASSWORD: &str = "bench-password";
 
@@ -63,8 +65,8 @@ fn main() -> anyhow::Result<()> {
         "gate build", "at start", "all logged in", "peak", "all closed", "+5 s"
     );
     for (label, program) in [
-        ("system allocator (glibc)", bin("telos-gate-system-alloc")),
-        ("mimalloc (as shipped)", bin("telos-gate")),
+        ("system allocator (shipped)", bin("telos-gate")),
+        ("mimalloc", bin("telos-gate-mimalloc")),
     ] {
         let gate = start_gate(&program, &redis.url, &keys)?;
         let rss = |gate: &Proc| procfs::status(gate.pid());

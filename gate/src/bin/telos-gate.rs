@@ -10,8 +10,7 @@ use telos_gate::{Cli, serve};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-/// mimalloc gives the memory of closed connections back to the OS, which
-/// glibc's malloc keeps (fragmented arenas): see `scripts/bench gatemem`.
+/// Only with the `mimalloc` feature, for `scripts/bench gatemem`.
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
