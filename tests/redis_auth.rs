@@ -232,3 +232,39 @@ fn an_unreadable_password_file_is_named_at_start() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// Issue 18: a password typed without its colon (`redis://SECRET@host`,
+/// which reads as a user name) or as `?password=` was printed by every
+/// binary; so was `TELOS_REDIS_URL` in `--help`.
+#[test]
+fn a_mistyped_url_never_prints_the_secret() -> anyhow::Result<()> {
+    let redis = acl_server(false)?;
+    let host = redis
+        .url
+        .strip_prefix("redis://")
+        .expect("a redis:// URL")
+        .to_string();
+    let urls = [
+        format!("redis://{WRONG_PASSWORD}@{host}"),
+        format!("redis://{host}?password={WRONG_PASSWORD}"),
+        format!("redis://{ACL_USER}@{host}?password={WRONG_PASSWORD}&db=0"),
+    ];
+    for program in ["telos-world", "telos-gate", "telosctl"] {
+        for url in &urls {
+            // Refused (no valid credentials), and the secret in no output.
+            let stderr = refused_start(program, url, &[])?;
+            assert!(stderr.contains("***"), "{program}: {stderr}");
+        }
+        let mut cmd = clean_command(program);
+        cmd.env(
+            "TELOS_REDIS_URL",
+            format!("redis://{ACL_USER}:{WRONG_PASSWORD}@{host}"),
+        )
+        .arg("--help");
+        let help = run_to_exit(program, cmd, EXIT_TIMEOUT)?;
+        assert!(help.success(), "{program} --help: {help:?}");
+        assert!(help.stdout.contains("TELOS_REDIS_URL"), "{}", help.stdout);
+        assert_never_printed(&[&help.stdout, &help.stderr]);
+    }
+    Ok(())
+}

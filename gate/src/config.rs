@@ -171,7 +171,13 @@ pub struct Cli {
     /// Redis URL (shard registry, read only): `redis://`, `rediss://`,
     /// `unix://`, or `redis+sentinel://HOST:PORT,HOST:PORT/MASTER`
     /// [default: redis://127.0.0.1:6379].
-    #[arg(long, value_name = "URL", env = "TELOS_REDIS_URL")]
+    // The value is never shown in --help: it may hold the password.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "TELOS_REDIS_URL",
+        hide_env_values = true
+    )]
     pub redis_url: Option<String>,
     /// Sentinels (`HOST:PORT,HOST:PORT`) to find the Redis primary through,
     /// with --redis-master-name; instead of --redis-url.

@@ -21,6 +21,7 @@
 //! - [`shared`]: what every connection task shares.
 //! - [`liveness`]: noticing a hung shard and condemning it.
 //! - [`client`]: one player's connection: idle clock, how it ends.
+//! - [`hangup`]: a client that hung up with lines still to apply.
 //! - [`session`]: the play loop: forward, freeze, re-attach, replay.
 //! - [`connection`]: the per-player task: greeting, login, then the session.
 //! - [`server`]: accept loop and shutdown ([`serve`]).
@@ -30,7 +31,7 @@
 //! its own, or before it in its own layer's chain (`a → b`: `b` may import
 //! `a`), never one after it (`tests/layers.rs` fails on an import cycle).
 //! 1. `config`, `metrics`, `lines`, `telnet`, `login`, `buffer`,
-//!    `ratelimit`, `registry`: leaves, no imports of the crate.
+//!    `ratelimit`, `registry`, `hangup`: leaves, no imports of the crate.
 //! 2. `directory`: the shard list over Redis (a `registry` impl);
 //!    `output` → `reader`: the socket halves (the reader answers telnet
 //!    negotiation through the output).
@@ -47,6 +48,7 @@ pub mod config;
 pub mod config_file;
 pub mod connection;
 pub mod directory;
+pub mod hangup;
 pub mod lines;
 pub mod liveness;
 pub mod login;

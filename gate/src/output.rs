@@ -127,9 +127,11 @@ impl Output {
         }
     }
 
-    /// Queue raw bytes (telnet negotiation, prompts).
+    /// Queue raw bytes (telnet negotiation, prompts). Once the socket can
+    /// no longer be written, or output was [`abandon`](Self::abandon)ed,
+    /// bytes are thrown away: nobody can read them.
     pub fn raw(&self, bytes: Vec<u8>) -> Result<(), SlowClient> {
-        if bytes.is_empty() {
+        if bytes.is_empty() || self.is_dead() {
             return Ok(());
         }
         let queued = self.queued();
@@ -174,6 +176,11 @@ impl Output {
     /// now: true from the high-water mark until the queue is back down to
     /// the low-water mark. While it is true, wait on [`drained`](Self::drained).
     pub fn input_paused(&mut self) -> bool {
+        if self.is_dead() {
+            // Nothing is written any more: no output to wait for.
+            self.paused_since = None;
+            return false;
+        }
         let queued = self.queued();
         match self.paused_since {
             Some(_) if queued <= self.low_water => self.paused_since = None,
@@ -213,6 +220,22 @@ impl Output {
     /// Resolves when the socket can no longer be written (client gone).
     pub fn gone(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
         self.gone.cancelled()
+    }
+
+    /// Whether output is no longer written: the socket failed, or the
+    /// output was abandoned.
+    pub fn is_dead(&self) -> bool {
+        self.gone.is_cancelled() || self.abort.is_cancelled()
+    }
+
+    /// Stop writing to a client that does not read, as [`kill_slow`]
+    /// does (the notice, then the write side shut), but keep this handle:
+    /// what is queued later is thrown away. For a client that hung up and
+    /// whose last lines are still being applied.
+    ///
+    /// [`kill_slow`]: Self::kill_slow
+    pub fn abandon(&self) {
+        self.abort.cancel();
     }
 
     /// Drop the slow client: skip the queue, try the notice, shut the write

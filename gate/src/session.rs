@@ -9,6 +9,13 @@
 //! `Backoff` (waiting before the next resume attempt). In the last two the
 //! player is frozen: lines are read and buffered up to the bound but sent
 //! only after the next `Attached`, from its `ack_input_seq` on.
+//!
+//! A client that closes (or half-closes) its side, or whose socket fails,
+//! has still said everything it sent: every line read is applied. The
+//! session then stops reading and keeps going until the world has every
+//! line and a `Hangup` after the last, and ends the session as `quit` does
+//! (`Closed{final}`), across handoffs and resumes like any other line; see
+//! [`HungUp`].
 
 use std::future::Future;
 use std::pin::Pin;
@@ -19,8 +26,10 @@ use telos_proto::v1::server_frame::Frame;
 
 use crate::buffer::InputBuffer;
 use crate::client::{Conn, End};
+use crate::hangup::{self, HungUp};
 use crate::lines::LineEvent;
 use crate::metrics as m;
+use crate::reader::ReadError;
 use crate::shared::Shared;
 use crate::upstream::{EstablishError, Established, Link, Opening, Who, establish};
 
@@ -86,6 +95,8 @@ pub struct Session {
     /// [`INPUT_PAUSED`] was said and the buffer has not emptied since: one
     /// notice per flood, not one per durable ack.
     told_paused: bool,
+    /// The client hung up; see [`HungUp`].
+    hung_up: Option<HungUp>,
 }
 
 impl Session {
@@ -109,6 +120,7 @@ impl Session {
             last_addr: est.link.addr.clone(),
             last_line: String::new(),
             told_paused: false,
+            hung_up: None,
         }
     }
 
@@ -136,12 +148,16 @@ impl Session {
             // Above the output high-water mark nothing is read or sent until
             // the writer catches up: a flood becomes TCP backpressure.
             let paused = conn.out.input_paused();
-            let can_read = !paused && !conn.reader.has_lines() && !self.buffer.is_full();
+            let hung_up = self.hung_up.as_ref().map(|h| h.give_up);
+            let can_read =
+                hung_up.is_none() && !paused && !conn.reader.has_lines() && !self.buffer.is_full();
             let idle_at = conn.idle_deadline();
             let step = tokio::select! {
                 biased;
                 _ = conn.cancel.cancelled() => Err(End::Shutdown),
-                _ = conn.out.gone() => Err(End::ClientGone),
+                // No branch for `out.gone()`: a socket that can no longer
+                // be written ends its reads too (EOF or a reset), after the
+                // lines the client sent before it closed.
                 ev = upstream_event(&mut self.upstream) => match ev {
                     UpEvent::Frame(frame) => self.on_frame(conn, frame),
                     UpEvent::Attached(Ok(est), kind) => self.on_established(conn, est, Some(kind)),
@@ -152,11 +168,24 @@ impl Session {
                     }
                 },
                 r = conn.out.drained(), if paused => r.map_err(End::from),
-                r = conn.reader.fill(&conn.out), if can_read => r.map_err(End::from),
-                _ = tokio::time::sleep_until(idle_at) => conn.on_idle(),
+                r = conn.reader.fill(&conn.out), if can_read => match r {
+                    Err(ReadError::Closed) => self.hang_up(conn),
+                    r => r.map_err(End::from),
+                },
+                _ = tokio::time::sleep_until(idle_at), if hung_up.is_none() => conn.on_idle(),
+                _ = hangup::give_up(hung_up) => {
+                    tracing::warn!(conn_id = %conn.conn_id, name = %self.who.name,
+                        unapplied = self.buffer.assigned() - self.buffer.applied(),
+                        "the world did not end a hung-up session in time; dropping it");
+                    Err(End::ClientGone)
+                }
             };
-            if let Err(end) = step {
-                return end;
+            match step {
+                Ok(()) => {}
+                // Nobody reads the output of a client that hung up and does
+                // not read: stop writing it, keep applying its lines.
+                Err(End::SlowClient) if self.hung_up.is_some() => conn.out.abandon(),
+                Err(end) => return end,
             }
         }
     }
@@ -202,14 +231,29 @@ impl Session {
         Ok(())
     }
 
+    /// The client closed its side or its socket failed: read no more, and
+    /// end once the world has applied every line read (see [`HungUp`]).
+    fn hang_up(&mut self, conn: &mut Conn) -> Result<(), End> {
+        tracing::debug!(conn_id = %conn.conn_id, name = %self.who.name,
+            unapplied = self.buffer.assigned() - self.buffer.applied(), "client hung up");
+        self.hung_up = Some(HungUp {
+            give_up: now() + conn.cfg().resume_give_up,
+            sent: false,
+        });
+        self.send_unsent(conn);
+        Ok(())
+    }
+
     /// Send unsent lines on a live stream, as far as the in-flight window
     /// allows and only while the output queue is not paused; what is held
     /// back goes out on a later call (after an ack, or once output drains).
+    /// After a hang-up, once every line is sent, `Hangup` follows them.
     fn send_unsent(&mut self, conn: &mut Conn) {
         let Upstream::Live(link) = &self.upstream else {
             return;
         };
         if !self.buffer.has_unsent() || conn.out.input_paused() {
+            self.send_hangup(conn);
             return;
         }
         let window = MAX_LINES_IN_FLIGHT.saturating_sub(self.buffer.in_flight());
@@ -220,9 +264,24 @@ impl Session {
                 // the line counts as unsent, so it can never be skipped.
                 tracing::debug!(conn_id = %conn.conn_id, seq, "send on a closed stream");
                 self.buffer.rewind_sent(seq - 1);
-                break;
+                return;
             }
         }
+        self.send_hangup(conn);
+    }
+
+    /// `Hangup` on the live stream, once: after a hang-up, when every line
+    /// read is in the buffer and sent.
+    fn send_hangup(&mut self, conn: &Conn) {
+        let (Upstream::Live(link), Some(hung_up)) = (&self.upstream, &mut self.hung_up) else {
+            return;
+        };
+        if hung_up.sent || self.buffer.has_unsent() || conn.reader.has_lines() {
+            return;
+        }
+        // A closed stream: its end arrives as a frame error, and the
+        // next stream gets the `Hangup` after its replay.
+        hung_up.sent = link.send_hangup().is_ok();
     }
 
     fn on_frame(
@@ -334,6 +393,9 @@ impl Session {
         self.last_addr = est.link.addr.clone();
         self.outage = None;
         self.upstream = Upstream::Live(est.link);
+        if let Some(h) = &mut self.hung_up {
+            h.sent = false;
+        }
         self.send_unsent(conn);
         Ok(())
     }

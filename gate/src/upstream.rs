@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use telos_proto::v1::{
-    Attach, Attached, ClientFrame, Input, Login, Resume, ServerFrame, client_frame,
+    Attach, Attached, ClientFrame, Hangup, Input, Login, Resume, ServerFrame, client_frame,
     play_client::PlayClient, server_frame,
 };
 use telos_tls::grpc::endpoint;
@@ -127,6 +127,16 @@ impl Link {
     pub fn send_input(&self, seq: u64, line: String) -> Result<(), StreamGone> {
         let frame = ClientFrame {
             frame: Some(client_frame::Frame::Input(Input { seq, line })),
+        };
+        self.tx.try_send(frame).map_err(|_| StreamGone)
+    }
+
+    /// Tell the shard the client hung up after every line sent so far: it
+    /// applies them and ends the session as `quit` does. `Err` means the
+    /// stream is gone.
+    pub fn send_hangup(&self) -> Result<(), StreamGone> {
+        let frame = ClientFrame {
+            frame: Some(client_frame::Frame::Hangup(Hangup {})),
         };
         self.tx.try_send(frame).map_err(|_| StreamGone)
     }

@@ -1,5 +1,6 @@
 //! # Layout
 //! Everything Telos keeps in Redis, below every process that uses it.
+//! - [`acl`]: every command Telos sends, and the ACL line that grants them.
 //! - [`directory`]: cluster coordination: zone leases, the shard registry and
 //!   presence, drain reservations, pending transfers, the online list, and
 //!   [`directory::connection::RedisConn`], the one way to talk to Redis.
@@ -14,6 +15,7 @@
 //! Every decision is one Lua script (the `*.lua` files beside the modules),
 //! atomic on the server and on the server's clock.
 
+pub mod acl;
 pub mod directory;
 pub mod sentinel;
 pub mod status;

@@ -19,9 +19,6 @@ use crate::sentinel::{Resolver, SentinelSpec};
 /// What replaces a password in a printed URL.
 pub const REDACTED: &str = "***";
 
-/// The query parameter redis-rs reads a `unix://` socket's password from.
-const UNIX_PASSWORD_PARAM: &str = "pass=";
-
 /// Why a [`RedisTarget`] could not be built or turned into a client.
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
@@ -178,9 +175,10 @@ impl RedisTarget {
         self.ca.as_deref()
     }
 
-    /// The URL as it may be printed (see [`redact`]).
+    /// The URL as it may be printed (see [`redact`]; with a password file
+    /// a user info without a colon is the user's name, and shown).
     pub fn redacted(&self) -> String {
-        redact(&self.url)
+        redact_as(&self.url, self.password.is_some())
     }
 
     /// A redis-rs client for this target: the one place a Telos process
@@ -280,50 +278,64 @@ fn read_password(path: &Path) -> Result<String, TargetError> {
     Ok(password.to_owned())
 }
 
-/// `url` fit to print: the password of its user info, and a `unix://`
-/// URL's `pass=` parameter, replaced by [`REDACTED`]; the user name, host,
-/// port and database stay.
+/// `url` fit to print: its user info's password, a lone user info (a
+/// password typed without its colon, `redis://SECRET@host`, is read as a
+/// user name) and the value of every query parameter but `db`, `protocol`
+/// and `user` (`?password=…`, a `unix://` URL's `pass=`) replaced by
+/// [`REDACTED`]; the user name before a colon, host, port and database
+/// stay.
 ///
 /// Works on text, not on a parsed URL, so that a URL too broken to parse
 /// (a raw `/`, `?` or `@` in the password) is redacted too: the user info
 /// is everything before the last `@`.
 pub fn redact(url: &str) -> String {
-    let url = redact_query_password(url);
+    redact_as(url, false)
+}
+
+/// [`redact`]; `lone_user_is_a_name`: the password comes from elsewhere
+/// (`--redis-password-file`), so a user info without a colon is the ACL
+/// user's name and is shown.
+fn redact_as(url: &str, lone_user_is_a_name: bool) -> String {
     // Without `://` (a mistyped scheme, or none) the whole text is the
     // authority: a password in it is hidden all the same.
     let (scheme, rest) = match url.split_once("://") {
         Some((scheme, rest)) => (format!("{scheme}://"), rest),
-        None => (String::new(), url.as_str()),
+        None => (String::new(), url),
     };
-    match rest.rsplit_once('@') {
+    // The user info first: a broken password may hold a `?`.
+    let url = match rest.rsplit_once('@') {
         Some((userinfo, host)) => match userinfo.split_once(':') {
             Some((user, _password)) => format!("{scheme}{user}:{REDACTED}@{host}"),
-            // A user name alone: not a secret.
-            None => url.clone(),
+            None if lone_user_is_a_name => url.to_string(),
+            None => format!("{scheme}{REDACTED}@{host}"),
         },
-        None => url.clone(),
-    }
+        None => url.to_string(),
+    };
+    redact_query(&url)
 }
 
-/// Replaces the value of every `pass=` query parameter (up to the next `&`).
-fn redact_query_password(url: &str) -> String {
-    let mut out = String::with_capacity(url.len());
-    let mut rest = url;
-    while let Some(at) = [
-        format!("?{UNIX_PASSWORD_PARAM}"),
-        format!("&{UNIX_PASSWORD_PARAM}"),
-    ]
-    .iter()
-    .filter_map(|needle| rest.find(needle.as_str()).map(|i| i + needle.len()))
-    .min()
-    {
-        out.push_str(&rest[..at]);
-        out.push_str(REDACTED);
-        rest = &rest[at..];
-        rest = &rest[rest.find('&').unwrap_or(rest.len())..];
-    }
-    out.push_str(rest);
-    out
+/// Query parameters whose values are shown: no secret is spelled so.
+const SHOWN_PARAMS: &[&str] = &["db", "protocol", "user"];
+
+/// Replaces the value of every query parameter not in [`SHOWN_PARAMS`]
+/// (up to the next `&` or `#`).
+fn redact_query(url: &str) -> String {
+    let Some((base, query)) = url.split_once('?') else {
+        return url.to_string();
+    };
+    let params: Vec<String> = query
+        .split('&')
+        .map(|param| match param.split_once('=') {
+            Some((name, _)) if SHOWN_PARAMS.contains(&name.to_ascii_lowercase().as_str()) => {
+                param.to_string()
+            }
+            Some((name, _)) => format!("{name}={REDACTED}"),
+            // A bare word: could be a secret typed without its name.
+            None if param.is_empty() => String::new(),
+            None => REDACTED.to_string(),
+        })
+        .collect();
+    format!("{base}?{}", params.join("&"))
 }
 
 #[cfg(test)]

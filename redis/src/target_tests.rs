@@ -20,8 +20,8 @@ fn redact_hides_a_password_without_user() {
 fn redact_leaves_a_url_without_credentials_as_it_is() {
     for url in [
         "redis://127.0.0.1:6379/",
-        "redis://telos@127.0.0.1:6379/0",
         "unix:///run/redis.sock?db=1",
+        "redis://h:1/?protocol=resp3",
         "not a url",
     ] {
         assert_eq!(redact(url), url);
@@ -102,4 +102,37 @@ fn redact_hides_a_password_in_a_url_without_a_valid_scheme() {
         assert_eq!(redact(url), shown, "{url}");
         assert!(!redact(url).contains("s3cret"));
     }
+}
+
+#[test]
+fn redact_hides_a_password_typed_without_its_colon_or_in_the_query() {
+    // Issue 18: `redis://SECRET@host` (the colon forgotten) reads as a user
+    // name, and `?password=` is no field of a redis URL: both were printed.
+    for (url, shown) in [
+        ("redis://s3cret@h:1/", "redis://***@h:1/"),
+        ("rediss://s3cret@h:1/0", "rediss://***@h:1/0"),
+        ("redis://h:1/?password=s3cret", "redis://h:1/?password=***"),
+        (
+            "redis://h:1/0?db=2&password=s3cret&x",
+            "redis://h:1/0?db=2&password=***&***",
+        ),
+        ("redis://h:1/?s3cret", "redis://h:1/?***"),
+        (
+            "redis://u@h:1/?pass=s3cret&user=u",
+            "redis://***@h:1/?pass=***&user=u",
+        ),
+    ] {
+        assert_eq!(redact(url), shown, "{url}");
+    }
+}
+
+#[test]
+fn a_lone_user_is_shown_when_the_password_comes_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pw");
+    std::fs::write(&file, "from-file\n").unwrap();
+    let with_file = RedisTarget::from_files("redis://telos@h:1/", Some(&file), None).unwrap();
+    assert_eq!(with_file.redacted(), "redis://telos@h:1/");
+    let without = RedisTarget::new("redis://telos@h:1/");
+    assert_eq!(without.redacted(), "redis://***@h:1/");
 }

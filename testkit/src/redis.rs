@@ -35,6 +35,11 @@ const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 /// take the port in between; retry that race a few times with a new port.
 const START_ATTEMPTS: usize = 5;
 
+/// The user every ACL server also has, with every right, for tests that
+/// inspect or stage data beyond what the ACL user may
+/// ([`RedisServer::admin_client`]); its password is this test process's.
+pub const ADMIN_USER: &str = "testkit-admin";
+
 /// Distinguishes temp dirs of servers started by the same test process.
 static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
 
@@ -292,7 +297,11 @@ impl RedisServer {
     /// A client with this server's credentials and CA, for tests that look
     /// at the data directly.
     pub fn client(&self) -> anyhow::Result<redis::Client> {
-        let url = self.url_with_password();
+        self.client_at(self.url_with_password())
+    }
+
+    /// A client for `url` (this server, some credentials) with the CA.
+    fn client_at(&self, url: String) -> anyhow::Result<redis::Client> {
         Ok(match &self.tls {
             None => redis::Client::open(url)?,
             Some(files) => redis::Client::build_with_tls(
@@ -304,6 +313,27 @@ impl RedisServer {
             )?,
         })
     }
+}
+
+impl RedisServer {
+    /// A client with every right: [`ADMIN_USER`] on an ACL server, else
+    /// the same as [`client`](Self::client).
+    pub fn admin_client(&self) -> anyhow::Result<redis::Client> {
+        if self.opts.acl.is_none() {
+            return self.client();
+        }
+        self.client_at(self.url.replacen(
+            "://",
+            &format!("://{ADMIN_USER}:{}@", admin_password()),
+            1,
+        ))
+    }
+}
+
+/// [`ADMIN_USER`]'s password: not a secret (the server binds loopback),
+/// only not guessable by a test that should not use it.
+fn admin_password() -> String {
+    format!("testkit-admin-{}", std::process::id())
 }
 
 impl Drop for RedisServer {
@@ -347,7 +377,14 @@ fn spawn_server(
         // redis-server joins the words after `--user` into one `user` line.
         cmd.args(["--user", "default", "off"])
             .args(["--user", &acl.user, "on", &format!(">{}", acl.password)])
-            .args(&acl.rules);
+            .args(&acl.rules)
+            .args([
+                "--user",
+                ADMIN_USER,
+                "on",
+                &format!(">{}", admin_password()),
+            ])
+            .args(["~*", "&*", "+@all"]);
     }
     cmd.args(["--bind", "127.0.0.1"])
         .args(["--save", ""])

@@ -38,7 +38,8 @@ pub struct Cli {
     /// Redis URL: `redis://`, `rediss://`, `unix://`, or
     /// `redis+sentinel://HOST:PORT,HOST:PORT/MASTER` to find the primary
     /// through Sentinel [default: redis://127.0.0.1:6379].
-    #[arg(long, env = "TELOS_REDIS_URL")]
+    // The value is never shown in --help: it may hold the password.
+    #[arg(long, env = "TELOS_REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
     /// Sentinels (`HOST:PORT,HOST:PORT`) to find the Redis primary through,
     /// with --redis-master-name; instead of --redis-url.

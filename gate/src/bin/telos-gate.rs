@@ -10,6 +10,11 @@ use telos_gate::{Cli, serve};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+/// Only with the `mimalloc` feature, for `scripts/bench gatemem`.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("telos-gate: {msg}");
     ExitCode::FAILURE

@@ -36,15 +36,11 @@
 //!   fails within the bound, and callers answer clearly.
 //! - Within that bound a request is sent again when that is safe: see
 //!   `is_idempotent` and `retryable` below.
-//!
-//! ## Behind Sentinel (`redis+sentinel://`, issue 22)
-//! The same bounds, on a [`SentinelLink`] instead of a `ConnectionManager`:
-//! every reconnect asks the Sentinels for the primary again (see
-//! `sentinel_link`). Writes that fence or acknowledge go through
-//! [`RedisConn::durable`]: on a second, dedicated link, each script run is
-//! followed by `WAIT 1` ([`WAIT_TIMEOUT`]) on the same connection, and
-//! counts as done only when a replica has it (see `durable`). A direct URL
-//! keeps one Redis and no `WAIT`: there is no replica to wait for.
+//! - A command not in [`crate::acl::COMMANDS`] is never sent: it fails at
+//!   once, naming the command, so a path that needs a command the
+//!   documented ACL lacks fails in its tests, not under an operator's ACL.
+//! - Behind Sentinel the same bounds hold on a [`SentinelLink`]; see
+//!   `sentinel_link` and [`RedisConn::durable`].
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -322,6 +318,9 @@ impl RedisConn {
 
 impl ConnectionLike for RedisConn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        if let Some(name) = crate::acl::unlisted(cmd) {
+            return Box::pin(std::future::ready(Err(crate::acl::not_granted(name))));
+        }
         let idempotent = self.is_idempotent(cmd);
         Box::pin(
             self.bounded(idempotent, REQUEST_TIMEOUT, move |mut l| async move {
@@ -336,6 +335,9 @@ impl ConnectionLike for RedisConn {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
+        if let Some(name) = pipeline.cmd_iter().find_map(crate::acl::unlisted) {
+            return Box::pin(std::future::ready(Err(crate::acl::not_granted(name))));
+        }
         let idempotent = pipeline.cmd_iter().all(|c| self.is_idempotent(c));
         Box::pin(
             self.bounded(idempotent, REQUEST_TIMEOUT, move |mut l| async move {

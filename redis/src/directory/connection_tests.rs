@@ -113,3 +113,27 @@ async fn connect_to_nothing_fails_in_time() {
     assert!(conn.is_err());
     assert!(asked.elapsed() <= FIRST_CONNECT_TIMEOUT + CONNECT_TIMEOUT);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_telos_does_not_grant_itself_is_never_sent() {
+    let server = RedisServer::start().expect("redis-server");
+    let mut conn = RedisConn::connect(&server.url.as_str().into(), &[])
+        .await
+        .expect("connect");
+    let _: () = conn.set("telos:k", "v").await.expect("a listed command");
+    let err = redis::cmd("FLUSHALL")
+        .exec_async(&mut conn)
+        .await
+        .expect_err("FLUSHALL is not Telos's");
+    assert!(err.to_string().contains("flushall"), "{err}");
+    let mut pipe = redis::pipe();
+    pipe.cmd("GET").arg("telos:k").cmd("KEYS").arg("*");
+    let err = pipe
+        .query_async::<Vec<redis::Value>>(&mut conn)
+        .await
+        .expect_err("KEYS is not Telos's");
+    assert!(err.to_string().contains("keys"), "{err}");
+    // Nothing was sent: the key is still there.
+    let value: Option<String> = conn.get("telos:k").await.expect("get");
+    assert_eq!(value.as_deref(), Some("v"));
+}

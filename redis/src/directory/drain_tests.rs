@@ -338,7 +338,7 @@ async fn concurrent_drainers_spread_over_the_peers() {
     let mut drains = Vec::new();
     for drainer in ["d1", "d2"] {
         // A connection per drainer, as separate shards would have.
-        let dir = Directory::connect(&r.url).await.unwrap();
+        let dir = Directory::connect(&r.url_with_password()).await.unwrap();
         drains.push(tokio::spawn(async move {
             let mut picks = Vec::new();
             for _ in 0..ZONES {

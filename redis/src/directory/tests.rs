@@ -15,8 +15,9 @@ const SHORT: Duration = Duration::from_millis(300);
 const EXPIRY_WAIT: Duration = Duration::from_secs(5);
 
 pub(super) async fn setup() -> (RedisServer, Directory) {
-    let server = RedisServer::start().expect("redis-server");
-    let dir = Directory::connect(&server.url).await.expect("connect");
+    // Under exactly the documented ACL (see `crate::acl`).
+    let (server, url) = crate::acl::test_server();
+    let dir = Directory::connect(&url).await.expect("connect");
     (server, dir)
 }
 
@@ -225,7 +226,7 @@ async fn racing_claims_have_exactly_one_winner() {
     let mut tasks = Vec::new();
     for shard in ["a", "b", "c"] {
         // Separate connections per shard, as separate processes would have.
-        let dir = Directory::connect(&r.url).await.unwrap();
+        let dir = Directory::connect(&r.url_with_password()).await.unwrap();
         for _ in 0..CLAIMS_PER_SHARD {
             let dir = dir.clone();
             tasks.push(tokio::spawn(async move {

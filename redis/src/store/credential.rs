@@ -51,7 +51,9 @@ impl Store {
         redis::pipe()
             .atomic()
             .del(&key)
-            .hset_multiple(&key, &[("h", digest(&credential)), ("ttl", ms.to_string())])
+            .cmd("HSET")
+            .arg(&key)
+            .arg(&[("h", digest(&credential)), ("ttl", ms.to_string())])
             .pexpire(&key, i64::try_from(ms).unwrap_or(i64::MAX))
             .exec_async(&mut self.conn())
             .await?;

@@ -10,8 +10,9 @@ use super::*;
 const CRED_TTL: Duration = Duration::from_secs(60);
 
 async fn setup() -> (RedisServer, Store) {
-    let server = RedisServer::start().expect("redis-server");
-    let store = Store::connect(&server.url).await.expect("connect");
+    // Under exactly the documented ACL (see `crate::acl`).
+    let (server, url) = crate::acl::test_server();
+    let store = Store::connect(&url).await.expect("connect");
     (server, store)
 }
 
@@ -247,7 +248,7 @@ async fn tiers() {
 
 #[tokio::test]
 async fn resume_credentials() {
-    let (_r, store) = setup().await;
+    let (r, store) = setup().await;
     store
         .create_character("Gus", "password1", b"{}")
         .await
@@ -321,14 +322,21 @@ async fn resume_credentials() {
     );
 
     // Hash-only storage: the raw credential is in no key and no value.
-    let dump = dump_everything(&store).await;
+    let dump = dump_everything(&r).await;
     assert!(!dump.contains(&newer), "raw credential stored");
     assert!(!dump.contains(&cred));
 }
 
-/// Every key and every value (hash fields included) as one string.
-async fn dump_everything(store: &Store) -> String {
-    let mut conn = store.conn();
+/// Every key and every value (hash fields included) as one string. On a
+/// connection of its own: `KEYS` and `TYPE` are no commands of Telos's
+/// (`telos_redis::acl`), so its connection would not send them.
+async fn dump_everything(server: &RedisServer) -> String {
+    let mut conn = server
+        .admin_client()
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg("*")
         .query_async(&mut conn)
@@ -412,7 +420,7 @@ mod handoff_claim {
         key: &str,
         field: &str,
     ) -> StoreError {
-        let dir = Directory::connect(&r.url).await.unwrap();
+        let dir = Directory::connect(&r.url_with_password()).await.unwrap();
         dir.claim_zone("forest", "b", LONG).await.unwrap();
         dir.heartbeat(&shard("b", 2), LONG).await.unwrap();
         let _: i64 = redis::cmd("HSET")
@@ -431,7 +439,7 @@ mod handoff_claim {
     #[tokio::test]
     async fn resolves_before_it_mints_and_mints_only_for_a_live_peer() {
         let (r, store) = setup().await;
-        let dir = Directory::connect(&r.url).await.unwrap();
+        let dir = Directory::connect(&r.url_with_password()).await.unwrap();
         store
             .create_character("Ana", "correct horse", b"{}")
             .await
@@ -504,7 +512,7 @@ mod handoff_claim {
     #[tokio::test]
     async fn mints_only_from_the_sessions_epoch_and_answers_its_own_claim_again() {
         let (r, store) = setup().await;
-        let dir = Directory::connect(&r.url).await.unwrap();
+        let dir = Directory::connect(&r.url_with_password()).await.unwrap();
         store
             .create_character("Eve", "correct horse", b"{}")
             .await

@@ -23,6 +23,8 @@ struct Cli {
     #[arg(
         long,
         env = "TELOS_REDIS_URL",
+        // Never shown in --help: it may hold the password.
+        hide_env_values = true,
         default_value = "redis://127.0.0.1:6379",
         global = true
     )]

@@ -4,9 +4,28 @@
 
 /// Removes every control character (C0, DEL, C1): they could rewrite a
 /// terminal, forge line breaks in another player's output or smuggle ANSI
-/// escapes into durable state.
+/// escapes into durable state. Also every format character (general
+/// category Cf: the bidi controls U+202A–U+202E and U+2066–U+2069, which
+/// reorder the rest of another player's line, the zero-width characters
+/// U+200B–U+200F and U+2060, which make look-alike text, soft hyphens, tag
+/// characters) and the line and paragraph separators U+2028/U+2029 (line
+/// breaks to some terminals). Emoji sequences joined by U+200D come apart
+/// into their pieces; nothing else visible changes.
 pub fn strip_control(s: &str) -> String {
-    s.chars().filter(|c| !c.is_control()).collect()
+    s.chars().filter(|&c| !is_hidden(c)).collect()
+}
+
+/// A character a player may not send to other players: see
+/// [`strip_control`].
+fn is_hidden(c: char) -> bool {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+    c.is_control()
+        || matches!(
+            c.general_category(),
+            GeneralCategory::Format
+                | GeneralCategory::LineSeparator
+                | GeneralCategory::ParagraphSeparator
+        )
 }
 
 /// The longest prefix of `s` that is at most `max` bytes and ends on a char
@@ -73,6 +92,34 @@ mod tests {
     #[test]
     fn strip_control_removes_escapes_and_newlines_keeps_unicode() {
         assert_eq!(strip_control("a\x1b[31mb\r\nc\u{85}d é"), "a[31mbcd é");
+    }
+
+    #[test]
+    fn strip_control_removes_bidi_and_zero_width_characters() {
+        // Right-to-left override, isolates, embeddings, marks.
+        for c in [
+            '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2067}',
+            '\u{2068}', '\u{2069}', '\u{200E}', '\u{200F}', '\u{061C}',
+        ] {
+            assert_eq!(strip_control(&format!("a{c}b")), "ab", "{:X}", c as u32);
+        }
+        // Zero-width space, non-joiner, joiner, word joiner, BOM, soft
+        // hyphen, a tag character, and the line/paragraph separators.
+        for c in [
+            '\u{200B}',
+            '\u{200C}',
+            '\u{200D}',
+            '\u{2060}',
+            '\u{FEFF}',
+            '\u{00AD}',
+            '\u{E0041}',
+            '\u{2028}',
+            '\u{2029}',
+        ] {
+            assert_eq!(strip_control(&format!("a{c}b")), "ab", "{:X}", c as u32);
+        }
+        // Right-to-left text itself, accents and emoji stay.
+        assert_eq!(strip_control("שלום مرحبا é ✓ 🦊"), "שלום مرحبا é ✓ 🦊");
     }
 
     #[test]

@@ -269,6 +269,25 @@ fn say_exact_shapes() {
 }
 
 #[test]
+fn say_never_carries_bidi_or_zero_width_characters_to_others() {
+    let mut z = town_with(&["alice", "bob"]);
+    // A right-to-left override that would show "evil.exe" as "exe.live",
+    // a zero-width space inside a look-alike name, an isolate.
+    let out = run(
+        &mut z,
+        "alice",
+        "say see \u{202E}exe.live\u{202C} from B\u{200B}ob \u{2067}x\u{2069}",
+    );
+    assert_eq!(
+        out.deliveries,
+        vec![
+            Delivery::new("alice", "You say, 'see exe.live from Bob x'\n"),
+            Delivery::new("bob", "Alice says, 'see exe.live from Bob x'\n"),
+        ]
+    );
+}
+
+#[test]
 fn where_exact() {
     let mut z = town_with(&["alice"]);
     let out = run(&mut z, "alice", "where");

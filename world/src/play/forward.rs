@@ -1,5 +1,6 @@
 //! Forwarding: input lines go to whichever local zone actor holds the
-//! player, one at a time, each waiting for its reply.
+//! player, one at a time, each waiting for its reply; a `Hangup` after the
+//! last of them ends the session as `quit` does.
 
 use std::sync::Arc;
 
@@ -28,6 +29,14 @@ pub(super) async fn forward_input(
             Ok(Some(ClientFrame {
                 frame: Some(client_frame::Frame::Input(input)),
             })) => input,
+            Ok(Some(ClientFrame {
+                frame: Some(client_frame::Frame::Hangup(_)),
+            })) => {
+                // Every line before it has had its reply (one at a time),
+                // so it is applied after them.
+                zone.hangup(&key, &conn_id).await;
+                continue;
+            }
             Ok(Some(_)) => {
                 debug!(player = %key, "ignoring a non-input frame on a live session");
                 continue;

@@ -76,7 +76,7 @@ pub async fn run_session(
         client_frame::Frame::Login(login) => login_frame(&shard, login, &out).await,
         client_frame::Frame::Resume(resume) => resume_frame(&shard, resume, &out).await,
         client_frame::Frame::Attach(attach) => attach_frame(&shard, attach, &out).await,
-        client_frame::Frame::Input(_) => {
+        client_frame::Frame::Input(_) | client_frame::Frame::Hangup(_) => {
             send_closed(&out, "Protocol error: log in first.", true).await;
             None
         }

@@ -42,6 +42,9 @@ pub(super) struct FrozenPlayer {
     pub(super) from_room: String,
     pub(super) target_room: String,
     pub(super) queued: Vec<(u64, String, oneshot::Sender<InputReply>)>,
+    /// The client hung up after the queued lines (`Hangup`): if the move is
+    /// refused, the player leaves as a quit once those lines are applied.
+    pub(super) hung_up: bool,
     /// A `begin_handoff` for this player is running.
     pub(super) in_flight: bool,
     /// The player walked (not a drain's fan-off).

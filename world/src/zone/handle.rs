@@ -61,6 +61,12 @@ pub(crate) enum Msg {
         key: String,
         conn_id: String,
     },
+    /// The player's client closed after its last line: end the session as
+    /// `quit` does.
+    Hangup {
+        key: String,
+        conn_id: String,
+    },
     /// A sibling refused a walking player: take them back and keep trying
     /// within the walk's window. The reply answers the move line; the
     /// transfer comes back on the second sender when this zone cannot hold
@@ -302,6 +308,21 @@ impl ZoneHandle {
         let _ = self
             .tx
             .send(Msg::Detach {
+                key: key.to_string(),
+                conn_id: conn_id.to_string(),
+            })
+            .await;
+    }
+
+    /// The player's client hung up after every line already sent: the
+    /// session ends as `quit` ends it (saved, resume credential revoked,
+    /// `Closed{final}`). A player frozen mid-move leaves when the move is
+    /// refused; one handed off meanwhile is hung up by the gate again at
+    /// the destination.
+    pub async fn hangup(&self, key: &str, conn_id: &str) {
+        let _ = self
+            .tx
+            .send(Msg::Hangup {
                 key: key.to_string(),
                 conn_id: conn_id.to_string(),
             })

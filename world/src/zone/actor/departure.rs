@@ -29,7 +29,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::warn;
 
-use super::ZoneActor;
+use super::{Leaving, ZoneActor};
 use crate::handoff::source::MOVE_REFUSED;
 use crate::model::ids::zone_of;
 use crate::model::{Direction, PlayerBox};
@@ -134,6 +134,7 @@ impl ZoneActor {
                 from_room,
                 target_room: to_room.to_string(),
                 queued: Vec::new(),
+                hung_up: false,
                 in_flight: false,
                 walk,
                 departure,
@@ -233,6 +234,7 @@ impl ZoneActor {
                 from_room,
                 target_room,
                 queued: Vec::new(),
+                hung_up: false,
                 in_flight: false,
                 walk: Some(walk),
                 departure,
@@ -267,6 +269,7 @@ impl ZoneActor {
             queued,
             walk,
             departure,
+            hung_up,
             ..
         } = frozen;
         // Settle a resolved commit fence before comparing epochs.
@@ -295,6 +298,9 @@ impl ZoneActor {
                 .unwrap_or_default();
             let result = Box::pin(self.input(key, &conn_id, seq, &line)).await;
             self.answer(key, reply, result);
+        }
+        if hung_up && self.sessions.contains_key(key) {
+            Box::pin(self.leave_for_good(key, Leaving::Quit)).await;
         }
     }
 

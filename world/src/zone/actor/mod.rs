@@ -306,6 +306,22 @@ impl ZoneActor {
                     self.leave_for_good(&key, Leaving::LinkDead).await;
                 }
             }
+            Msg::Hangup { key, conn_id } => {
+                if let Some(f) = self.frozen.get_mut(&key)
+                    && f.meta.conn_id == conn_id
+                {
+                    // Mid-move: acted on if the move is refused and the
+                    // player stays (see `unfreeze`).
+                    f.hung_up = true;
+                } else if self
+                    .sessions
+                    .get(&key)
+                    .is_some_and(|m| m.conn_id == conn_id)
+                {
+                    debug!(zone = %self.id, player = %key, "client hung up: leaving as a quit");
+                    self.leave_for_good(&key, Leaving::Quit).await;
+                }
+            }
             Msg::Shutdown { reason, reply } => {
                 self.stop();
                 self.settle_frozen_for_stop(&reason).await;
