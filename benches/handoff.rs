@@ -320,7 +320,10 @@ fn main() -> anyhow::Result<()> {
     // peer dials it), or the plaintext twin.
     let (unary_addr, unary_tls) = match &plain {
         Some(p) => (p.shard.addr.clone(), None),
-        None => (cluster.a.addr.clone(), Some(cluster.keys.tls(Role::Shard))),
+        None => (
+            cluster.a.addr.clone(),
+            Some(cluster.keys.shard_tls("shard-a")),
+        ),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

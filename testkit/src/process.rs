@@ -227,8 +227,11 @@ impl<'a> WorldOpts<'a> {
     }
 
     /// A keyed shard (`--keys`: one that hands players off), before any
-    /// other flag in `extra`.
+    /// other flag in `extra`, with a certificate of its own (issued into
+    /// the folder by `telosctl cert` unless it is there).
     pub fn keyed(mut self, keys: &Path) -> Self {
+        crate::keys::issue_shard(keys, self.shard_id)
+            .expect("telosctl cert issues the shard its certificate");
         let flag = ["--keys".to_string(), keys.display().to_string()];
         self.extra.splice(0..0, flag);
         self
