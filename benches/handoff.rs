@@ -661,7 +661,7 @@ fn on_path_work_us(keys_dir: &std::path::Path) -> anyhow::Result<f64> {
     use telos_world::game::{Character, StarterGame, load_world};
     use telos_world::handoff::destination::apply_state_components;
     use telos_world::handoff::snapshot::{PlayerSnapshot, sign_snapshot, verify_snapshot};
-    let keys = telos_world::handoff::keys::load(keys_dir)?;
+    let keys = telos_world::handoff::keys::load(keys_dir, "shard-a")?;
     let public = keys.snapshot_public();
     let target = start_room();
     let character = Character::new("Walker", &target);

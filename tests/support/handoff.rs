@@ -66,7 +66,7 @@ pub async fn cluster() -> anyhow::Result<Cluster> {
     Ok(Cluster {
         redis_url: redis.url.clone(),
         _redis: redis,
-        keys: keys::load(keys_dir.path())?,
+        keys: keys::load(keys_dir.path(), "shard-a")?,
         _keys_dir: keys_dir,
         a,
         b,
