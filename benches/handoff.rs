@@ -63,7 +63,6 @@ use telos_testkit::keys::{TempKeys, bench_tls};
 use telos_testkit::process::{Proc, WorldOpts, start_keyed_gate, start_keyed_world, start_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::{DIRECTIONS, WorldMap, path_to_zone, start_room, starter_zones, walk};
-use telos_tls::Role;
 use telos_tls::grpc::endpoint;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
