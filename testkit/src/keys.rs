@@ -38,22 +38,7 @@ pub fn issue_shard(dir: &Path, id: &str) -> anyhow::Result<()> {
 /// `telosctl cert DIR --role ROLE --name NAME` (into `DIR/NAME/`), unless
 /// that folder holds the certificate already.
 pub fn issue(dir: &Path, role: Role, name: &str) -> anyhow::Result<()> {
-    if telos_tls::files::cert_file(&dir.join(name), role).exists() {
-        return Ok(());
-    }
-    let mut cert = clean_command("telosctl");
-    cert.arg("cert")
-        .arg(dir)
-        .args(["--role", role.as_str(), "--name", name]);
-    let done = blocking(|| run_to_exit("telosctl-cert", cert, KEYGEN_TIMEOUT))?;
-    if !done.success() {
-        bail!(
-            "telosctl cert {} --role {role} --name {name} failed: {}",
-            dir.display(),
-            done.stderr
-        );
-    }
-    Ok(())
+    crate::process::issue_cert(dir, role, name)
 }
 
 /// A fresh key folder in the temp dir, removed on drop: what a keyed shard
