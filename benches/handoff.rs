@@ -63,7 +63,6 @@ use telos_testkit::keys::{TempKeys, bench_tls};
 use telos_testkit::process::{Proc, WorldOpts, start_keyed_gate, start_keyed_world, start_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::{DIRECTIONS, WorldMap, path_to_zone, start_room, starter_zones, walk};
-use telos_tls::Role;
 use telos_tls::grpc::endpoint;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -320,7 +319,10 @@ fn main() -> anyhow::Result<()> {
     // peer dials it), or the plaintext twin.
     let (unary_addr, unary_tls) = match &plain {
         Some(p) => (p.shard.addr.clone(), None),
-        None => (cluster.a.addr.clone(), Some(cluster.keys.tls(Role::Shard))),
+        None => (
+            cluster.a.addr.clone(),
+            Some(cluster.keys.shard_tls("shard-a")),
+        ),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -658,7 +660,7 @@ fn on_path_work_us(keys_dir: &std::path::Path) -> anyhow::Result<f64> {
     use telos_world::game::{Character, StarterGame, load_world};
     use telos_world::handoff::destination::apply_state_components;
     use telos_world::handoff::snapshot::{PlayerSnapshot, sign_snapshot, verify_snapshot};
-    let keys = telos_world::handoff::keys::load(keys_dir)?;
+    let keys = telos_world::handoff::keys::load(keys_dir, "shard-a")?;
     let public = keys.snapshot_public();
     let target = start_room();
     let character = Character::new("Walker", &target);

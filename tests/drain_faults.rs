@@ -225,13 +225,15 @@ fn journal_bot(mut d: Driver, stop: Arc<AtomicBool>) -> JoinHandle<anyhow::Resul
     })
 }
 
-/// A `Handoff` client of the shard at `addr`, presenting a shard's
-/// certificate (the service is served to no other).
+/// A `Handoff` client of the shard at `addr`, presenting shard `as_shard`'s
+/// certificate (the service is served to no other, and a request naming a
+/// source speaks for the caller's own shard only).
 async fn handoff_client(
     addr: &str,
     keys: &TempKeys,
+    as_shard: &str,
 ) -> anyhow::Result<HandoffClient<tonic::transport::Channel>> {
-    let channel = endpoint(addr, Some(&keys.tls(Role::Shard)))?
+    let channel = endpoint(addr, Some(&keys.shard_tls(as_shard)))?
         .connect()
         .await?;
     Ok(HandoffClient::new(channel))
@@ -570,13 +572,15 @@ async fn adopt_zone_naming_a_non_owner_is_refused_without_state() -> anyhow::Res
         let (o, generation) = wait_owner(&dir, "city", &["shard-a"], WAIT).await?;
         assert_eq!(o, "shard-a");
 
-        let mut client = handoff_client(&b.addr, &keys).await?;
         for (from, generation, why) in [
             ("shard-x", generation, "a shard that is not the owner"),
             ("shard-b", generation, "the adopter itself"),
             ("shard-a", generation + 1, "a generation ahead"),
             ("shard-a", generation - 1, "a generation behind"),
         ] {
+            // From the shard it names: the owner check refuses it, not the
+            // certificate's.
+            let mut client = handoff_client(&b.addr, &keys, from).await?;
             let refused = client
                 .adopt_zone(AdoptZoneRequest {
                     zone_id: "city".into(),
@@ -648,7 +652,7 @@ async fn adoption_never_flipped_is_torn_down_and_the_owner_keeps_serving() -> an
         let dir = Directory::connect(&redis.url).await?;
         let (_, generation) = wait_owner(&dir, "city", &["shard-a"], WAIT).await?;
 
-        let mut client = handoff_client(&b.addr, &keys).await?;
+        let mut client = handoff_client(&b.addr, &keys, "shard-a").await?;
         let adopted_at = Instant::now();
         client
             .adopt_zone(AdoptZoneRequest {
@@ -732,7 +736,7 @@ async fn source_killed_after_adopt_zone_does_not_lose_the_zone() -> anyhow::Resu
         let seq = journal_lines(&mut p, "before", 3, &mut sent).await?;
         p.wait_ack(seq).await?;
 
-        let mut client = handoff_client(&b.addr, &keys).await?;
+        let mut client = handoff_client(&b.addr, &keys, "shard-a").await?;
         client
             .adopt_zone(AdoptZoneRequest {
                 zone_id: "city".into(),
@@ -1185,7 +1189,7 @@ async fn drain_hands_on_a_zone_adopted_just_before_the_sigterm() -> anyhow::Resu
         wait_registered(&redis.url, &["shard-a", "shard-c"]).await?;
         // b adopts the city as a's drain would make it, then is told to
         // drain before the flip has landed.
-        handoff_client(&b.addr, &keys)
+        handoff_client(&b.addr, &keys, "shard-a")
             .await?
             .adopt_zone(AdoptZoneRequest {
                 zone_id: "city".into(),

@@ -73,7 +73,7 @@ async fn a_handover_to_the_owner_itself_is_refused_and_the_zone_keeps_serving() 
 {
     let c = cluster().await?;
     let (mut p, dir, generation) = player_in_city(&c, "Pia").await?;
-    let mut a = c.client(&c.a.addr)?;
+    let mut a = c.client_as("shard-a", &c.a.addr)?;
     let err = a
         .handover_zone(handover("shard-a", generation))
         .await
@@ -96,13 +96,13 @@ async fn bounce_city(c: &Cluster, dir: &Directory) -> anyhow::Result<[u64; 2]> {
     let (_, first) = owner(dir).await?;
     let confirmed = "adoption confirmed: the flip landed zone=\"city\"";
     let second = c
-        .client(&c.a.addr)?
+        .client_as("shard-b", &c.a.addr)?
         .handover_zone(handover("shard-b", first))
         .await?
         .into_inner()
         .new_generation;
     c.b.wait_log(confirmed, READY).await?;
-    c.client(&c.b.addr)?
+    c.client_as("shard-a", &c.b.addr)?
         .handover_zone(handover("shard-a", second))
         .await?;
     c.a.wait_log(confirmed, READY).await?;
@@ -115,7 +115,7 @@ async fn a_handover_at_generation_zero_a_stale_generation_or_to_nobody_is_refuse
     let c = cluster().await?;
     let stale = bounce_city(&c, &Directory::connect(&c.redis_url).await?).await?;
     let (mut p, dir, generation) = player_in_city(&c, "Quin").await?;
-    let mut a = c.client(&c.a.addr)?;
+    let mut a = c.client_as("shard-b", &c.a.addr)?;
     // Generation 0 once meant "any generation" and moved the zone at once.
     let err = a.handover_zone(handover("shard-b", 0)).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
@@ -139,7 +139,10 @@ async fn the_honest_handover_moves_the_zone_once_and_a_racing_one_is_refused() -
 {
     let c = cluster().await?;
     let (mut p, dir, generation) = player_in_city(&c, "Rue").await?;
-    let (mut first, mut second) = (c.client(&c.a.addr)?, c.client(&c.a.addr)?);
+    let (mut first, mut second) = (
+        c.client_as("shard-b", &c.a.addr)?,
+        c.client_as("shard-b", &c.a.addr)?,
+    );
     let (one, two) = tokio::join!(
         first.handover_zone(handover("shard-b", generation)),
         second.handover_zone(handover("shard-b", generation)),
@@ -169,7 +172,7 @@ async fn an_adopt_from_anyone_but_the_live_owner_is_refused_and_builds_nothing()
 -> anyhow::Result<()> {
     let c = cluster().await?;
     let (mut p, dir, generation) = player_in_city(&c, "Sol").await?;
-    let mut b = c.client(&c.b.addr)?;
+    let mut b = c.client_as("shard-a", &c.b.addr)?;
     let refused = [
         (
             "a shard that is not the owner",
@@ -185,7 +188,17 @@ async fn an_adopt_from_anyone_but_the_live_owner_is_refused_and_builds_nothing()
         ("a future generation", adopt("shard-a", generation + 1)),
     ];
     for (what, req) in refused {
-        let err = b.adopt_zone(req).await.unwrap_err();
+        // Each from the shard it names (its own certificate), so that what
+        // refuses it is the owner check, not the certificate's.
+        let from = match req.from_shard_id.as_str() {
+            "" => "shard-c",
+            named => named,
+        };
+        let err = c
+            .client_as(from, &c.b.addr)?
+            .adopt_zone(req)
+            .await
+            .unwrap_err();
         assert!(
             matches!(err.code(), Code::FailedPrecondition | Code::InvalidArgument),
             "{what}: {err:?}"
@@ -194,7 +207,7 @@ async fn an_adopt_from_anyone_but_the_live_owner_is_refused_and_builds_nothing()
     // The owner asked to adopt from itself at its own live generation
     // passes the owner check; it is refused for what it is.
     let err = c
-        .client(&c.a.addr)?
+        .client_as("shard-a", &c.a.addr)?
         .adopt_zone(adopt("shard-a", generation))
         .await
         .unwrap_err();
@@ -233,7 +246,7 @@ async fn a_handover_whose_caller_hangs_up_still_completes() -> anyhow::Result<()
     // caller's deadline passes first whatever the machine's speed (with a
     // running target the hand-over sometimes won the race and answered).
     c.b.signal(libc::SIGSTOP);
-    let answer = c.client(&c.a.addr)?.handover_zone(req).await;
+    let answer = c.client_as("shard-b", &c.a.addr)?.handover_zone(req).await;
     c.b.signal(libc::SIGCONT);
     let err = answer.unwrap_err();
     assert!(

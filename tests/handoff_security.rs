@@ -28,7 +28,7 @@ const PASSWORD: &str = "correct horse";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepare_refuses_every_forged_or_misdirected_snapshot() -> anyhow::Result<()> {
     let c = cluster().await?;
-    let mut b = c.client(&c.b.addr)?;
+    let mut b = c.client_as("shard-a", &c.b.addr)?;
     let good = snapshot("Ivy", "shard-b", "forest:eaves", 3);
 
     // Signed with a key that is not the cluster's snapshot key.
@@ -113,7 +113,7 @@ async fn prepare_refuses_every_forged_or_misdirected_snapshot() -> anyhow::Resul
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forged_and_replayed_phase_two_messages_are_refused() -> anyhow::Result<()> {
     let c = cluster().await?;
-    let mut b = c.client(&c.b.addr)?;
+    let mut b = c.client_as("shard-a", &c.b.addr)?;
     // The character exists (a row to fence), but is not online.
     Driver::login_with(&c.a.addr, Some(&c.gate()), "Jade", PASSWORD, true)
         .await?
@@ -189,7 +189,7 @@ async fn forged_and_replayed_phase_two_messages_are_refused() -> anyhow::Result<
             _ => None,
         })
         .await?;
-    let mut a = c.client(&c.a.addr)?;
+    let mut a = c.client_as("shard-b", &c.a.addr)?;
     let forged_commit = CommitRequest {
         handoff_token: redirect.token.clone(),
         to_shard_id: "shard-b".into(),
@@ -236,7 +236,7 @@ async fn forged_and_replayed_phase_two_messages_are_refused() -> anyhow::Result<
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_aliases_are_resanitized_on_arrival() -> anyhow::Result<()> {
     let c = cluster().await?;
-    let mut b = c.client(&c.b.addr)?;
+    let mut b = c.client_as("shard-a", &c.b.addr)?;
     Driver::login_with(&c.a.addr, Some(&c.gate()), "Lark", PASSWORD, true)
         .await?
         .command("quit")

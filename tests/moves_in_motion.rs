@@ -130,7 +130,7 @@ async fn wait_owner(dir: &Directory, zone: &str, owner: &str) -> anyhow::Result<
 /// would send it before flipping the lease (with a shard's certificate:
 /// `Handoff` is served to no other).
 async fn adopt(shard: &Proc, keys: &TempKeys, generation: u64) -> anyhow::Result<()> {
-    let tls = keys.tls(Role::Shard);
+    let tls = keys.shard_tls(GONE);
     let channel = endpoint(&shard.addr, Some(&tls))?.connect().await?;
     let mut client = HandoffClient::new(channel);
     client

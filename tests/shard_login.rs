@@ -360,3 +360,58 @@ async fn one_connection_holds_at_most_its_stream_cap() -> anyhow::Result<()> {
     drop(silent);
     Ok(())
 }
+
+/// A gate certificate's `Login.client_addr` is trusted only up to that
+/// certificate's budget of failed logins (issue 18): a caller naming a
+/// fresh address for every guess escaped every per-source lock (20
+/// guesses a minute per account, across every account). Once its budget
+/// is spent, its logins are one source — its own — which locks; another
+/// gate's certificate keeps its own budget, and its players' addresses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_addresses_are_trusted_only_up_to_its_budget() -> anyhow::Result<()> {
+    let redis = RedisServer::start()?;
+    let flags = [
+        "--login-lock-after",
+        "2",
+        "--login-lock-ms",
+        LOCK_MS,
+        "--login-lock-cap-ms",
+        LOCK_CAP_MS,
+        "--login-caller-budget",
+        "3",
+        "--login-caller-refill-ms",
+        "600000",
+    ];
+    let (w, keys) = world(&redis, &flags)?;
+    let c = gate_channels(&keys);
+    create(&c, &w.addr, "Cyd", PASSWORD).await?;
+    // Within the budget, each made-up address is a source of its own.
+    for i in 0..3 {
+        let from = format!("203.0.113.{i}");
+        assert_eq!(
+            refusal(login_from(&c, &w.addr, &from, "cyd", WRONG).await?),
+            "Login failed."
+        );
+    }
+    // Spent: fresh addresses no longer help; the caller's one source
+    // locks at its second failure.
+    let mut lines = Vec::new();
+    for i in 10..13 {
+        let from = format!("203.0.113.{i}");
+        lines.push(refusal(login_from(&c, &w.addr, &from, "cyd", WRONG).await?));
+    }
+    assert_eq!(lines[0], "Login failed.", "{lines:?}");
+    assert!(lines[1].starts_with(LOCKED), "{lines:?}");
+    assert!(lines[2].starts_with(LOCKED), "{lines:?}");
+    // Another gate (its own certificate): its player's address is trusted.
+    let honest = Channels::tls(keys.cert(Role::Gate, "gate-2"));
+    assert_eq!(
+        refusal(login_from(&honest, &w.addr, "198.51.100.7", "cyd", WRONG).await?),
+        "Login failed."
+    );
+    assert!(matches!(
+        login_from(&honest, &w.addr, "198.51.100.7", "cyd", PASSWORD).await?,
+        Answer::Attached { .. }
+    ));
+    Ok(())
+}

@@ -88,10 +88,15 @@ async fn call_each(channel: Channel) -> [Result<(), Status>; 3] {
             .map(drop)
     };
     // An empty Prepare is refused by the handler (bad snapshot), which
-    // proves the caller got past the role check.
+    // proves the caller got past the role check. It names as its source
+    // the holder of keygen's shard certificate (`shard`): a request
+    // speaks for the caller's own shard only.
     let handoff = async {
         match HandoffClient::new(channel.clone())
-            .prepare(PrepareRequest::default())
+            .prepare(PrepareRequest {
+                from_shard_id: "shard".into(),
+                ..PrepareRequest::default()
+            })
             .await
         {
             Ok(_) => Ok(()),

@@ -10,11 +10,13 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
+use crate::admission::{PreLoginPlace, Seat};
 use crate::config::GateConfig;
+use crate::config_edge::PRE_LOGIN_BYTE_BURST;
 use crate::lines::LineEvent;
 use crate::metrics as m;
 use crate::output::{Output, SlowClient};
-use crate::reader::{ReadError, Reader};
+use crate::reader::{ByteBudget, ReadError, Reader};
 use crate::shared::Shared;
 
 /// Why a connection ends. Each carries its goodbye line and metric.
@@ -31,6 +33,13 @@ pub enum End {
     /// Not logged in within `pre_login_timeout` of connecting.
     LoginTimeout,
     ResumeGaveUp,
+    /// Logged in while every player's seat was taken.
+    Full,
+    /// Its pre-login place went to a newcomer from a network holding
+    /// fewer ([`crate::admission`]).
+    Evicted,
+    /// Sent a PROXY header without being a configured proxy.
+    ProxyRefused,
 }
 
 impl From<SlowClient> for End {
@@ -55,6 +64,11 @@ const SHUTDOWN_GOODBYE: &str = "The gate is shutting down; please reconnect in a
 const LOGIN_TIMEOUT_GOODBYE: &str = "You did not log in within";
 const TOO_MANY_FAILURES: &str = "Too many failed logins; goodbye.";
 pub const RESUME_GAVE_UP: &str = "The world could not be reached; please reconnect later.";
+const GATE_FULL: &str = "The gate is full; please try again later.";
+const EVICTED: &str =
+    "Too many connections from your network are logging in at once; please try again.";
+const PROXY_REFUSED: &str =
+    "A PROXY protocol header is taken only from the gate's configured proxies; refused.";
 
 /// After the goodbye, how long the gate keeps reading (and discarding) what
 /// a client still sends, waiting for it to close its side, before it drops
@@ -74,16 +88,23 @@ pub struct Conn {
     warned: bool,
     /// Connect + `pre_login_timeout`: the login must be done by then.
     login_deadline: tokio::time::Instant,
+    /// Held until the login; then a seat instead.
+    pre_login: Option<PreLoginPlace>,
+    seat: Option<Seat>,
 }
 
 impl Conn {
     /// Take over an accepted socket: start its writer and reader and give
     /// the connection its id.
+    /// `first_input`: bytes already read (past a PROXY header), parsed
+    /// before the socket's.
     pub fn open(
         stream: TcpStream,
         peer: SocketAddr,
         shared: Arc<Shared>,
         cancel: CancellationToken,
+        pre_login: PreLoginPlace,
+        first_input: Vec<u8>,
     ) -> Conn {
         let _ = stream.set_nodelay(true);
         let (rd, wr) = stream.into_split();
@@ -92,7 +113,11 @@ impl Conn {
             shared.cfg.output_buffer_bytes,
             shared.cfg.output_stall_timeout,
         );
-        let reader = Reader::new(rd, shared.cfg.max_line_bytes);
+        let budget = ByteBudget::new(
+            shared.cfg.edge.pre_login_bytes_per_sec,
+            PRE_LOGIN_BYTE_BURST,
+        );
+        let reader = Reader::new(rd, shared.cfg.max_line_bytes, Some(budget), first_input);
         let conn_id = hex::encode(rand::random::<u128>().to_be_bytes());
         let shared_timeout = shared.cfg.pre_login_timeout;
         Conn {
@@ -105,7 +130,26 @@ impl Conn {
             last_input: Instant::now(),
             warned: false,
             login_deadline: tokio::time::Instant::now() + shared_timeout,
+            pre_login: Some(pre_login),
+            seat: None,
         }
+    }
+
+    /// The login succeeded: take a player's seat in place of the pre-login
+    /// place, and read input at the player's pace. `Err(End::Full)` when
+    /// every seat is taken.
+    pub fn seat(&mut self) -> Result<(), End> {
+        let seat = self.shared.seats.take().ok_or(End::Full)?;
+        self.seat = Some(seat);
+        self.pre_login = None;
+        self.reader.lift_budget();
+        Ok(())
+    }
+
+    /// Resolves when this connection's pre-login place goes to a newcomer;
+    /// never once logged in.
+    pub async fn evicted(&self) {
+        evicted(&self.pre_login).await
     }
 
     pub fn cfg(&self) -> &GateConfig {
@@ -183,6 +227,18 @@ impl Conn {
                 m::disconnect("resume_gave_up");
                 Some(RESUME_GAVE_UP.to_string())
             }
+            End::Full => {
+                m::disconnect("full");
+                Some(GATE_FULL.to_string())
+            }
+            End::Evicted => {
+                m::disconnect("pre_login_evicted");
+                Some(EVICTED.to_string())
+            }
+            End::ProxyRefused => {
+                m::disconnect("proxy_header");
+                Some(PROXY_REFUSED.to_string())
+            }
         };
         tracing::debug!(peer = %self.peer, conn_id = %self.conn_id, ?end, "connection closing");
         if let Some(line) = goodbye {
@@ -216,12 +272,22 @@ impl Conn {
             tokio::select! {
                 _ = self.cancel.cancelled() => return Err(End::Shutdown),
                 _ = self.out.gone() => return Err(End::ClientGone),
+                _ = evicted(&self.pre_login) => return Err(End::Evicted),
                 _ = tokio::time::sleep_until(deadline) => self.on_idle()?,
                 _ = tokio::time::sleep_until(self.login_deadline) => return Err(End::LoginTimeout),
                 r = self.out.drained(), if paused => r?,
                 r = self.reader.fill(&self.out), if !paused => r?,
             }
         }
+    }
+}
+
+/// Resolves when `place` is taken by a newcomer; never without one. (Not
+/// [`Conn::evicted`]: `next_line` borrows the reader mutably beside it.)
+async fn evicted(place: &Option<PreLoginPlace>) {
+    match place {
+        Some(place) => place.evicted().cancelled().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -12,7 +12,9 @@ use std::time::Duration;
 use clap::Parser;
 use telos_redis::target::{RedisTarget, redact};
 
+pub use crate::config_edge::{EdgeCli, EdgeLimits};
 pub use crate::config_file::{ConfigError, FileConfig};
+use crate::config_file::{pick, positive, positive_pick};
 
 /// Runtime behaviour of every connection. `Default` is what the binary uses
 /// when nothing is configured; tests shorten the timeouts.
@@ -82,13 +84,18 @@ pub struct GateConfig {
     /// Redirects followed while establishing one session before giving up
     /// (a redirect loop between confused shards must not spin forever).
     pub max_redirect_hops: u32,
-    /// Simultaneous player connections; more are told the gate is full.
+    /// Logged-in players at once; a login beyond them is told the gate is
+    /// full. Connections not logged in are counted apart
+    /// ([`EdgeLimits::max_pre_login`]).
     pub max_connections: usize,
     /// On shutdown, how long connection tasks get to say goodbye.
     pub shutdown_grace: Duration,
     /// The gate certificate for mutual TLS to the shards (`--keys`);
     /// `None` is plaintext, the keyless dev mode.
     pub tls: Option<telos_tls::TlsKeys>,
+    /// Pre-login places, per-network aggregates, pre-login input rate,
+    /// PROXY protocol ([`crate::config_edge`]).
+    pub edge: EdgeLimits,
 }
 
 impl Default for GateConfig {
@@ -118,6 +125,7 @@ impl Default for GateConfig {
             max_connections: 10_000,
             shutdown_grace: Duration::from_secs(5),
             tls: None,
+            edge: EdgeLimits::default(),
         }
     }
 }
@@ -240,56 +248,12 @@ pub struct Cli {
     /// Give up re-attaching after a shard loss after this many seconds [default: 60].
     #[arg(long, value_name = "SECS", env = "TELOS_GATE_RESUME_GIVE_UP")]
     pub resume_give_up_secs: Option<String>,
-    /// Maximum simultaneous player connections [default: 10000].
+    /// Logged-in players at once (connections not logged in are counted
+    /// by --max-pre-login) [default: 10000].
     #[arg(long, value_name = "N", env = "TELOS_GATE_MAX_CONNECTIONS")]
     pub max_connections: Option<String>,
-}
-
-/// Pick the first layer that has a value and parse it, naming the setting
-/// (flag and variable) when it does not parse.
-fn pick<T: std::str::FromStr>(
-    flag: &str,
-    var: &str,
-    cli: Option<&String>,
-    file: Option<T>,
-) -> Result<Option<T>, ConfigError>
-where
-    T::Err: std::fmt::Display,
-{
-    match cli {
-        Some(raw) => raw
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|e| ConfigError(format!("invalid --{flag} / {var} {raw:?}: {e}"))),
-        None => Ok(file),
-    }
-}
-
-fn positive<T: PartialOrd + Default>(name: &str, v: T) -> Result<T, ConfigError> {
-    if v > T::default() {
-        Ok(v)
-    } else {
-        Err(ConfigError(format!(
-            "invalid {name}: must be greater than zero"
-        )))
-    }
-}
-
-/// [`pick`], then the default, then [`positive`]; the flag is the setting's
-/// name with dashes.
-fn positive_pick<T: std::str::FromStr + PartialOrd + Default>(
-    name: &str,
-    var: &str,
-    cli: Option<&String>,
-    file: Option<T>,
-    default: T,
-) -> Result<T, ConfigError>
-where
-    T::Err: std::fmt::Display,
-{
-    let flag = name.replace('_', "-");
-    positive(name, pick(&flag, var, cli, file)?.unwrap_or(default))
+    #[command(flatten)]
+    pub edge: EdgeCli,
 }
 
 impl Cli {
@@ -305,6 +269,7 @@ impl Cli {
 
     pub fn resolve_with(&self, file: FileConfig) -> Result<Settings, ConfigError> {
         let d = GateConfig::default();
+        let edge = self.edge.resolve(&file)?;
         let listen = pick::<String>(
             "listen",
             "TELOS_GATE_LISTEN",
@@ -415,6 +380,7 @@ impl Cli {
         }
         let gate = GateConfig {
             tls,
+            edge,
             idle_timeout,
             idle_warning,
             resume_give_up,

@@ -36,6 +36,12 @@ pub struct FileConfig {
     pub pre_login_timeout_secs: Option<u64>,
     pub resume_give_up_secs: Option<u64>,
     pub max_connections: Option<usize>,
+    pub max_pre_login: Option<usize>,
+    pub max_connections_per_ipv4_24: Option<usize>,
+    pub max_connections_per_ipv6_48: Option<usize>,
+    pub pre_login_bytes_per_sec: Option<u32>,
+    /// Comma-separated, as the flag.
+    pub proxy_protocol_from: Option<String>,
 }
 
 impl FileConfig {
@@ -56,4 +62,51 @@ impl FileConfig {
             format!("line {line}: {}", e.message().trim())
         })
     }
+}
+
+/// Pick the first layer that has a value and parse it, naming the setting
+/// (flag and variable) when it does not parse.
+pub(crate) fn pick<T: std::str::FromStr>(
+    flag: &str,
+    var: &str,
+    cli: Option<&String>,
+    file: Option<T>,
+) -> Result<Option<T>, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    match cli {
+        Some(raw) => raw
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|e| ConfigError(format!("invalid --{flag} / {var} {raw:?}: {e}"))),
+        None => Ok(file),
+    }
+}
+
+pub(crate) fn positive<T: PartialOrd + Default>(name: &str, v: T) -> Result<T, ConfigError> {
+    if v > T::default() {
+        Ok(v)
+    } else {
+        Err(ConfigError(format!(
+            "invalid {name}: must be greater than zero"
+        )))
+    }
+}
+
+/// [`pick`], then the default, then [`positive`]; the flag is the setting's
+/// name with dashes.
+pub(crate) fn positive_pick<T: std::str::FromStr + PartialOrd + Default>(
+    name: &str,
+    var: &str,
+    cli: Option<&String>,
+    file: Option<T>,
+    default: T,
+) -> Result<T, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    let flag = name.replace('_', "-");
+    positive(name, pick(&flag, var, cli, file)?.unwrap_or(default))
 }

@@ -10,10 +10,12 @@ use rand::seq::SliceRandom;
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
+use crate::admission::PreLoginPlace;
 use crate::client::{Conn, End};
 use crate::lines::LineEvent;
 use crate::login::{BANNER, Credentials, LoginDialog, LoginStep, PASSWORD_PROMPT};
 use crate::metrics as m;
+use crate::proxy;
 use crate::ratelimit::ip_bucket;
 use crate::session::Session;
 use crate::shared::Shared;
@@ -25,13 +27,17 @@ const CREATE_LIMITED: &str = "Character creation refused: too many new character
 const WORLD_UNAVAILABLE: &str = "The world is not reachable right now; please try again shortly.";
 
 /// Run one player connection to its end.
+/// `peer` is the player's address (a PROXY header's, behind a balancer);
+/// `first_input` what the player sent with the header.
 pub async fn run(
     stream: TcpStream,
     peer: SocketAddr,
     shared: Arc<Shared>,
     cancel: CancellationToken,
+    pre_login: PreLoginPlace,
+    first_input: Vec<u8>,
 ) {
-    let mut conn = Conn::open(stream, peer, shared, cancel);
+    let mut conn = Conn::open(stream, peer, shared, cancel, pre_login, first_input);
     tracing::debug!(%peer, conn_id = %conn.conn_id, "connection opened");
 
     let greeting = conn.reader.negotiator.greeting();
@@ -59,6 +65,12 @@ async fn login(conn: &mut Conn) -> Result<(String, Established), End> {
             }
         };
         conn.touch();
+        if proxy::is_v1_header_line(&line) {
+            // A PROXY header from a peer the gate takes none from: never
+            // read as an address, and not a player's input either.
+            tracing::info!(peer = %conn.peer, "PROXY header from an address that is no configured proxy; refused");
+            return Err(End::ProxyRefused);
+        }
         let was_password = dialog.awaiting_password();
         if was_password && conn.reader.negotiator.speaks_telnet {
             // Echo comes back on; the client did not echo the Enter either.
@@ -77,8 +89,17 @@ async fn login(conn: &mut Conn) -> Result<(String, Established), End> {
             }
             LoginStep::Attempt(creds) => {
                 let name = creds.name.clone();
+                if conn.shared.seats.full() {
+                    // No seat to log in to: said before the world is asked.
+                    return Err(End::Full);
+                }
                 match attempt(conn, creds).await? {
-                    Attempt::Attached(est) => return Ok((name, est)),
+                    Attempt::Attached(est) => {
+                        // A seat for the player (dropping `est` on `Full`
+                        // closes the new session, as a lost socket would).
+                        conn.seat()?;
+                        return Ok((name, est));
+                    }
                     Attempt::Failed(reason) => {
                         conn.out.line(&reason)?;
                         failures += 1;
@@ -184,6 +205,7 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
     };
     let result = tokio::select! {
         _ = conn.cancel.cancelled() => return Err(End::Shutdown),
+        _ = conn.evicted() => return Err(End::Evicted),
         r = work => r,
     };
     let outcome = match &result {

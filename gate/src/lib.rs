@@ -10,6 +10,9 @@
 //! - [`login`]: the login dialogue, pure.
 //! - [`buffer`]: the input buffer: seqs, acks, replay, backpressure. Pure.
 //! - [`ratelimit`]: per source IP login token buckets.
+//! - [`admission`]: pre-login places (per network, oldest evicted) and
+//!   players' seats, counted apart.
+//! - [`proxy`]: the PROXY protocol header from a configured load balancer.
 //! - [`registry`]: shard discovery trait ([`ShardRegistry`]) and impls;
 //!   [`directory`]: the one over Redis.
 //! - [`metrics`]: metric names and the Prometheus exporter.
@@ -30,8 +33,10 @@
 //! From the bottom up: a module imports only modules of the layers before
 //! its own, or before it in its own layer's chain (`a → b`: `b` may import
 //! `a`), never one after it (`tests/layers.rs` fails on an import cycle).
-//! 1. `config`, `metrics`, `lines`, `telnet`, `login`, `buffer`,
-//!    `ratelimit`, `registry`, `hangup`: leaves, no imports of the crate.
+//! 1. `config_file` → `config_edge` → `config`, `metrics`, `lines`,
+//!    `telnet`, `login`, `buffer`, `ratelimit`, `hangup` → `admission`,
+//!    `proxy`, `registry`: leaves, no imports of the crate but along their
+//!    chains.
 //! 2. `directory`: the shard list over Redis (a `registry` impl);
 //!    `output` → `reader`: the socket halves (the reader answers telnet
 //!    negotiation through the output).
@@ -42,9 +47,11 @@
 //!    the login on its client, then the session's play loop.
 //! 5. `server`: accepts players and starts the hung-shard watch.
 
+pub mod admission;
 pub mod buffer;
 pub mod client;
 pub mod config;
+pub mod config_edge;
 pub mod config_file;
 pub mod connection;
 pub mod directory;
@@ -54,6 +61,7 @@ pub mod liveness;
 pub mod login;
 pub mod metrics;
 pub mod output;
+pub mod proxy;
 pub mod ratelimit;
 pub mod reader;
 pub mod registry;

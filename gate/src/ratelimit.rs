@@ -11,7 +11,7 @@ use std::time::Instant;
 
 #[cfg(test)]
 use std::net::IpAddr;
-pub use telos_proto::source::{IpBucket, ip_bucket};
+pub use telos_proto::source::{IpBucket, ip_bucket, prefix_bucket};
 
 /// Addresses tracked before full buckets are pruned. A full bucket carries
 /// no information, so pruning them loses nothing; this only bounds memory
@@ -116,12 +116,14 @@ impl IpLimiter {
     }
 }
 
-/// Open connections per [`IpBucket`]. An entry lives only while its bucket
-/// has a connection open, so the map never holds more entries than the
-/// gate holds sockets.
+/// Open connections per [`IpBucket`] (an address, or a network: the
+/// counter counts whatever buckets it is given). An entry lives only while
+/// its bucket has a connection open, so the map never holds more entries
+/// than the gate holds sockets.
 #[derive(Debug)]
 pub struct ConnectionCounter {
-    cap: usize,
+    cap_v4: usize,
+    cap_v6: usize,
     open: Arc<Mutex<HashMap<IpBucket, usize>>>,
 }
 
@@ -134,18 +136,34 @@ pub struct ConnectionSlot {
 
 impl ConnectionCounter {
     pub fn new(cap: usize) -> Self {
+        Self::per_family(cap, cap)
+    }
+
+    /// IPv4 buckets capped at `v4`, IPv6 ones at `v6`.
+    pub fn per_family(v4: usize, v6: usize) -> Self {
         Self {
-            cap,
+            cap_v4: v4,
+            cap_v6: v6,
             open: Arc::default(),
         }
     }
 
+    /// The cap of `bucket`'s family.
+    pub fn cap(&self, bucket: IpBucket) -> usize {
+        if bucket.addr().is_ipv4() {
+            self.cap_v4
+        } else {
+            self.cap_v6
+        }
+    }
+
     /// A place for one more connection from `bucket`, or `None` when it
-    /// already holds `cap`.
+    /// already holds its cap.
     pub fn try_open(&self, bucket: IpBucket) -> Option<ConnectionSlot> {
+        let cap = self.cap(bucket);
         let mut map = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let n = map.entry(bucket).or_insert(0);
-        if *n >= self.cap {
+        if *n >= cap {
             return None;
         }
         *n += 1;

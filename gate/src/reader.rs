@@ -5,8 +5,11 @@
 
 use std::collections::VecDeque;
 
+use std::time::Duration;
+
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::OwnedReadHalf;
+use tokio::time::Instant;
 
 use crate::lines::{LineEvent, LineFramer};
 use crate::output::{Output, SlowClient};
@@ -33,9 +36,64 @@ impl From<SlowClient> for ReadError {
     }
 }
 
+/// A token bucket in bytes: what a connection may be read before login
+/// ([`crate::config_edge::DEFAULT_PRE_LOGIN_BYTES_PER_SEC`]). Time is
+/// tokio's, so tests can pause it.
+#[derive(Debug)]
+pub struct ByteBudget {
+    per_sec: f64,
+    burst: f64,
+    tokens: f64,
+    last: Instant,
+}
+
+/// A throttled read waits until at least this many bytes may be read (or
+/// the whole burst, if smaller), so a flood is read in a few large reads
+/// a second, not many one-byte ones.
+const MIN_GRANT: f64 = 256.0;
+
+impl ByteBudget {
+    pub fn new(per_sec: u32, burst: u32) -> Self {
+        Self {
+            per_sec: f64::from(per_sec),
+            burst: f64::from(burst),
+            tokens: f64::from(burst),
+            last: Instant::now(),
+        }
+    }
+
+    fn refill(&mut self) {
+        let now = Instant::now();
+        let dt = now.saturating_duration_since(self.last).as_secs_f64();
+        self.tokens = (self.tokens + dt * self.per_sec).min(self.burst);
+        self.last = now;
+    }
+
+    /// Wait until a read is allowed; the most bytes it may take.
+    async fn grant(&mut self) -> usize {
+        self.refill();
+        let want = MIN_GRANT.min(self.burst);
+        if self.tokens < want {
+            let wait = (want - self.tokens) / self.per_sec;
+            tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+            self.refill();
+        }
+        self.tokens as usize
+    }
+
+    fn spend(&mut self, n: usize) {
+        self.tokens = (self.tokens - n as f64).max(0.0);
+    }
+}
+
 #[derive(Debug)]
 pub struct Reader {
     rd: OwnedReadHalf,
+    /// Set until login: input is read no faster than this.
+    budget: Option<ByteBudget>,
+    /// Bytes read before the reader took over (past a PROXY header),
+    /// parsed before the socket's.
+    first: Vec<u8>,
     telnet: TelnetParser,
     pub negotiator: Negotiator,
     framer: LineFramer,
@@ -46,9 +104,16 @@ pub struct Reader {
 }
 
 impl Reader {
-    pub fn new(rd: OwnedReadHalf, max_line_bytes: usize) -> Self {
+    pub fn new(
+        rd: OwnedReadHalf,
+        max_line_bytes: usize,
+        budget: Option<ByteBudget>,
+        first: Vec<u8>,
+    ) -> Self {
         Self {
             rd,
+            budget,
+            first,
             telnet: TelnetParser::default(),
             negotiator: Negotiator::default(),
             framer: LineFramer::new(max_line_bytes),
@@ -79,30 +144,56 @@ impl Reader {
         !self.lines.is_empty()
     }
 
+    /// The player logged in: read at its own pace from now on.
+    pub fn lift_budget(&mut self) {
+        self.budget = None;
+    }
+
+    /// One read into `chunk`, within the budget if there is one; 0 at the
+    /// end of input. Cancel safe: the budget waits before reading and is
+    /// spent only after a read.
+    async fn read_some(&mut self) -> std::io::Result<usize> {
+        let max = match &mut self.budget {
+            Some(budget) => budget.grant().await.clamp(1, READ_CHUNK),
+            None => READ_CHUNK,
+        };
+        let n = self.rd.read(&mut self.chunk[..max]).await?;
+        if let Some(budget) = &mut self.budget {
+            budget.spend(n);
+        }
+        Ok(n)
+    }
+
     /// Read and throw away everything until the client closes its side or
-    /// the socket fails; for a lingering close. Cancel safe.
+    /// the socket fails; for a lingering close (within the budget, before
+    /// login). Cancel safe.
     pub async fn discard_until_eof(&mut self) {
-        while let Ok(n) = self.rd.read(&mut self.chunk).await {
+        while let Ok(n) = self.read_some().await {
             if n == 0 {
                 return;
             }
         }
     }
 
-    /// One socket read, parsed. Cancel safe: the only await is the read.
+    /// One socket read, parsed. Cancel safe: the only awaits are the
+    /// budget's wait and the read.
     pub async fn fill(&mut self, out: &Output) -> Result<(), ReadError> {
-        let n = self
-            .rd
-            .read(&mut self.chunk)
-            .await
-            .map_err(|_| ReadError::Closed)?;
-        if n == 0 {
-            return Err(ReadError::Closed);
-        }
+        let input = if self.first.is_empty() {
+            let n = self.read_some().await.map_err(|_| ReadError::Closed)?;
+            if n == 0 {
+                return Err(ReadError::Closed);
+            }
+            &self.chunk[..n]
+        } else {
+            self.chunk.clear();
+            self.chunk.append(&mut self.first);
+            let n = self.chunk.len();
+            self.chunk.resize(READ_CHUNK.max(n), 0);
+            &self.chunk[..n]
+        };
         self.data.clear();
         self.events.clear();
-        self.telnet
-            .feed(&self.chunk[..n], &mut self.data, &mut self.events);
+        self.telnet.feed(input, &mut self.data, &mut self.events);
         let mut reply = Vec::new();
         for ev in &self.events {
             self.negotiator.handle(ev, &mut reply);

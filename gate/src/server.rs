@@ -1,6 +1,7 @@
 //! The listener: accept players, one task each, and the shutdown story
 //! (stop accepting, cancel every connection, wait a bounded time).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,10 +11,12 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::admission::{PreLoginFull, PreLoginPlace};
 use crate::config::GateConfig;
 use crate::connection;
 use crate::metrics as m;
-use crate::ratelimit::ip_bucket;
+use crate::proxy;
+use crate::ratelimit::{ConnectionSlot, ip_bucket, prefix_bucket};
 use crate::registry::ShardRegistry;
 use crate::shared::Shared;
 
@@ -29,6 +32,10 @@ pub const FULL_NOTICE_TIMEOUT: Duration = Duration::from_millis(500);
 pub const MAX_REFUSALS_IN_FLIGHT: usize = 256;
 
 const GATE_FULL: &[u8] = b"The gate is full; please try again later.\r\n";
+const PRE_LOGIN_FULL: &[u8] =
+    b"The gate is busy with connections that have not logged in; please try again in a moment.\r\n";
+const PROXY_REQUIRED: &[u8] =
+    b"This gate takes connections from this address only with a PROXY protocol header.\r\n";
 
 /// What a connection over `--max-connections-per-ip` is told.
 fn per_ip_refusal(cap: usize) -> String {
@@ -41,20 +48,138 @@ fn per_ip_refusal(cap: usize) -> String {
 /// no task, no buffer. The line fits any fresh socket's send buffer, so a
 /// non-blocking write delivers it whole or (on a socket already failed) not
 /// at all; dropping the stream then closes it behind the line.
-fn refuse_per_ip(stream: TcpStream, notice: &[u8]) {
+fn refuse_per_ip(stream: &TcpStream, notice: &[u8]) {
     let _ = stream.try_write(notice);
+}
+
+/// What a connection over its network's cap is told.
+fn per_prefix_refusal(cap: usize) -> String {
+    format!(
+        "Too many connections from your network (at most {cap} at once); please try again later.\r\n"
+    )
+}
+
+/// Read a PROXY header from a configured balancer: the player's address
+/// (the balancer's own for a health check) and what followed the header.
+/// A connection without a valid header within the bounds is closed.
+async fn proxied(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+) -> Option<(TcpStream, SocketAddr, Vec<u8>)> {
+    match tokio::time::timeout(proxy::HEADER_TIMEOUT, proxy::read_header(&mut stream)).await {
+        Ok(Ok(p)) => Some((stream, p.client.unwrap_or(peer), p.rest)),
+        Ok(Err(e)) => {
+            m::disconnect("proxy_header");
+            tracing::warn!(%peer, error = %e, "connection from a PROXY-protocol peer refused");
+            let _ = stream.try_write(PROXY_REQUIRED);
+            None
+        }
+        Err(_) => {
+            m::disconnect("proxy_header");
+            tracing::warn!(%peer, "no PROXY header within {:?}; connection refused", proxy::HEADER_TIMEOUT);
+            None
+        }
+    }
+}
+
+/// One admitted connection, start to end.
+async fn run_connection(
+    stream: TcpStream,
+    client: SocketAddr,
+    shared: Arc<Shared>,
+    cancel: CancellationToken,
+    admitted: Admitted,
+    first_input: Vec<u8>,
+) {
+    metrics::gauge!(m::CONNECTIONS_OPEN).increment(1.0);
+    let Admitted {
+        pre_login,
+        _ip,
+        _prefix,
+    } = admitted;
+    connection::run(stream, client, shared, cancel, pre_login, first_input).await;
+    metrics::gauge!(m::CONNECTIONS_OPEN).decrement(1.0);
 }
 
 /// Tell a refused client the gate is full and close in order: FIN after
 /// the notice, then read (and discard) until the client closes, so input it
 /// already sent never turns the close into a reset that loses the notice.
 /// The caller bounds it.
-async fn refuse_full(stream: &mut TcpStream) -> std::io::Result<()> {
-    stream.write_all(GATE_FULL).await?;
+async fn refuse_full(stream: &mut TcpStream, line: &[u8]) -> std::io::Result<()> {
+    stream.write_all(line).await?;
     stream.shutdown().await?;
     let mut sink = [0u8; 1024];
     while stream.read(&mut sink).await? > 0 {}
     Ok(())
+}
+
+/// What an admitted connection holds until it ends: its places in the
+/// per-address and per-network counts, and (until it logs in) a
+/// pre-login place.
+pub struct Admitted {
+    pub pre_login: PreLoginPlace,
+    _ip: ConnectionSlot,
+    _prefix: ConnectionSlot,
+}
+
+/// Count a connection from `client` (the player's address: the peer's,
+/// or a PROXY header's) in every limit, or refuse it with its line. Holds
+/// nothing for a refused one but (for the "full" kinds) a bounded,
+/// lingering notice task.
+fn admit(
+    shared: &Shared,
+    stream: TcpStream,
+    client: SocketAddr,
+    refusals: &Arc<Semaphore>,
+) -> Option<(TcpStream, Admitted)> {
+    let cfg = &shared.cfg;
+    // Counted before the connection has any state: a flood of sockets
+    // from one address costs one line and a close each.
+    let Some(ip) = shared.per_ip.try_open(ip_bucket(client.ip())) else {
+        m::disconnect("ip_cap");
+        tracing::debug!(%client, "connection over the per-address cap refused");
+        refuse_per_ip(
+            &stream,
+            per_ip_refusal(cfg.max_connections_per_ip).as_bytes(),
+        );
+        return None;
+    };
+    let prefix = prefix_bucket(client.ip());
+    let Some(net) = shared.per_prefix.try_open(prefix) else {
+        m::disconnect("prefix_cap");
+        tracing::debug!(%client, %prefix, "connection over the per-network cap refused");
+        let line = per_prefix_refusal(shared.per_prefix.cap(prefix));
+        refuse_per_ip(&stream, line.as_bytes());
+        return None;
+    };
+    // Strangers never take a player's seat, but a gate whose seats are
+    // all taken has no login to offer.
+    let (reason, line) = if shared.seats.full() {
+        ("full", GATE_FULL)
+    } else {
+        match shared.pre_login.admit(prefix) {
+            Ok(place) => {
+                let admitted = Admitted {
+                    pre_login: place,
+                    _ip: ip,
+                    _prefix: net,
+                };
+                return Some((stream, admitted));
+            }
+            Err(PreLoginFull) => ("pre_login_full", PRE_LOGIN_FULL),
+        }
+    };
+    m::disconnect(reason);
+    // Not on the tracker: a refusal is not a connection. Bounded: a flood
+    // of refused connections beyond it is closed at once.
+    if let Ok(permit) = refusals.clone().try_acquire_owned() {
+        let mut stream = stream;
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(FULL_NOTICE_TIMEOUT, refuse_full(&mut stream, line)).await;
+            drop(permit);
+        });
+    }
+    None
 }
 
 /// Serve players on `listener` until `shutdown` is cancelled, then give
@@ -66,7 +191,6 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) {
     let grace = cfg.shutdown_grace;
-    let max_connections = cfg.max_connections;
     let shared = Arc::new(Shared::new(cfg, registry));
     let tracker = TaskTracker::new();
     // Ends when `shutdown` does; not on the tracker, which counts players.
@@ -75,13 +199,14 @@ pub async fn serve(
         shutdown.clone(),
     ));
     let refusals = Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT));
-    let per_ip_notice = per_ip_refusal(shared.cfg.max_connections_per_ip);
+    // PROXY headers being read at once: as many as strangers may hold.
+    let handshakes = Arc::new(Semaphore::new(shared.cfg.edge.max_pre_login));
     loop {
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => break,
             r = listener.accept() => r,
         };
-        let (mut stream, peer) = match accepted {
+        let (stream, peer) = match accepted {
             Ok(a) => a,
             Err(e) => {
                 tracing::warn!(error = %e, "accept failed");
@@ -90,36 +215,39 @@ pub async fn serve(
             }
         };
         metrics::counter!(m::CONNECTIONS_TOTAL).increment(1);
-        // Counted at accept, before the connection has any state: a flood
-        // of sockets from one address costs one line and a close each.
-        let Some(slot) = shared.per_ip.try_open(ip_bucket(peer.ip())) else {
-            m::disconnect("ip_cap");
-            tracing::debug!(%peer, "connection over the per-address cap refused");
-            refuse_per_ip(stream, per_ip_notice.as_bytes());
-            continue;
-        };
-        if tracker.len() >= max_connections {
-            m::disconnect("full");
-            // Not on the tracker: a refusal is not a connection, and must
-            // not keep the count (and so the next refusal) up. Bounded: a
-            // flood of refused connections beyond the cap is closed at once.
-            if let Ok(permit) = refusals.clone().try_acquire_owned() {
-                tokio::spawn(async move {
-                    let _ =
-                        tokio::time::timeout(FULL_NOTICE_TIMEOUT, refuse_full(&mut stream)).await;
-                    drop(permit);
-                });
-            }
+        if shared.cfg.edge.is_proxy(peer.ip()) {
+            // The player's address is in the header: read it (bounded in
+            // time and size) before any limit counts the connection.
+            let Ok(permit) = handshakes.clone().try_acquire_owned() else {
+                m::disconnect("pre_login_full");
+                continue;
+            };
+            let (shared, refusals) = (shared.clone(), refusals.clone());
+            let cancel = shutdown.child_token();
+            tracker.spawn(async move {
+                let Some((stream, client, rest)) = proxied(stream, peer).await else {
+                    return;
+                };
+                drop(permit);
+                if let Some((stream, admitted)) = admit(&shared, stream, client, &refusals) {
+                    run_connection(stream, client, shared, cancel, admitted, rest).await;
+                }
+            });
             continue;
         }
+        let Some((stream, admitted)) = admit(&shared, stream, peer, &refusals) else {
+            continue;
+        };
         let shared = shared.clone();
         let cancel = shutdown.child_token();
-        tracker.spawn(async move {
-            metrics::gauge!(m::CONNECTIONS_OPEN).increment(1.0);
-            connection::run(stream, peer, shared, cancel).await;
-            metrics::gauge!(m::CONNECTIONS_OPEN).decrement(1.0);
-            drop(slot);
-        });
+        tracker.spawn(run_connection(
+            stream,
+            peer,
+            shared,
+            cancel,
+            admitted,
+            Vec::new(),
+        ));
     }
     tracker.close();
     tracing::info!(connections = tracker.len(), "gate stopping");

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::admission::{PreLogin, Seats};
 use crate::config::GateConfig;
 use crate::ratelimit::{ConnectionCounter, IpLimiter};
 use crate::registry::ShardRegistry;
@@ -19,6 +20,12 @@ pub struct Shared {
     pub create_limiter: IpLimiter,
     /// Connections open per address.
     pub per_ip: ConnectionCounter,
+    /// Connections open per network (IPv4 /24, IPv6 /48).
+    pub per_prefix: ConnectionCounter,
+    /// Places of connections not logged in.
+    pub pre_login: Arc<PreLogin>,
+    /// Seats of logged-in players.
+    pub seats: Seats,
 }
 
 /// Seconds in an hour: `create` refills are configured per hour.
@@ -34,6 +41,12 @@ impl Shared {
                 cfg.create_ip_per_hour / SECS_PER_HOUR,
             ),
             per_ip: ConnectionCounter::new(cfg.max_connections_per_ip),
+            per_prefix: ConnectionCounter::per_family(
+                cfg.edge.max_connections_per_ipv4_24,
+                cfg.edge.max_connections_per_ipv6_48,
+            ),
+            pre_login: PreLogin::new(cfg.edge.max_pre_login),
+            seats: Seats::new(cfg.max_connections),
             registry,
             cfg,
         }

@@ -500,14 +500,18 @@ async fn hostile_clients_do_not_hurt_the_gate() {
 #[tokio::test]
 async fn a_full_gate_says_so_even_to_a_client_that_already_typed() {
     use tokio::io::AsyncReadExt;
-    let shard = FakeShard::start().await;
+    let mut shard = FakeShard::start().await;
     let cfg = GateConfig {
         max_connections: 1,
         ..test_config()
     };
     let (gate, _stop) = start_gate(cfg, &[&shard.addr]).await;
+    // The one player's seat is taken (strangers not logged in would not
+    // take it: see crowd.rs).
     let mut first = Player::connect(gate).await;
     first.expect("<password>").await;
+    first.send("connect ann correct-horse\r\n").await;
+    let _session = accept_login(&mut shard, "Ann", "c").await;
 
     // Several refused clients, each typing at once: input the gate never
     // reads must not turn its close into a reset that loses the notice.

@@ -27,6 +27,20 @@ pub fn generate(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Give shard `id` its own certificate in the key folder `dir` with
+/// `telosctl cert DIR --role shard --name ID` (into `DIR/ID/`, where a
+/// shard started with `--keys DIR --shard-id ID` finds it), unless it has
+/// one already.
+pub fn issue_shard(dir: &Path, id: &str) -> anyhow::Result<()> {
+    issue(dir, Role::Shard, id)
+}
+
+/// `telosctl cert DIR --role ROLE --name NAME` (into `DIR/NAME/`), unless
+/// that folder holds the certificate already.
+pub fn issue(dir: &Path, role: Role, name: &str) -> anyhow::Result<()> {
+    crate::process::issue_cert(dir, role, name)
+}
+
 /// A fresh key folder in the temp dir, removed on drop: what a keyed shard
 /// under test is given as `--keys`.
 pub struct TempKeys {
@@ -50,6 +64,22 @@ impl TempKeys {
     /// The certificate `role` presents, with the cluster CA.
     pub fn tls(&self, role: Role) -> TlsKeys {
         TlsKeys::load(self.path(), role).expect("telosctl keygen wrote every role's certificate")
+    }
+
+    /// The certificate shard `id` presents (issued to it on first use), as
+    /// a peer of the cluster's shards dials them.
+    pub fn shard_tls(&self, id: &str) -> TlsKeys {
+        issue_shard(self.path(), id).expect("telosctl cert issues a shard certificate");
+        telos_tls::shard::load_shard(self.path(), id)
+            .expect("the shard certificate just issued loads")
+            .0
+    }
+
+    /// Another certificate of `role` issued to `name` (on first use), as a
+    /// second gate or operator would hold.
+    pub fn cert(&self, role: Role, name: &str) -> TlsKeys {
+        issue(self.path(), role, name).expect("telosctl cert issues a certificate");
+        TlsKeys::load(&self.path().join(name), role).expect("the certificate just issued loads")
     }
 
     /// `--keys DIR` for a gate (or telosctl) started on these keys.

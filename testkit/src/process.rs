@@ -227,12 +227,40 @@ impl<'a> WorldOpts<'a> {
     }
 
     /// A keyed shard (`--keys`: one that hands players off), before any
-    /// other flag in `extra`.
+    /// other flag in `extra`, with a certificate of its own (issued into
+    /// the folder by `telosctl cert` unless it is there).
     pub fn keyed(mut self, keys: &Path) -> Self {
+        issue_cert(keys, telos_tls::Role::Shard, self.shard_id)
+            .expect("telosctl cert issues the shard its certificate");
         let flag = ["--keys".to_string(), keys.display().to_string()];
         self.extra.splice(0..0, flag);
         self
     }
+}
+
+/// `telosctl cert DIR --role ROLE --name NAME` (into `DIR/NAME/`), unless
+/// that folder holds the certificate already. (Here, not in `keys`, which
+/// runs commands through `cli`: `cli` imports this module.)
+pub fn issue_cert(dir: &Path, role: telos_tls::Role, name: &str) -> anyhow::Result<()> {
+    if telos_tls::files::cert_file(&dir.join(name), role).exists() {
+        return Ok(());
+    }
+    let mut cert = Command::new(bin("telosctl"));
+    cert.current_dir(repo_root())
+        .env_remove("TELOS_KEYS")
+        .arg("cert")
+        .arg(dir)
+        .args(["--role", role.as_str(), "--name", name]);
+    // A few small files; it finishes at once or not at all.
+    let out = blocking(|| cert.output()).context("running telosctl cert")?;
+    if !out.status.success() {
+        bail!(
+            "telosctl cert {} --role {role} --name {name} failed: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
 }
 
 /// A workspace example binary (`cargo build --workspace --examples`),

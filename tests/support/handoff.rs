@@ -66,7 +66,7 @@ pub async fn cluster() -> anyhow::Result<Cluster> {
     Ok(Cluster {
         redis_url: redis.url.clone(),
         _redis: redis,
-        keys: keys::load(keys_dir.path())?,
+        keys: keys::load(keys_dir.path(), "shard-a")?,
         _keys_dir: keys_dir,
         a,
         b,
@@ -79,10 +79,11 @@ impl Cluster {
         self._keys_dir.tls(Role::Gate)
     }
 
-    /// A `Handoff` client on `addr` presenting the cluster's shard
-    /// certificate, as a peer shard dials (over the testkit's channels).
-    pub fn client(&self, addr: &str) -> anyhow::Result<HandoffClient<Channel>> {
-        let channels = Channels::tls(self._keys_dir.tls(Role::Shard));
+    /// A `Handoff` client on `addr` presenting shard `id`'s certificate,
+    /// as that peer shard dials (over the testkit's channels): a request
+    /// naming a source speaks for the caller's own shard only.
+    pub fn client_as(&self, id: &str, addr: &str) -> anyhow::Result<HandoffClient<Channel>> {
+        let channels = Channels::tls(self._keys_dir.shard_tls(id));
         Ok(HandoffClient::new(channels.channel(addr)?))
     }
 }

@@ -32,6 +32,16 @@ pub enum TlsError {
         found: String,
         wanted: Role,
     },
+    #[error(
+        "{dir}: no certificate for shard {shard:?}{}; issue one with `telosctl cert CA-DIR --role shard --name {shard}` (it writes CA-DIR/{shard}/) and use that folder, or put it at {dir}/{shard}/shard.crt",
+        found.as_ref().map_or(String::new(), |(path, holder)| format!(" ({path} is issued to {holder:?})"))
+    )]
+    NoShardCertificate {
+        dir: String,
+        shard: String,
+        /// A shard certificate that is there, and whom it was issued to.
+        found: Option<(String, String)>,
+    },
     #[error("bad address {addr:?}: {source}")]
     Address {
         addr: String,
@@ -44,13 +54,18 @@ pub enum TlsError {
 #[derive(Clone)]
 pub struct TlsKeys {
     role: Role,
+    /// The certificate's holder (its common name; a shard's id).
+    holder: String,
     trusted: Certificate,
     identity: Identity,
 }
 
 impl std::fmt::Debug for TlsKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TlsKeys").field("role", &self.role).finish()
+        f.debug_struct("TlsKeys")
+            .field("role", &self.role)
+            .field("holder", &self.holder)
+            .finish()
     }
 }
 
@@ -60,12 +75,25 @@ impl TlsKeys {
     /// (a folder holding a gate certificate as `shard.crt` is refused here,
     /// not at the first peer's handshake).
     pub fn load(dir: &Path, role: Role) -> Result<Self, TlsError> {
+        let cert_path = files::cert_file(dir, role);
+        let cert = files::read(&cert_path)?;
+        let key = files::read_secret(&files::key_file(dir, role))?;
+        Self::from_pem(dir, role, &cert_path, cert, key)
+    }
+
+    /// The keys of a certificate already read (`cert_path` names it in
+    /// errors), trusting `dir`'s `ca.crt`.
+    pub(crate) fn from_pem(
+        dir: &Path,
+        role: Role,
+        cert_path: &Path,
+        cert: String,
+        key: String,
+    ) -> Result<Self, TlsError> {
         let ca_path = dir.join(CA_CRT);
         let trusted = files::read(&ca_path)?;
         certificates(&ca_path, &trusted)?;
-        let cert_path = files::cert_file(dir, role);
-        let cert = files::read(&cert_path)?;
-        let leaf = certificates(&cert_path, &cert)?.remove(0);
+        let leaf = certificates(cert_path, &cert)?.remove(0);
         let found = Role::of(&leaf);
         if found != Some(role) {
             return Err(TlsError::WrongRole {
@@ -74,9 +102,13 @@ impl TlsKeys {
                 wanted: role,
             });
         }
-        let key = files::read_secret(&files::key_file(dir, role))?;
+        let holder = crate::holder::holder(&leaf).ok_or_else(|| TlsError::Malformed {
+            path: cert_path.display().to_string(),
+            what: "no single common name (the holder's name)".to_string(),
+        })?;
         Ok(Self {
             role,
+            holder,
             trusted: Certificate::from_pem(trusted),
             identity: Identity::from_pem(cert, key),
         })
@@ -84,6 +116,12 @@ impl TlsKeys {
 
     pub fn role(&self) -> Role {
         self.role
+    }
+
+    /// Who the certificate was issued to (`telosctl cert --name`; a
+    /// shard's id).
+    pub fn holder(&self) -> &str {
+        &self.holder
     }
 
     /// A server that demands a client certificate from the cluster CA.

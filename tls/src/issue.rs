@@ -144,18 +144,37 @@ fn leaf_params(leaf: &Leaf<'_>) -> Result<CertificateParams, IssueError> {
     Ok(params)
 }
 
+/// A new key and its certificate for `leaf`, signed by `issuer`, as PEM
+/// (certificate, key).
+fn make_leaf(
+    issuer: &Issuer<'_, KeyPair>,
+    leaf: &Leaf<'_>,
+) -> Result<(String, String), IssueError> {
+    let key = KeyPair::generate()?;
+    let cert = leaf_params(leaf)?.signed_by(&key, issuer)?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
 fn write_leaf(
     issuer: &Issuer<'_, KeyPair>,
     leaf: &Leaf<'_>,
     dir: &Path,
 ) -> Result<Vec<PathBuf>, IssueError> {
-    let key = KeyPair::generate()?;
-    let cert = leaf_params(leaf)?.signed_by(&key, issuer)?;
+    let (cert, key) = make_leaf(issuer, leaf)?;
     let key_path = files::key_file(dir, leaf.role);
     let cert_path = files::cert_file(dir, leaf.role);
-    files::write_new(&key_path, &key.serialize_pem())?;
-    files::write_new(&cert_path, &cert.pem())?;
+    files::write_new(&key_path, &key)?;
+    files::write_new(&cert_path, &cert)?;
     Ok(vec![cert_path, key_path])
+}
+
+/// Issue `leaf` from the CA in `ca_dir` without writing anything: the
+/// certificate and key as PEM (certificate, key). For a process whose key
+/// folder holds the CA key and no certificate of its own (see
+/// [`crate::shard`]).
+pub fn issue_in_memory(ca_dir: &Path, leaf: &Leaf<'_>) -> Result<(String, String), IssueError> {
+    valid_name(leaf.name)?;
+    make_leaf(&load_issuer(ca_dir)?, leaf)
 }
 
 /// The CA that `ca.key` belongs to. During a roll `ca.crt` holds the old

@@ -155,3 +155,67 @@ fn a_private_key_others_can_read_is_refused() {
     let err = TlsKeys::load(dir.path(), Role::Gate).unwrap_err();
     assert!(err.to_string().contains("chmod 600"), "{err}");
 }
+
+#[test]
+fn the_ca_is_a_ca_that_signs_only_leaves_and_leaves_are_not_cas() {
+    use x509_parser::prelude::{FromDer, X509Certificate};
+    let dir = tempfile::tempdir().unwrap();
+    issue::generate(dir.path()).unwrap();
+    let basic = |path: std::path::PathBuf| {
+        let pem = std::fs::read(path).unwrap();
+        let der = CertificateDer::from_pem_slice(&pem).unwrap();
+        let (_, cert) = X509Certificate::from_der(der.as_ref()).unwrap();
+        cert.basic_constraints()
+            .unwrap()
+            .map(|ext| (ext.critical, ext.value.ca, ext.value.path_len_constraint))
+    };
+    assert_eq!(
+        basic(dir.path().join(CA_CRT)),
+        Some((true, true, Some(0))),
+        "critical basicConstraints CA:true, pathlen:0"
+    );
+    for role in Role::ALL {
+        let leaf = basic(files::cert_file(dir.path(), role));
+        assert!(leaf.is_none_or(|(_, ca, _)| !ca), "{role}: a leaf is no CA");
+    }
+}
+
+#[test]
+fn a_shard_loads_the_certificate_issued_to_its_id() {
+    use crate::shard::{Source, load_shard};
+    let dir = tempfile::tempdir().unwrap();
+    issue::generate(dir.path()).unwrap();
+    // keygen's folder (it holds ca.key): a certificate issued in memory,
+    // to this shard's id, and nothing written.
+    let (keys, source) = load_shard(dir.path(), "shard-a").unwrap();
+    assert_eq!((keys.holder(), source), ("shard-a", Source::IssuedFromCa));
+    assert!(!dir.path().join("shard-a").exists());
+    // `telosctl cert DIR --role shard --name shard-b` writes DIR/shard-b/.
+    let leaf = Leaf {
+        role: Role::Shard,
+        name: "shard-b",
+        days: 1,
+    };
+    issue::issue(dir.path(), &leaf, &dir.path().join("shard-b")).unwrap();
+    let (keys, source) = load_shard(dir.path(), "shard-b").unwrap();
+    let sub = files::cert_file(&dir.path().join("shard-b"), Role::Shard);
+    assert_eq!((keys.holder(), source), ("shard-b", Source::File(sub)));
+    // That folder on its own is shard-b's key folder, and only shard-b's.
+    let own = dir.path().join("shard-b");
+    let (keys, _) = load_shard(&own, "shard-b").unwrap();
+    assert_eq!(keys.holder(), "shard-b");
+    let err = load_shard(&own, "shard-c").unwrap_err();
+    assert!(matches!(err, TlsError::NoShardCertificate { .. }), "{err}");
+    assert!(err.to_string().contains("issued to \"shard-b\""), "{err}");
+    // Without ca.key, keygen's role certificate (issued to "shard") speaks
+    // for no other shard: refused at start, saying how to issue one.
+    std::fs::remove_file(dir.path().join(CA_KEY)).unwrap();
+    let err = load_shard(dir.path(), "shard-a").unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("issued to \"shard\""), "{text}");
+    assert!(text.contains("telosctl cert"), "{text}");
+    assert_eq!(
+        TlsKeys::load(dir.path(), Role::Shard).unwrap().holder(),
+        "shard"
+    );
+}

@@ -237,8 +237,13 @@ pub struct Player {
 
 impl Player {
     pub async fn connect(addr: SocketAddr) -> Self {
+        Self::from_stream(TcpStream::connect(addr).await.unwrap())
+    }
+
+    /// A player on a socket already connected.
+    pub fn from_stream(stream: TcpStream) -> Self {
         Self {
-            stream: TcpStream::connect(addr).await.unwrap(),
+            stream,
             seen: Vec::new(),
             cursor: 0,
         }

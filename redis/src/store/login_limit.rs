@@ -12,6 +12,7 @@
 //! | `telos:loginfail:{name}` | attempts not yet proven good, all sources | `memory` after the last |
 //! | `telos:loginslot:{name}` | the one throttled attempt of this interval | the throttle interval |
 //! | `telos:loginok:{name}:{bucket}` | this source logged in to this account | [`KNOWN_SOURCE`] |
+//! | `telos:loginsrc:{caller}` | a caller certificate's budget of failed logins attributed to the addresses it names | until it would be full |
 //!
 //! An attempt is counted when it is admitted, before its password is
 //! checked, and taken back when it succeeds: guesses sent at once cannot
@@ -32,6 +33,7 @@ static SUCCEEDED: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("login_succeeded.lua")));
 static UNCHECKED: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("login_unchecked.lua")));
+static CALLER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("login_caller.lua")));
 
 /// Failures from one source before that (account, source) pair is locked:
 /// enough for a player's typos, few enough that a guesser learns nothing.
@@ -57,6 +59,15 @@ pub const FAILURE_MEMORY: Duration = Duration::from_secs(3600);
 /// guessing.
 pub const KNOWN_SOURCE: Duration = Duration::from_secs(30 * 24 * 3600);
 
+/// Failed logins a caller certificate (a gate's) may attribute to the
+/// addresses it names in `Login.client_addr` before its logins count as
+/// its own one source: an honest gate's players mistype a few passwords a
+/// minute; a caller inventing a fresh address for every guess (to escape
+/// the per-source locks) spends this at once.
+pub const DEFAULT_CALLER_BUDGET: u32 = 100;
+/// One failure of that budget back per this long (3600 an hour).
+pub const DEFAULT_CALLER_REFILL: Duration = Duration::from_secs(1);
+
 /// The limits a shard applies (flags override the defaults).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoginLimits {
@@ -65,6 +76,11 @@ pub struct LoginLimits {
     pub lock_cap: Duration,
     pub throttle_after: u32,
     pub throttle_interval: Duration,
+    /// Failed logins per caller certificate whose client address is
+    /// trusted ([`DEFAULT_CALLER_BUDGET`])...
+    pub caller_budget: u32,
+    /// ...and one back per this long.
+    pub caller_refill: Duration,
 }
 
 impl Default for LoginLimits {
@@ -75,6 +91,8 @@ impl Default for LoginLimits {
             lock_cap: DEFAULT_LOCK_CAP,
             throttle_after: DEFAULT_THROTTLE_AFTER,
             throttle_interval: DEFAULT_THROTTLE_INTERVAL,
+            caller_budget: DEFAULT_CALLER_BUDGET,
+            caller_refill: DEFAULT_CALLER_REFILL,
         }
     }
 }
@@ -117,6 +135,26 @@ impl Keys {
 }
 
 impl Store {
+    /// Whether `caller` (a certificate's role and holder, e.g.
+    /// `gate:gate-1`) still has budget for failed logins attributed to the
+    /// client addresses it names; `take` spends one (a failed login).
+    pub async fn caller_budget(
+        &self,
+        caller: &str,
+        limits: &LoginLimits,
+        take: bool,
+    ) -> Result<bool, StoreError> {
+        let key = format!("{PREFIX}loginsrc:{caller}");
+        let ok: i64 = CALLER
+            .key(&key)
+            .arg(limits.caller_budget)
+            .arg(ms(limits.caller_refill))
+            .arg(if take { "take" } else { "peek" })
+            .invoke_async(&mut self.conn())
+            .await?;
+        Ok(ok == 1)
+    }
+
     /// Whether a login for `name` from `bucket` may be checked now; an
     /// admitted attempt counts as a failure until [`Store::login_succeeded`].
     pub async fn admit_login(

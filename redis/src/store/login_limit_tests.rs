@@ -23,6 +23,7 @@ fn limits() -> LoginLimits {
         // Out of the way unless a test is about it.
         throttle_after: 1000,
         throttle_interval: Duration::from_secs(1),
+        ..LoginLimits::default()
     }
 }
 
@@ -199,4 +200,30 @@ async fn an_attempt_never_judged_does_not_count_nor_lock() {
         admit(&store, "eve", "unknown", &l).await,
         Admission::Admitted { locks: Some(LOCK) }
     );
+}
+
+#[tokio::test]
+async fn a_callers_budget_of_attributed_failures_runs_out_and_refills() {
+    let (_r, store) = setup().await;
+    let l = LoginLimits {
+        caller_budget: 3,
+        caller_refill: LOCK,
+        ..limits()
+    };
+    for _ in 0..3 {
+        assert!(store.caller_budget("gate:g1", &l, false).await.unwrap());
+        assert!(store.caller_budget("gate:g1", &l, true).await.unwrap());
+    }
+    // Spent: peeking and taking both say so, and taking spends nothing more.
+    assert!(!store.caller_budget("gate:g1", &l, false).await.unwrap());
+    assert!(!store.caller_budget("gate:g1", &l, true).await.unwrap());
+    // Per caller: another certificate's budget is its own.
+    assert!(store.caller_budget("gate:g2", &l, true).await.unwrap());
+    // One token back per refill interval.
+    let started = Instant::now();
+    while !store.caller_budget("gate:g1", &l, false).await.unwrap() {
+        assert!(started.elapsed() < EXPIRY_BOUND, "never refilled");
+        tokio::time::sleep(POLL).await;
+    }
+    assert!(started.elapsed() >= LOCK / 2, "{:?}", started.elapsed());
 }

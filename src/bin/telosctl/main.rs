@@ -67,7 +67,8 @@ enum Command {
         /// shard, gate or operator.
         #[arg(long)]
         role: telos_tls::Role,
-        /// Who holds it (the certificate's common name), e.g. a shard id.
+        /// Who holds it (the certificate's common name). For a shard, its
+        /// shard id: a shard certificate speaks for that shard only.
         #[arg(long)]
         name: String,
         /// The folder to write `<role>.crt`, `<role>.key` and `ca.crt` into.

@@ -29,6 +29,14 @@ pub struct LoginLimitFlags {
     /// new to the account [default: 3000].
     #[arg(long, env = "TELOS_LOGIN_THROTTLE_MS")]
     pub login_throttle_ms: Option<u64>,
+    /// Failed logins a caller certificate (each gate's) may attribute to
+    /// the client addresses it names; beyond them its logins count as one
+    /// source, its own [default: 100].
+    #[arg(long, env = "TELOS_LOGIN_CALLER_BUDGET")]
+    pub login_caller_budget: Option<u32>,
+    /// One failure of that budget back per this many milliseconds [default: 1000].
+    #[arg(long, env = "TELOS_LOGIN_CALLER_REFILL_MS")]
+    pub login_caller_refill_ms: Option<u64>,
 }
 
 impl LoginLimitFlags {
@@ -69,6 +77,16 @@ impl LoginLimitFlags {
                 "--login-throttle-ms (TELOS_LOGIN_THROTTLE_MS)",
                 self.login_throttle_ms,
                 d.throttle_interval,
+            )?,
+            caller_budget: count(
+                "--login-caller-budget (TELOS_LOGIN_CALLER_BUDGET)",
+                self.login_caller_budget,
+                d.caller_budget,
+            )?,
+            caller_refill: millis(
+                "--login-caller-refill-ms (TELOS_LOGIN_CALLER_REFILL_MS)",
+                self.login_caller_refill_ms,
+                d.caller_refill,
             )?,
         };
         if limits.lock_cap < limits.lock {

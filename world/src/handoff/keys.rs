@@ -13,7 +13,8 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use ed25519_dalek::{SigningKey, VerifyingKey};
-use telos_tls::{Role, TlsKeys};
+use telos_tls::TlsKeys;
+use telos_tls::shard::{Source, load_shard};
 
 pub const HANDOFF_KEY: &str = "handoff.key";
 pub const HANDOFF_PUB: &str = "handoff.pub";
@@ -24,8 +25,11 @@ pub const SNAPSHOT_PUB: &str = "snapshot.pub";
 pub struct ClusterKeys {
     pub handoff: SigningKey,
     pub snapshot: SigningKey,
-    /// The shard certificate every gRPC connection is made with.
+    /// The shard certificate every gRPC connection is made with, issued
+    /// to this shard's id.
     pub tls: TlsKeys,
+    /// Where that certificate came from.
+    pub tls_source: Source,
 }
 
 impl ClusterKeys {
@@ -124,12 +128,23 @@ fn load_pair(dir: &Path, secret: &str, public: &str) -> Result<SigningKey, KeyEr
     Ok(key)
 }
 
-/// Load both keypairs and the shard certificate from `dir`.
-pub fn load(dir: &Path) -> Result<ClusterKeys, KeyError> {
+/// Load both keypairs and the certificate of shard `shard_id` from `dir`
+/// ([`load_shard`] says where it is looked for).
+pub fn load(dir: &Path, shard_id: &str) -> Result<ClusterKeys, KeyError> {
+    let (tls, tls_source) = load_shard(dir, shard_id)?;
+    match &tls_source {
+        Source::File(path) => tracing::info!(cert = %path.display(), "shard certificate loaded"),
+        Source::IssuedFromCa => tracing::warn!(
+            "the key folder holds the cluster CA's key (ca.key) and no certificate for shard \
+             {shard_id}: issued one in memory. Keep ca.key off machines that run Telos \
+             (docs/operations.md, \"Keys\")"
+        ),
+    }
     Ok(ClusterKeys {
         handoff: load_pair(dir, HANDOFF_KEY, HANDOFF_PUB)?,
         snapshot: load_pair(dir, SNAPSHOT_KEY, SNAPSHOT_PUB)?,
-        tls: TlsKeys::load(dir, Role::Shard)?,
+        tls,
+        tls_source,
     })
 }
 
@@ -153,11 +168,15 @@ mod tests {
             let mode = fs::metadata(dir.join(f)).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600, "{f}");
         }
-        let keys = load(&dir).unwrap();
+        let keys = load(&dir, "shard-a").unwrap();
+        assert_eq!(keys.tls.holder(), "shard-a");
         assert_ne!(keys.handoff_public(), keys.snapshot_public());
         assert!(matches!(generate(&dir), Err(KeyError::Exists { .. })));
         fs::set_permissions(dir.join(HANDOFF_KEY), fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(matches!(load(&dir), Err(KeyError::TooOpen { .. })));
+        assert!(matches!(
+            load(&dir, "shard-a"),
+            Err(KeyError::TooOpen { .. })
+        ));
         fs::remove_dir_all(&dir).unwrap();
     }
 }

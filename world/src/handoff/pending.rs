@@ -30,6 +30,13 @@ impl PendingPlayers {
         self.map.lock().expect("pending lock").remove(token)
     }
 
+    /// The shard that sent the pending record under `token` (the only one
+    /// that may abort it).
+    pub fn from_shard(&self, token: &str) -> Option<String> {
+        let map = self.map.lock().expect("pending lock");
+        map.get(token).map(|p| p.snapshot.from_shard.clone())
+    }
+
     /// Record `p` under `token` unless a record is there already (a retried
     /// `Prepare` converges on the first); true when it was recorded now.
     pub fn insert_new(&self, token: &str, p: impl FnOnce() -> PendingPlayer) -> bool {

@@ -15,7 +15,7 @@ use crate::zone::ZoneHandle;
 use telos_redis::store::{Admission, StoreError};
 
 use super::frames::{send_closed, send_login_busy};
-use super::limits::{source_bucket, too_many_attempts};
+use super::limits::{caller_bucket, source_bucket, too_many_attempts};
 use super::route::enter;
 use super::strength::too_weak;
 
@@ -37,6 +37,7 @@ pub(super) async fn login_frame(
     shard: &Arc<Shard>,
     login: telos_proto::v1::Login,
     out: &mpsc::Sender<ServerFrame>,
+    caller: &str,
 ) -> Option<(String, String, ZoneHandle)> {
     if !valid_conn_id(&login.conn_id) {
         send_closed(out, "Protocol error: bad connection id.", true).await;
@@ -85,7 +86,7 @@ pub(super) async fn login_frame(
             }
             Err(e) => return refuse_for_store(out, e, "create failed").await,
         }
-    } else if !check_password(shard, &login, out).await {
+    } else if !check_password(shard, &login, out, caller).await {
         return None;
     }
     let credential = match store
@@ -106,10 +107,26 @@ async fn check_password(
     shard: &Shard,
     login: &telos_proto::v1::Login,
     out: &mpsc::Sender<ServerFrame>,
+    caller: &str,
 ) -> bool {
     let store = shard.store();
-    let bucket = source_bucket(&login.client_addr);
     let limits = &shard.config().login_limits;
+    // The client address is the caller's word: trusted only while the
+    // caller has budget for failures attributed to it (a gate inventing
+    // addresses to escape the per-source locks spends it at once), then
+    // its logins are one source, its own.
+    let trusted = match store.caller_budget(caller, limits, false).await {
+        Ok(trusted) => trusted,
+        Err(e) => {
+            answer_store_error(out, e, "login limit check failed").await;
+            return false;
+        }
+    };
+    let bucket = if trusted {
+        source_bucket(&login.client_addr)
+    } else {
+        caller_bucket(caller)
+    };
     let admitted = match store.admit_login(&login.name, &bucket, limits).await {
         Ok(Admission::Wait(wait)) => {
             metrics::counter!("telos_login_limited_total").increment(1);
@@ -132,6 +149,9 @@ async fn check_password(
         }
         Ok(false) => {
             metrics::counter!("telos_login_failures_total").increment(1);
+            if trusted && let Err(e) = store.caller_budget(caller, limits, true).await {
+                warn!(error = %e, "charging the caller's budget failed");
+            }
             let line = match admitted {
                 Admission::Admitted { locks: Some(lock) } => too_many_attempts(lock),
                 _ => "Login failed.".to_string(),

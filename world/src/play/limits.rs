@@ -25,6 +25,12 @@ pub(super) fn source_bucket(client_addr: &str) -> String {
     }
 }
 
+/// The bucket of every `Login` from `caller` once its budget of failures
+/// attributed to client addresses is spent: the caller is one source.
+pub(super) fn caller_bucket(caller: &str) -> String {
+    format!("caller:{caller}")
+}
+
 /// What a login refused by the limits hears: a `Login failed` line, the
 /// same for a known and an unknown name, with when to try again (whole
 /// seconds, rounded up, at least one).

@@ -43,10 +43,13 @@ use frames::send_closed;
 pub const FIRST_FRAME_DEADLINE: Duration = Duration::from_secs(5);
 
 /// Drive one `Play` stream to its end.
+/// `caller`: who opened the stream (its certificate's role and holder),
+/// for the login limits' per-caller budget.
 pub async fn run_session(
     shard: Arc<Shard>,
     mut inbound: Streaming<ClientFrame>,
     out: mpsc::Sender<ServerFrame>,
+    caller: String,
 ) {
     // Shutdown ends a stream still waiting for its first frame too: every
     // session task is in the shard's tracker, which shutdown waits for.
@@ -73,7 +76,7 @@ pub async fn run_session(
         }
     };
     let started = match first {
-        client_frame::Frame::Login(login) => login_frame(&shard, login, &out).await,
+        client_frame::Frame::Login(login) => login_frame(&shard, login, &out, &caller).await,
         client_frame::Frame::Resume(resume) => resume_frame(&shard, resume, &out).await,
         client_frame::Frame::Attach(attach) => attach_frame(&shard, attach, &out).await,
         client_frame::Frame::Input(_) | client_frame::Frame::Hangup(_) => {

@@ -22,6 +22,18 @@ impl HandoffService {
     pub fn new(shard: Arc<Shard>) -> Self {
         HandoffService { shard }
     }
+
+    /// A request that names `claimed` as the shard it comes from is served
+    /// only to that shard's own certificate (`PermissionDenied` otherwise),
+    /// so a shard cannot speak for another: no spoofed source adopts, hands
+    /// over, prepares or commits. A keyless shard has no certificates to
+    /// check (and refuses every handoff anyway).
+    fn speaks_for<T>(&self, req: &Request<T>, claimed: &str, what: &str) -> Result<(), Status> {
+        if self.shard.handoff().keys.is_none() {
+            return Ok(());
+        }
+        telos_tls::holder::require(req, claimed, what)
+    }
 }
 
 fn prepare_status(e: PrepareRefused) -> Status {
@@ -81,6 +93,7 @@ impl Handoff for HandoffService {
             info_span!("prepare_received", shard = %self.shard.id()),
             &req,
         );
+        self.speaks_for(&req, &req.get_ref().from_shard_id, "Prepare")?;
         let req = req.into_inner();
         let (h, hosted) = (&self.shard.handoff(), &self.shard.hosted());
         // Only a zone that takes players now, or will once its lease is
@@ -110,6 +123,8 @@ impl Handoff for HandoffService {
             info_span!("commit_received", shard = %self.shard.id()),
             &req,
         );
+        // The destination commits: `to_shard_id` is the caller itself.
+        self.speaks_for(&req, &req.get_ref().to_shard_id, "Commit")?;
         let req = req.into_inner();
         let h = &self.shard.handoff();
         span.in_scope(|| source::commit(h, &req.handoff_token, &req.to_shard_id, &req.sig))
@@ -119,6 +134,16 @@ impl Handoff for HandoffService {
 
     async fn abort(&self, req: Request<AbortRequest>) -> Result<Response<AbortResponse>, Status> {
         let span = with_remote_parent(info_span!("abort_received", shard = %self.shard.id()), &req);
+        // Only the source of a pending record may abort it (none pending:
+        // the abort is a no-op for anyone).
+        let source = self
+            .shard
+            .handoff()
+            .pending
+            .from_shard(&req.get_ref().handoff_token);
+        if let Some(source) = source {
+            self.speaks_for(&req, &source, "Abort")?;
+        }
         let req = req.into_inner();
         span.in_scope(|| {
             destination::abort(
@@ -137,6 +162,10 @@ impl Handoff for HandoffService {
         req: Request<AdoptZoneRequest>,
     ) -> Result<Response<AdoptZoneResponse>, Status> {
         let span = with_remote_parent(info_span!("adopt_received", shard = %self.shard.id()), &req);
+        // (No source at all is refused below: nobody is the live owner.)
+        if !req.get_ref().from_shard_id.is_empty() {
+            self.speaks_for(&req, &req.get_ref().from_shard_id, "AdoptZone")?;
+        }
         let req = req.into_inner();
         adopt::adopt_zone(
             &self.shard,
@@ -165,11 +194,17 @@ impl Handoff for HandoffService {
 
     /// Ask this shard (the owner) to hand `zone_id` over to `to_shard_id`
     /// at the live `generation`: AdoptZone there, the fenced flip, then the
-    /// in-place fan-off. What is refused is [`drain::handover_requested`]'s.
+    /// in-place fan-off. Asked only by the target itself (its certificate);
+    /// what else is refused is [`drain::handover_requested`]'s.
     async fn handover_zone(
         &self,
         req: Request<HandoverZoneRequest>,
     ) -> Result<Response<HandoverZoneResponse>, Status> {
+        // Only the target may ask for a zone: a shard asks for itself. (No
+        // target at all is refused below as the malformed request it is.)
+        if !req.get_ref().to_shard_id.is_empty() {
+            self.speaks_for(&req, &req.get_ref().to_shard_id, "HandoverZone")?;
+        }
         let req = req.into_inner();
         drain::handover_requested(&self.shard, &req.zone_id, &req.to_shard_id, req.generation)
             .await

@@ -101,7 +101,7 @@ impl Shard {
         directory.register_zones(&zone_ids).await?;
         let keys = match &cfg.keys {
             Some(dir) => Some(
-                keys::load(dir)
+                keys::load(dir, &cfg.shard_id)
                     .with_context(|| "invalid setting --keys (TELOS_KEYS)".to_string())?,
             ),
             None => {

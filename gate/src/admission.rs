@@ -1,0 +1,239 @@
+//! Who may hold a connection: players and strangers are counted apart.
+//!
+//! A connection that has not logged in holds a **pre-login place**
+//! ([`PreLogin`], `--max-pre-login`); a logged-in player holds a **seat**
+//! ([`Seats`], `--max-connections`). Strangers can fill the pre-login
+//! places, never the seats: a player already in is never refused because
+//! others are connecting, and a login is refused for want of a seat only
+//! when that many players are in.
+//!
+//! When every pre-login place is taken, a newcomer from a network (an IPv4
+//! /24, an IPv6 /48: [`telos_proto::source::prefix_bucket`]) that holds
+//! fewer places than the network holding the most takes the oldest place
+//! of that network, whose connection is told so and closed: a few networks
+//! holding every place cannot keep everyone else out; they end up with an
+//! even share. Only a newcomer whose network already holds as many places
+//! as any is refused.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::ratelimit::IpBucket;
+
+/// The pre-login places, by network.
+#[derive(Debug)]
+pub struct PreLogin {
+    cap: usize,
+    inner: Mutex<Places>,
+}
+
+#[derive(Debug, Default)]
+struct Places {
+    held: usize,
+    next_id: u64,
+    /// Oldest first.
+    by_prefix: HashMap<IpBucket, VecDeque<Place>>,
+}
+
+#[derive(Debug)]
+struct Place {
+    id: u64,
+    evict: CancellationToken,
+}
+
+/// One connection's pre-login place; dropping it frees the place.
+#[derive(Debug)]
+pub struct PreLoginPlace {
+    id: u64,
+    prefix: IpBucket,
+    evicted: CancellationToken,
+    owner: Arc<PreLogin>,
+}
+
+/// Why a newcomer got no place.
+#[derive(Debug, PartialEq, Eq)]
+pub struct PreLoginFull;
+
+impl PreLogin {
+    pub fn new(cap: usize) -> Arc<Self> {
+        Arc::new(Self {
+            cap,
+            inner: Mutex::default(),
+        })
+    }
+
+    /// A place for a connection from network `prefix`: a free one, or the
+    /// oldest of the network that holds the most places, if that would
+    /// still hold at least as many as `prefix` then (its connection's
+    /// [`PreLoginPlace::evicted`] fires). Networks holding one place each
+    /// are never churned by newcomers.
+    pub fn admit(self: &Arc<Self>, prefix: IpBucket) -> Result<PreLoginPlace, PreLoginFull> {
+        let mut p = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if p.held >= self.cap {
+            let mine = p.by_prefix.get(&prefix).map_or(0, VecDeque::len);
+            let heaviest = p
+                .by_prefix
+                .iter()
+                .map(|(k, q)| (*k, q.len()))
+                .max_by_key(|(_, n)| *n)
+                .filter(|(_, n)| *n > mine + 1);
+            let Some((victim, _)) = heaviest else {
+                return Err(PreLoginFull);
+            };
+            let queue = p.by_prefix.get_mut(&victim).expect("the heaviest is held");
+            let oldest = queue.pop_front().expect("a held network holds a place");
+            if queue.is_empty() {
+                p.by_prefix.remove(&victim);
+            }
+            oldest.evict.cancel();
+            p.held -= 1;
+        }
+        p.held += 1;
+        p.next_id += 1;
+        let id = p.next_id;
+        let evicted = CancellationToken::new();
+        p.by_prefix.entry(prefix).or_default().push_back(Place {
+            id,
+            evict: evicted.clone(),
+        });
+        Ok(PreLoginPlace {
+            id,
+            prefix,
+            evicted,
+            owner: self.clone(),
+        })
+    }
+
+    /// Places held now.
+    pub fn held(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).held
+    }
+}
+
+impl PreLoginPlace {
+    /// Fires when a newcomer took this place.
+    pub fn evicted(&self) -> &CancellationToken {
+        &self.evicted
+    }
+}
+
+impl Drop for PreLoginPlace {
+    fn drop(&mut self) {
+        let mut p = self.owner.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(queue) = p.by_prefix.get_mut(&self.prefix) else {
+            return;
+        };
+        let Some(at) = queue.iter().position(|place| place.id == self.id) else {
+            // Evicted: its place was handed on already.
+            return;
+        };
+        queue.remove(at);
+        if queue.is_empty() {
+            p.by_prefix.remove(&self.prefix);
+        }
+        p.held -= 1;
+    }
+}
+
+/// Logged-in players' seats.
+#[derive(Debug)]
+pub struct Seats {
+    cap: usize,
+    taken: Arc<AtomicUsize>,
+}
+
+/// One player's seat; dropping it frees the seat.
+#[derive(Debug)]
+pub struct Seat(Arc<AtomicUsize>);
+
+impl Seats {
+    pub fn new(cap: usize) -> Self {
+        Self {
+            cap,
+            taken: Arc::default(),
+        }
+    }
+
+    /// A seat, unless `cap` players hold one.
+    pub fn take(&self) -> Option<Seat> {
+        self.taken
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.cap).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Seat(self.taken.clone()))
+    }
+
+    /// Whether every seat is taken now.
+    pub fn full(&self) -> bool {
+        self.taken.load(Ordering::Acquire) >= self.cap
+    }
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use telos_proto::source::prefix_bucket;
+
+    fn net(s: &str) -> IpBucket {
+        prefix_bucket(s.parse().unwrap())
+    }
+
+    #[test]
+    fn a_newcomer_takes_the_oldest_place_of_the_network_holding_the_most() {
+        let pre = PreLogin::new(4);
+        let flood: Vec<_> = (0..4)
+            .map(|i| pre.admit(net(&format!("203.0.113.{i}"))).unwrap())
+            .collect();
+        // The flooding /24 is full up; one more of it is refused.
+        assert_eq!(pre.admit(net("203.0.113.9")).unwrap_err(), PreLoginFull);
+        let honest = pre.admit(net("198.51.100.7")).expect("a newcomer gets in");
+        assert!(flood[0].evicted().is_cancelled(), "the oldest goes");
+        assert!(!flood[1].evicted().is_cancelled());
+        assert_eq!(pre.held(), 4);
+        // A second and third newcomer: the flood keeps shrinking to a share.
+        let second = pre.admit(net("192.0.2.1")).unwrap();
+        assert!(flood[1].evicted().is_cancelled());
+        // Now 2 flood, 1 + 1 others: a third network still evicts (2 > 0+1).
+        let third = pre.admit(net("100.64.0.1")).unwrap();
+        assert!(flood[2].evicted().is_cancelled());
+        // Every network holds one: a fourth newcomer is refused, and the
+        // honest client was never touched.
+        assert_eq!(pre.admit(net("100.65.0.1")).unwrap_err(), PreLoginFull);
+        assert!(!honest.evicted().is_cancelled());
+        drop(flood);
+        assert_eq!(pre.held(), 3, "evicted places were counted once");
+        drop((honest, second, third));
+        assert_eq!(pre.held(), 0);
+    }
+
+    #[test]
+    fn ipv6_networks_are_slash_48s() {
+        let pre = PreLogin::new(2);
+        let _a = pre.admit(net("2001:db8:1:1::1")).unwrap();
+        let _b = pre.admit(net("2001:db8:1:2::1")).unwrap();
+        // Another /64 of the same /48 is the same network: refused.
+        assert!(pre.admit(net("2001:db8:1:3::1")).is_err());
+        // Another /48 takes the first's place.
+        assert!(pre.admit(net("2001:db8:2::1")).is_ok());
+        assert!(_a.evicted().is_cancelled());
+    }
+
+    #[test]
+    fn seats_are_capped_and_freed_on_drop() {
+        let seats = Seats::new(2);
+        let (a, _b) = (seats.take().unwrap(), seats.take().unwrap());
+        assert!(seats.take().is_none() && seats.full());
+        drop(a);
+        assert!(seats.take().is_some());
+    }
+}

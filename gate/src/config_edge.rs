@@ -1,0 +1,212 @@
+//! The settings of the gate's edge against crowds of strangers: the
+//! pre-login places, the per-network aggregates, the pre-login input rate
+//! and the PROXY protocol. Flags (`--help`), environment variables and
+//! `--config` keys as every other setting; see docs/operations.md, "The
+//! gate's edge limits".
+
+use std::net::IpAddr;
+
+use clap::Args;
+use ipnet::IpNet;
+
+use crate::config_file::{ConfigError, FileConfig, pick, positive_pick};
+
+/// Strangers (connections not logged in) held at once: a login storm after
+/// a gate restart is served a thousand at a time (each logs in within
+/// seconds), while a flood of idle sockets holds these places and no
+/// player's seat.
+pub const DEFAULT_MAX_PRE_LOGIN: usize = 1000;
+
+/// Connections (players and strangers) from one IPv4 /24 or one IPv6 /48
+/// at once: a campus or a carrier NAT pool fits (16 addresses' worth of
+/// the per-address cap and more), while one holder of many addresses in
+/// one network (a rented range, an IPv6 site's 65 536 /64s) holds this
+/// many places, not thousands.
+pub const DEFAULT_MAX_CONNECTIONS_PER_PREFIX: usize = 128;
+
+/// Input a connection that has not logged in may send, bytes per second
+/// (after a burst of [`PRE_LOGIN_BYTE_BURST`]). A login is two short lines
+/// and a client's telnet negotiation a few hundred bytes; a stranger
+/// streaming `IAC NOP` or an endless subnegotiation is read this slowly
+/// (TCP backpressure), so it costs the gate next to nothing.
+pub const DEFAULT_PRE_LOGIN_BYTES_PER_SEC: u32 = 1024;
+
+/// Bytes a connection may send at once before login, before the rate
+/// applies: one socket read's worth, enough for any client's opening
+/// negotiation and a pasted login line.
+pub const PRE_LOGIN_BYTE_BURST: u32 = 4096;
+
+/// The edge limits, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EdgeLimits {
+    /// Connections not logged in, at once (`--max-pre-login`).
+    pub max_pre_login: usize,
+    /// Connections at once from one IPv4 /24.
+    pub max_connections_per_ipv4_24: usize,
+    /// Connections at once from one IPv6 /48.
+    pub max_connections_per_ipv6_48: usize,
+    /// Pre-login input, bytes per second.
+    pub pre_login_bytes_per_sec: u32,
+    /// Peers whose connections start with a PROXY protocol (v1 or v2)
+    /// header naming the player's address; empty: the PROXY protocol is
+    /// off.
+    pub proxy_protocol_from: Vec<IpNet>,
+}
+
+impl Default for EdgeLimits {
+    fn default() -> Self {
+        Self {
+            max_pre_login: DEFAULT_MAX_PRE_LOGIN,
+            max_connections_per_ipv4_24: DEFAULT_MAX_CONNECTIONS_PER_PREFIX,
+            max_connections_per_ipv6_48: DEFAULT_MAX_CONNECTIONS_PER_PREFIX,
+            pre_login_bytes_per_sec: DEFAULT_PRE_LOGIN_BYTES_PER_SEC,
+            proxy_protocol_from: Vec::new(),
+        }
+    }
+}
+
+impl EdgeLimits {
+    /// Whether connections from `peer` must start with a PROXY header.
+    pub fn is_proxy(&self, peer: IpAddr) -> bool {
+        let peer = match peer {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(peer, IpAddr::V4),
+            v4 => v4,
+        };
+        self.proxy_protocol_from
+            .iter()
+            .any(|net| net.contains(&peer))
+    }
+}
+
+/// The edge flags, part of `telos-gate --help`.
+#[derive(Debug, Default, Args)]
+pub struct EdgeCli {
+    /// Connections not yet logged in, at once; separate from
+    /// --max-connections, which counts logged-in players [default: 1000].
+    #[arg(long, value_name = "N", env = "TELOS_GATE_MAX_PRE_LOGIN")]
+    pub max_pre_login: Option<String>,
+    /// Connections at once from one IPv4 /24 [default: 128].
+    #[arg(long, value_name = "N", env = "TELOS_GATE_MAX_CONNECTIONS_PER_IPV4_24")]
+    pub max_connections_per_ipv4_24: Option<String>,
+    /// Connections at once from one IPv6 /48 [default: 128].
+    #[arg(long, value_name = "N", env = "TELOS_GATE_MAX_CONNECTIONS_PER_IPV6_48")]
+    pub max_connections_per_ipv6_48: Option<String>,
+    /// Input read from a connection before login, bytes per second, after
+    /// a 4096-byte burst [default: 1024].
+    #[arg(long, value_name = "BYTES", env = "TELOS_GATE_PRE_LOGIN_BYTES_PER_SEC")]
+    pub pre_login_bytes_per_sec: Option<String>,
+    /// Load balancers (addresses or CIDR networks, comma-separated) whose
+    /// connections carry a PROXY protocol v1/v2 header with the player's
+    /// address; required from them, refused from anyone else [default:
+    /// none, the PROXY protocol is off].
+    #[arg(long, value_name = "ADDRS", env = "TELOS_GATE_PROXY_PROTOCOL_FROM")]
+    pub proxy_protocol_from: Option<String>,
+}
+
+impl EdgeCli {
+    /// Flags over the file over the defaults.
+    pub fn resolve(&self, file: &FileConfig) -> Result<EdgeLimits, ConfigError> {
+        let d = EdgeLimits::default();
+        let proxies = pick::<String>(
+            "proxy-protocol-from",
+            "TELOS_GATE_PROXY_PROTOCOL_FROM",
+            self.proxy_protocol_from.as_ref(),
+            file.proxy_protocol_from.clone(),
+        )?
+        .map(|list| proxy_networks(&list))
+        .transpose()?
+        .unwrap_or_default();
+        Ok(EdgeLimits {
+            max_pre_login: positive_pick(
+                "max_pre_login",
+                "TELOS_GATE_MAX_PRE_LOGIN",
+                self.max_pre_login.as_ref(),
+                file.max_pre_login,
+                d.max_pre_login,
+            )?,
+            max_connections_per_ipv4_24: positive_pick(
+                "max_connections_per_ipv4_24",
+                "TELOS_GATE_MAX_CONNECTIONS_PER_IPV4_24",
+                self.max_connections_per_ipv4_24.as_ref(),
+                file.max_connections_per_ipv4_24,
+                d.max_connections_per_ipv4_24,
+            )?,
+            max_connections_per_ipv6_48: positive_pick(
+                "max_connections_per_ipv6_48",
+                "TELOS_GATE_MAX_CONNECTIONS_PER_IPV6_48",
+                self.max_connections_per_ipv6_48.as_ref(),
+                file.max_connections_per_ipv6_48,
+                d.max_connections_per_ipv6_48,
+            )?,
+            pre_login_bytes_per_sec: positive_pick(
+                "pre_login_bytes_per_sec",
+                "TELOS_GATE_PRE_LOGIN_BYTES_PER_SEC",
+                self.pre_login_bytes_per_sec.as_ref(),
+                file.pre_login_bytes_per_sec,
+                d.pre_login_bytes_per_sec,
+            )?,
+            proxy_protocol_from: proxies,
+        })
+    }
+}
+
+/// `10.0.0.5,10.1.0.0/16,fd00::/8`: addresses are single-host networks.
+fn proxy_networks(list: &str) -> Result<Vec<IpNet>, ConfigError> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<IpNet>()
+                .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
+                .map_err(|_| {
+                    ConfigError(format!(
+                        "invalid proxy_protocol_from (--proxy-protocol-from / TELOS_GATE_PROXY_PROTOCOL_FROM) {s:?}: expected an address or a CIDR network"
+                    ))
+                })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proxies_are_addresses_or_networks_and_mapped_peers_match() {
+        let cli = EdgeCli {
+            proxy_protocol_from: Some("10.0.0.5, 192.168.0.0/16,fd00::/8".into()),
+            ..EdgeCli::default()
+        };
+        let e = cli.resolve(&FileConfig::default()).unwrap();
+        assert!(e.is_proxy("10.0.0.5".parse().unwrap()));
+        assert!(!e.is_proxy("10.0.0.6".parse().unwrap()));
+        assert!(e.is_proxy("192.168.7.1".parse().unwrap()));
+        assert!(e.is_proxy("::ffff:192.168.7.1".parse().unwrap()));
+        assert!(e.is_proxy("fd00::1".parse().unwrap()));
+        let bad = EdgeCli {
+            proxy_protocol_from: Some("10.0.0.0/33".into()),
+            ..EdgeCli::default()
+        };
+        let err = bad.resolve(&FileConfig::default()).unwrap_err();
+        assert!(err.to_string().contains("--proxy-protocol-from"), "{err}");
+        assert!(!EdgeLimits::default().is_proxy("127.0.0.1".parse().unwrap()));
+    }
+
+    #[test]
+    fn the_file_fills_what_no_flag_gives() {
+        let file =
+            FileConfig::parse("max_pre_login = 7\nproxy_protocol_from = \"10.0.0.1\"\n").unwrap();
+        let e = EdgeCli::default().resolve(&file).unwrap();
+        assert_eq!(e.max_pre_login, 7);
+        assert_eq!(e.proxy_protocol_from.len(), 1);
+        assert_eq!(
+            e.max_connections_per_ipv4_24,
+            DEFAULT_MAX_CONNECTIONS_PER_PREFIX
+        );
+        let zero = EdgeCli {
+            max_pre_login: Some("0".into()),
+            ..EdgeCli::default()
+        };
+        assert!(zero.resolve(&file).is_err());
+    }
+}
