@@ -34,6 +34,7 @@ pub struct FileConfig {
     pub pre_login_timeout_secs: Option<u64>,
     pub resume_give_up_secs: Option<u64>,
     pub max_connections: Option<usize>,
+    pub upstream_connections: Option<usize>,
 }
 
 impl FileConfig {
