@@ -432,6 +432,7 @@ async fn wedged_client_is_a_client_fault_flushed_and_resumable() -> anyhow::Resu
         let redis = RedisServer::start()?;
         let keys = TempKeys::generate()?;
         let tick_ms = TICK.as_millis().to_string();
+        // The flood below must reach Wedge: no chat limit on this shard.
         let a_extra = [
             "--drain-deadline",
             "2",
@@ -439,6 +440,10 @@ async fn wedged_client_is_a_client_fault_flushed_and_resumable() -> anyhow::Resu
             &tick_ms,
             "--save-interval-ms",
             "200",
+            "--chat-burst-bytes",
+            "4000000000",
+            "--chat-bytes-per-sec",
+            "4000000000",
         ];
         let mut a = shard("shard-a", &redis.url, &["city"], keys.path(), &a_extra)?;
         let rest = ["docks", "forest", "hills", "keep", "marsh"];

@@ -76,6 +76,15 @@ const PROXY_REFUSED: &str =
 /// the close and hang up; one that does not is not waited for longer.
 pub const CLOSE_LINGER: Duration = Duration::from_secs(2);
 
+/// The kernel's send buffer for a player socket (Linux doubles it: 32 KiB).
+/// Left to autotuning it grows to megabytes for a client that reads slowly,
+/// and everything in it is out of the gate's hands: a player slower than
+/// the room would get their own answers only after minutes of chatter
+/// queued in the kernel. Bounded, the backlog stays in the gate's queue,
+/// where chatter can be dropped for them (`session::CHATTER_DIVISOR`).
+/// 32 KiB per round trip is still hundreds of KiB a second of text.
+pub const PLAYER_SEND_BUFFER: usize = 16 * 1024;
+
 /// The per-connection state both phases use.
 pub struct Conn {
     pub shared: Arc<Shared>,
@@ -107,6 +116,7 @@ impl Conn {
         first_input: Vec<u8>,
     ) -> Conn {
         let _ = stream.set_nodelay(true);
+        let _ = socket2::SockRef::from(&stream).set_send_buffer_size(PLAYER_SEND_BUFFER);
         let (rd, wr) = stream.into_split();
         let out = Output::spawn(
             wr,

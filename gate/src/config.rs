@@ -81,6 +81,8 @@ pub struct GateConfig {
     /// is noticed sooner through the registry and a probe
     /// ([`crate::liveness`]), except while Redis cannot be read.
     pub upstream_keepalive: Duration,
+    /// HTTP/2 connections per shard ([`DEFAULT_UPSTREAM_CONNECTIONS`]).
+    pub upstream_connections: usize,
     /// Redirects followed while establishing one session before giving up
     /// (a redirect loop between confused shards must not spin forever).
     pub max_redirect_hops: u32,
@@ -121,6 +123,7 @@ impl Default for GateConfig {
             upstream_connect_timeout: Duration::from_secs(5),
             upstream_attach_timeout: Duration::from_secs(20),
             upstream_keepalive: Duration::from_secs(10),
+            upstream_connections: DEFAULT_UPSTREAM_CONNECTIONS,
             max_redirect_hops: 8,
             max_connections: 10_000,
             shutdown_grace: Duration::from_secs(5),
@@ -148,6 +151,10 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:4000";
 /// edge limits") a connection holds about 330 KiB at most, 0.5 MiB for
 /// the moment one read is parsed, not 4.3 MiB.
 pub const DEFAULT_INPUT_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Four per shard: one failing (a reset, a GOAWAY) resumes a quarter of the
+/// players, not all (docs/operations.md, "Gate to shard connections").
+pub const DEFAULT_UPSTREAM_CONNECTIONS: usize = 4;
 
 /// A household, a campus or a carrier NAT may put several honest players
 /// behind one address; 16 leaves room for them while one attacker's address
@@ -252,6 +259,9 @@ pub struct Cli {
     /// by --max-pre-login) [default: 10000].
     #[arg(long, value_name = "N", env = "TELOS_GATE_MAX_CONNECTIONS")]
     pub max_connections: Option<String>,
+    /// HTTP/2 connections kept to each shard, players spread over them [default: 4].
+    #[arg(long, value_name = "N", env = "TELOS_GATE_UPSTREAM_CONNECTIONS")]
+    pub upstream_connections: Option<String>,
     #[command(flatten)]
     pub edge: EdgeCli,
 }
@@ -454,6 +464,13 @@ impl Cli {
                 self.max_connections.as_ref(),
                 file.max_connections,
                 d.max_connections,
+            )?,
+            upstream_connections: positive_pick(
+                "upstream_connections",
+                "TELOS_GATE_UPSTREAM_CONNECTIONS",
+                self.upstream_connections.as_ref(),
+                file.upstream_connections,
+                d.upstream_connections,
             )?,
             ..d
         };

@@ -42,6 +42,7 @@ pub struct FileConfig {
     pub pre_login_bytes_per_sec: Option<u32>,
     /// Comma-separated, as the flag.
     pub proxy_protocol_from: Option<String>,
+    pub upstream_connections: Option<usize>,
 }
 
 impl FileConfig {

@@ -86,7 +86,8 @@ pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
         // Concurrently: after a Redis restart every shard is a suspect.
         let mut probes = tokio::task::JoinSet::new();
         for addr in suspects {
-            let channel = shared.pool.channel(&addr);
+            // Any one connection: a hung shard answers on none.
+            let channel = shared.pool.channel(&addr, 0);
             probes.spawn(async move {
                 let answered = match channel {
                     Ok(channel) => answers(channel).await,

@@ -29,6 +29,8 @@ pub const PROTOCOL_ERRORS_TOTAL: &str = "telos_gate_protocol_errors_total";
 /// Shards found hung (off the registry and no answer to a probe), whose
 /// links the gate ended (counter).
 pub const HUNG_SHARDS_TOTAL: &str = "telos_gate_hung_shards_total";
+/// Room chatter frames dropped for players reading slower than the room talks.
+pub const CHATTER_DROPPED_TOTAL: &str = "telos_gate_chatter_dropped_total";
 
 pub fn disconnect(reason: &'static str) {
     metrics::counter!(DISCONNECTS_TOTAL, "reason" => reason).increment(1);

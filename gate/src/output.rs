@@ -217,6 +217,22 @@ impl Output {
         }
     }
 
+    /// Resolves once at most `mark` bytes are queued (at once if so). Cancel
+    /// safe.
+    pub async fn below(&self, mark: usize) {
+        loop {
+            let wrote = self.progress.wrote.notified();
+            tokio::pin!(wrote);
+            // Registered before the check, so a write in between still
+            // wakes us.
+            wrote.as_mut().enable();
+            if self.queued() <= mark {
+                return;
+            }
+            wrote.await;
+        }
+    }
+
     /// Resolves when the socket can no longer be written (client gone).
     pub fn gone(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
         self.gone.cancelled()

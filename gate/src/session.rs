@@ -51,6 +51,22 @@ pub const SHIMMER: &str = "The world shimmers; reconnecting...";
 /// reading until the world has saved what it has.
 pub const INPUT_PAUSED: &str = "*** Too much input is waiting for the world; the rest of what you typed is read once it catches up.";
 
+/// Room chatter (`Output.chatter`: what others did or said) is dropped for
+/// a player while this share of the output bound is queued for them:
+/// 1/16, 16 KiB by default, a few seconds of reading for the slowest honest
+/// client. Their own answers are never dropped and queue behind at most
+/// this much chatter, so a player slower than a flood keeps playing instead
+/// of being cut off as a slow client.
+pub const CHATTER_DIVISOR: usize = 16;
+
+/// Told (with the count) once the queue has room again after chatter was
+/// dropped.
+pub fn chatter_dropped(lines: u64) -> String {
+    format!(
+        "*** {lines} lines of room chatter were dropped: you are reading slower than the room talks."
+    )
+}
+
 type Attaching = Pin<Box<dyn Future<Output = Result<Established, EstablishError>> + Send>>;
 
 #[derive(Debug, Clone, Copy)]
@@ -97,6 +113,8 @@ pub struct Session {
     told_paused: bool,
     /// The client hung up; see [`HungUp`].
     hung_up: Option<HungUp>,
+    /// Chatter lines dropped and not yet told of ([`chatter_dropped`]).
+    dropped_chatter: u64,
 }
 
 impl Session {
@@ -121,6 +139,7 @@ impl Session {
             last_line: String::new(),
             told_paused: false,
             hung_up: None,
+            dropped_chatter: 0,
         }
     }
 
@@ -152,6 +171,7 @@ impl Session {
             let can_read =
                 hung_up.is_none() && !paused && !conn.reader.has_lines() && !self.buffer.is_full();
             let idle_at = conn.idle_deadline();
+            let chatter_mark = chatter_mark(conn);
             let step = tokio::select! {
                 biased;
                 _ = conn.cancel.cancelled() => Err(End::Shutdown),
@@ -168,6 +188,9 @@ impl Session {
                     }
                 },
                 r = conn.out.drained(), if paused => r.map_err(End::from),
+                _ = conn.out.below(chatter_mark), if self.dropped_chatter > 0 => {
+                    self.tell_dropped_chatter(conn)
+                }
                 r = conn.reader.fill(&conn.out), if can_read => match r {
                     Err(ReadError::Closed) => self.hang_up(conn),
                     r => r.map_err(End::from),
@@ -296,6 +319,12 @@ impl Session {
         };
         match frame {
             Frame::Output(o) => {
+                if o.chatter && conn.out.queued() > chatter_mark(conn) {
+                    self.dropped_chatter += o.text.lines().count().max(1) as u64;
+                    metrics::counter!(m::CHATTER_DROPPED_TOTAL).increment(1);
+                    return Ok(());
+                }
+                self.tell_dropped_chatter(conn)?;
                 conn.out.text(&o.text)?;
                 if let Some(last) = o.text.lines().rev().find(|l| !l.trim().is_empty()) {
                     self.last_line = last.trim().chars().take(LAST_LINE_CHARS).collect();
@@ -352,6 +381,15 @@ impl Session {
                     &format!("Attached{{{}}} on a live stream", a.ack_input_seq),
                 );
             }
+        }
+        Ok(())
+    }
+
+    /// Say how much chatter was dropped, if any, before what comes next.
+    fn tell_dropped_chatter(&mut self, conn: &Conn) -> Result<(), End> {
+        if self.dropped_chatter > 0 {
+            conn.out.line(&chatter_dropped(self.dropped_chatter))?;
+            self.dropped_chatter = 0;
         }
         Ok(())
     }
@@ -460,6 +498,11 @@ impl Session {
             establish(&shared.pool, &addr, Opening::Resume, who).await
         })
     }
+}
+
+/// Above this many queued bytes room chatter is dropped ([`CHATTER_DIVISOR`]).
+fn chatter_mark(conn: &Conn) -> usize {
+    conn.cfg().output_buffer_bytes / CHATTER_DIVISOR
 }
 
 fn now() -> tokio::time::Instant {

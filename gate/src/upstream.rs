@@ -1,10 +1,11 @@
-//! The gate's side of `Play.Session`: a pool of channels (one HTTP/2
-//! connection per shard address, shared by every player, so a redirect costs
-//! a new stream and not a new connection) and [`establish`], which opens a
-//! stream with `Login`/`Resume`/`Attach` and follows redirects until the
-//! session is `Attached` or refused.
+//! The gate's side of `Play.Session`: a pool of channels (a few HTTP/2
+//! connections per shard address, shared by every player, so a redirect
+//! costs a new stream and not a new connection) and [`establish`], which
+//! opens a stream with `Login`/`Resume`/`Attach` and follows redirects until
+//! the session is `Attached` or refused.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex};
 
 use telos_proto::v1::{
@@ -21,16 +22,32 @@ use crate::config::GateConfig;
 use crate::login::Credentials;
 use crate::watch::{Liveness, Watch};
 
-/// One lazily connected channel per shard address. Tonic reconnects a
-/// channel on its own, so a shard restarted on the same address is reached
-/// again without evicting anything; only a shard found hung is evicted
-/// ([`crate::liveness`]), so its wedged connection is not reused. The map
-/// only grows with the number of distinct shard addresses ever seen, which
-/// operators control.
+/// The receive window the gate offers each shard connection (HTTP/2
+/// connection-level flow control). h2 (0.4.20) also limits the framing
+/// overhead a connection may hold unread: every DATA frame under 256 bytes
+/// costs `256 - len` until the stream's reader takes it, and the budget is
+/// half this window; beyond it the connection is closed with `GOAWAY
+/// ENHANCE_YOUR_CALM "too_many_data_frames"`. A shard's frames to the gate
+/// are mostly tiny (acks, one line of room chatter), one per player per
+/// event: a room of hundreds emptying at once is hundreds of thousands of
+/// them. 16 MiB holds ~35 000 unread ones per connection (hyper's default,
+/// 5 MiB, about 11 000), while memory stays bounded by the window itself.
+pub const UPSTREAM_CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
+
+/// A few lazily connected channels per shard address
+/// (`--upstream-connections`); a player's streams all go to the one its
+/// connection id picks ([`ChannelPool::channel`]), so a failed connection
+/// resumes only its own players. Tonic reconnects a channel on its own, so
+/// a shard restarted on the same address is reached again without evicting
+/// anything; only a shard found hung is evicted ([`crate::liveness`]), so
+/// its wedged connections are not reused. The map only grows with the
+/// number of distinct shard addresses ever seen, which operators control.
 #[derive(Debug)]
 pub struct ChannelPool {
-    channels: Mutex<HashMap<String, Channel>>,
+    channels: Mutex<HashMap<String, Vec<Channel>>>,
     liveness: Arc<Liveness>,
+    /// Picks a lane from a connection id, the same way for the gate's life.
+    lanes: std::collections::hash_map::RandomState,
     cfg: GateConfig,
 }
 
@@ -39,6 +56,7 @@ impl ChannelPool {
         Self {
             channels: Mutex::new(HashMap::new()),
             liveness: Arc::default(),
+            lanes: Default::default(),
             cfg,
         }
     }
@@ -48,7 +66,7 @@ impl ChannelPool {
         self.liveness.clone()
     }
 
-    /// Forget `addr`'s channel: the next use dials a new connection.
+    /// Forget `addr`'s channels: the next use dials new connections.
     pub fn evict(&self, addr: &str) {
         self.channels
             .lock()
@@ -56,24 +74,39 @@ impl ChannelPool {
             .remove(addr);
     }
 
-    pub fn channel(&self, addr: &str) -> Result<Channel, EstablishError> {
+    /// The lane (which of a shard's connections) of gate connection
+    /// `conn_id`: the same on every shard and for every stream of it.
+    pub fn lane(&self, conn_id: &str) -> usize {
+        (self.lanes.hash_one(conn_id) % self.cfg.upstream_connections.max(1) as u64) as usize
+    }
+
+    /// The channel of `lane` (taken modulo the pool's size) to `addr`.
+    pub fn channel(&self, addr: &str, lane: usize) -> Result<Channel, EstablishError> {
         let mut map = self.channels.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(ch) = map.get(addr) {
-            return Ok(ch.clone());
+        if let Some(lanes) = map.get(addr) {
+            return Ok(lanes[lane % lanes.len()].clone());
         }
+        let lanes = (0..self.cfg.upstream_connections.max(1))
+            .map(|_| self.dial(addr))
+            .collect::<Result<Vec<_>, _>>()?;
+        let ch = lanes[lane % lanes.len()].clone();
+        map.insert(addr.to_string(), lanes);
+        Ok(ch)
+    }
+
+    fn dial(&self, addr: &str) -> Result<Channel, EstablishError> {
         // With a gate certificate, every shard is dialed with mutual TLS
         // and must present a shard certificate from the cluster CA: a
         // listener registered under a forged entry fails the handshake
         // before a login is sent.
-        let ch = endpoint(addr, self.cfg.tls.as_ref())
+        Ok(endpoint(addr, self.cfg.tls.as_ref())
             .map_err(|e| EstablishError::Unavailable(e.to_string()))?
             .connect_timeout(self.cfg.upstream_connect_timeout)
             .http2_keep_alive_interval(self.cfg.upstream_keepalive)
             .keep_alive_timeout(self.cfg.upstream_keepalive)
             .keep_alive_while_idle(true)
-            .connect_lazy();
-        map.insert(addr.to_string(), ch.clone());
-        Ok(ch)
+            .initial_connection_window_size(UPSTREAM_CONNECTION_WINDOW)
+            .connect_lazy())
     }
 }
 
@@ -196,13 +229,14 @@ fn first_frame(opening: Opening, who: &Who) -> Result<client_frame::Frame, Estab
 async fn open(
     pool: &ChannelPool,
     addr: &str,
+    lane: usize,
     first: client_frame::Frame,
 ) -> Result<Link, EstablishError> {
     let cfg = &pool.cfg;
     let (tx, rx) = mpsc::channel(cfg.input_buffer_lines + 2);
     tx.try_send(ClientFrame { frame: Some(first) })
         .map_err(|_| EstablishError::Unavailable("request queue closed".into()))?;
-    let mut client = PlayClient::new(pool.channel(addr)?);
+    let mut client = PlayClient::new(pool.channel(addr, lane)?);
     let watch = pool.liveness.watch(addr);
     // The dial itself is bounded by the channel's connect timeout; a shard
     // may hold the response headers while it parks the open, so this waits
@@ -241,8 +275,9 @@ pub async fn establish(
     let mut addr = addr.to_string();
     let mut first = first_frame(opening, &who)?;
     let mut early_output = Vec::new();
+    let lane = pool.lane(&who.conn_id);
     for _hop in 0..=cfg.max_redirect_hops {
-        let mut link = open(pool, &addr, first).await?;
+        let mut link = open(pool, &addr, lane, first).await?;
         let answer = tokio::time::timeout(cfg.upstream_attach_timeout, async {
             loop {
                 match link.next().await {

@@ -396,7 +396,10 @@ fn attached_frame() -> telos_proto::v1::ServerFrame {
 fn output_frame(text: &str) -> telos_proto::v1::ServerFrame {
     use telos_proto::v1::{Output, ServerFrame, server_frame::Frame};
     ServerFrame {
-        frame: Some(Frame::Output(Output { text: text.into() })),
+        frame: Some(Frame::Output(Output {
+            text: text.into(),
+            chatter: false,
+        })),
     }
 }
 

@@ -5,4 +5,5 @@
 #![allow(dead_code)]
 
 pub mod handoff;
+pub mod population;
 pub mod rows;

@@ -310,6 +310,7 @@ async fn join(
         out,
         wedged: false,
         persist_id: row.persist_id.clone(),
+        chat: Default::default(),
         commit: None,
     };
     let attached = Attached {
@@ -444,6 +445,7 @@ fn measure_model(
     let ctx = Ctx {
         shard_id: SHARD_ID,
         zone_id,
+        chat: telos_world::model::chat::ChatAllowance::UNLIMITED,
     };
     let begin = std::time::Instant::now();
     let measure_from = begin + WARMUP;

@@ -153,8 +153,8 @@ impl ZoneModel for Dock {
                 deliveries.extend(self.others(key, &format!("{name} lights the beacon.\n")));
                 Outcome {
                     deliveries,
-                    action: Action::None,
                     dirty: true,
+                    ..Outcome::default()
                 }
             }
             "look" | "" => Outcome {
@@ -188,7 +188,7 @@ impl ZoneModel for Dock {
             "quit" => Outcome {
                 deliveries: reply("The beacon burns on without you.\n".into()),
                 action: Action::Quit,
-                dirty: false,
+                ..Outcome::default()
             },
             other => Outcome {
                 deliveries: reply(format!(

@@ -47,6 +47,20 @@ fn max_streams_per_connection(capacity: u64) -> u32 {
     u32::try_from(capacity.saturating_mul(2).saturating_add(UNARY_HEADROOM)).unwrap_or(u32::MAX)
 }
 
+/// The receive window a shard offers each connection (HTTP/2
+/// connection-level flow control). h2 (0.4.20) also limits the framing
+/// overhead a connection may hold unread: every DATA frame under 256 bytes
+/// costs `256 - len` until its stream's reader takes it, and the budget is
+/// half this window; beyond it the whole connection is closed with `GOAWAY
+/// ENHANCE_YOUR_CALM "too_many_data_frames"`, every player on it with it.
+/// A gate's input lines are tiny frames (`quit` is 13 bytes), one per line,
+/// up to `MAX_LINES_IN_FLIGHT` (32) unread per player while the zone works:
+/// hyper's default window (1 MiB) let ~2 100 sit unread, fewer than a crowd
+/// of players typing at once. 16 MiB lets ~35 000 (a gate spreads its
+/// players over several connections), and memory stays bounded by the
+/// window itself.
+pub const PLAY_CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
+
 /// How long the gRPC server may take to close its connections at exit.
 const SERVER_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -93,7 +107,8 @@ async fn serve(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<Option<D
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let stop_serving = shard.stopped().clone();
     let mut builder = tonic::transport::Server::builder()
-        .max_concurrent_streams(max_streams_per_connection(shard.config().capacity));
+        .max_concurrent_streams(max_streams_per_connection(shard.config().capacity))
+        .initial_connection_window_size(PLAY_CONNECTION_WINDOW);
     let play = PlayServer::new(PlayService::new(shard.clone()));
     let handoff = HandoffServer::new(HandoffService::new(shard.clone()));
     let admin = AdminServer::new(AdminService::new(shard.clone()));

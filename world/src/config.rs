@@ -3,6 +3,7 @@
 //! Every flag is optional in clap so we can tell "not given" from "given";
 //! [`WorldConfig::resolve`] merges the three sources and validates once.
 
+pub mod chat;
 mod error;
 pub mod login;
 
@@ -93,6 +94,8 @@ pub struct Cli {
     pub login_hash_queue: Option<usize>,
     #[command(flatten)]
     pub login_limits: login::LoginLimitFlags,
+    #[command(flatten)]
+    pub chat_limit: chat::ChatLimitFlags,
 }
 
 /// The TOML file: the same settings, all optional.
@@ -149,6 +152,9 @@ pub struct WorldConfig {
     pub login_hash_queue: usize,
     /// Failed-login locks and throttle (flags and environment only).
     pub login_limits: telos_redis::store::LoginLimits,
+    /// How much a player may say to others (`--chat-burst-bytes`,
+    /// `--chat-bytes-per-sec`).
+    pub chat_limit: crate::model::chat::ChatLimit,
 }
 
 /// Shard ids: `[a-z0-9-]{1,32}`.
@@ -291,6 +297,7 @@ impl WorldConfig {
                 .or(file.login_hash_queue)
                 .unwrap_or(telos_redis::store::DEFAULT_LOGIN_HASH_QUEUE),
             login_limits: cli.login_limits.resolve()?,
+            chat_limit: cli.chat_limit.resolve()?,
         })
     }
 }

@@ -65,8 +65,11 @@ impl FakeSession {
     }
 
     pub async fn output(&self, text: &str) {
-        self.send(server_frame::Frame::Output(Output { text: text.into() }))
-            .await;
+        self.send(server_frame::Frame::Output(Output {
+            text: text.into(),
+            chatter: false,
+        }))
+        .await;
     }
 
     pub async fn input_ack(&self, seq: u64) {
@@ -393,6 +396,7 @@ pub async fn answering_shard(
                         s.tx.send(Ok(ServerFrame {
                             frame: Some(server_frame::Frame::Output(Output {
                                 text: answer(i.seq, &i.line),
+                                chatter: false,
                             })),
                         }))
                         .await;

@@ -92,8 +92,24 @@ impl Store {
         password: &str,
         state_json: &[u8],
     ) -> Result<(), StoreError> {
-        let key = row_key(name)?;
+        // A bad name is refused before a hash is spent on it.
+        row_key(name)?;
         let phc = self.hasher.hash(password).await?;
+        self.create_character_hashed(name, &phc, state_json).await
+    }
+
+    /// [`create_character`](Self::create_character) with a password hash
+    /// made elsewhere (an argon2 PHC string: an import, or a test
+    /// population that must not spend a 19 MiB hash on each of thousands
+    /// of characters). A login verifies with the parameters the string
+    /// names.
+    pub async fn create_character_hashed(
+        &self,
+        name: &str,
+        phc: &str,
+        state_json: &[u8],
+    ) -> Result<(), StoreError> {
+        let key = row_key(name)?;
         let persist_id = hex::encode(rand::random::<[u8; PERSIST_ID_BYTES]>());
         let created: i64 = CREATE
             .key(key)

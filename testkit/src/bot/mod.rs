@@ -58,7 +58,6 @@ use sync::lock;
 
 use anyhow::{Context, bail};
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
@@ -144,7 +143,25 @@ impl Bot {
     /// Connect to the gate at `addr` and read its banner, up to the login
     /// prompt.
     pub async fn open(addr: &str) -> anyhow::Result<Bot> {
-        let stream = tokio::time::timeout(DEFAULT_TIMEOUT, TcpStream::connect(addr))
+        Bot::open_with(addr, None).await
+    }
+
+    /// [`open`](Self::open) with a receive buffer of `recv_buffer` bytes:
+    /// with [`set_read_rate`](Self::set_read_rate), a slow link.
+    pub async fn open_with(addr: &str, recv_buffer: Option<u32>) -> anyhow::Result<Bot> {
+        let connect = async {
+            let to: std::net::SocketAddr = addr.parse()?;
+            let socket = if to.is_ipv4() {
+                tokio::net::TcpSocket::new_v4()?
+            } else {
+                tokio::net::TcpSocket::new_v6()?
+            };
+            if let Some(bytes) = recv_buffer {
+                socket.set_recv_buffer_size(bytes)?;
+            }
+            anyhow::Ok(socket.connect(to).await?)
+        };
+        let stream = tokio::time::timeout(DEFAULT_TIMEOUT, connect)
             .await
             .with_context(|| format!("connecting to the gate at {addr}: timed out"))?
             .with_context(|| format!("connecting to the gate at {addr}"))?;
@@ -323,6 +340,13 @@ impl Bot {
         *self.reading.borrow()
     }
 
+    /// Read at most `bytes_per_sec` from now on (0: as fast as it comes).
+    pub fn set_read_rate(&self, bytes_per_sec: u64) {
+        self.received
+            .read_rate
+            .store(bytes_per_sec, Ordering::Relaxed);
+    }
+
     /// Keep only about the newest `bytes` of [`transcript`](Self::transcript)
     /// (long-running bots); unlimited to start with.
     pub fn limit_transcript(&self, bytes: usize) {
@@ -476,7 +500,7 @@ impl Bot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::net::TcpListener;
+    use tokio::net::{TcpListener, TcpStream};
 
     /// A fake gate: sends the banner, then whatever the test writes.
     async fn gate() -> (String, tokio::task::JoinHandle<TcpStream>) {

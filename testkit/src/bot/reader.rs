@@ -1,8 +1,9 @@
 //! The reader task: takes bytes off the socket (unless paused), strips
 //! telnet, and hands each line on with the instant it arrived.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::OwnedReadHalf;
@@ -28,6 +29,9 @@ pub(super) struct Received {
     /// Keep at most about this many bytes of transcript (the newest); none:
     /// everything.
     pub(super) transcript_limit: Mutex<Option<usize>>,
+    /// Read at most this many bytes a second (a slow client); 0: as fast
+    /// as they come.
+    pub(super) read_rate: AtomicU64,
 }
 
 impl Received {
@@ -68,8 +72,15 @@ pub(super) async fn read_loop(
         }
         // A pause takes effect at once, even while a read waits (`read` is
         // cancel safe: nothing is lost).
+        let rate = received.read_rate.load(Ordering::Relaxed) as usize;
+        // A slow reader takes a tenth of a second's worth at a time.
+        let want = if rate == 0 {
+            READ_CHUNK
+        } else {
+            (rate / 10).clamp(1, READ_CHUNK)
+        };
         let n = tokio::select! {
-            got = rd.read(&mut chunk) => match got {
+            got = rd.read(&mut chunk[..want]) => match got {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             },
@@ -90,6 +101,9 @@ pub(super) async fn read_loop(
             }
         }
         *lock(&received.partial) = clean_line(&line);
+        if rate > 0 {
+            tokio::time::sleep(Duration::from_secs_f64(n as f64 / rate as f64)).await;
+        }
     }
     *lock(&received.closed_at) = Some(Instant::now());
     received.closed.store(true, Ordering::Release);

@@ -134,6 +134,7 @@ fn zone(id: &str) -> ZoneState {
 const CTX: Ctx = Ctx {
     shard_id: "w1",
     zone_id: "town",
+    chat: crate::model::chat::ChatAllowance::UNLIMITED,
 };
 
 fn run(z: &mut ZoneState, key: &str, line: &str) -> Outcome {
@@ -241,6 +242,7 @@ fn exit_into_other_zone_is_left_to_the_actor() {
                 dir: Direction::East
             },
             dirty: false,
+            chat_spent: 0,
         }
     );
     assert_eq!(z.character("alice").unwrap().room, "town:square");
@@ -661,6 +663,7 @@ fn instance_rooms_are_renamed() {
     let ctx = Ctx {
         shard_id: "w1",
         zone_id: "crypt#7",
+        chat: crate::model::chat::ChatAllowance::UNLIMITED,
     };
     let out = z.execute("alice", "d", &ctx);
     assert!(out.deliveries[0].text.starts_with("Crypt Hall\n"));

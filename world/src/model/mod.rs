@@ -20,6 +20,7 @@
 //! and zone ids ([`ids`]), directions, tiers, names, and a command's
 //! [`Outcome`].
 
+pub mod chat;
 pub mod direction;
 pub mod ids;
 pub mod names;

@@ -1,6 +1,7 @@
 //! What a game's zone answers to a command: text for players, what the
 //! runtime must do next, whether durable state changed.
 
+use super::chat::ChatAllowance;
 use super::direction::Direction;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +25,9 @@ pub struct Ctx<'a> {
     pub shard_id: &'a str,
     /// The hosted id, e.g. "forest" or "crypt#3".
     pub zone_id: &'a str,
+    /// What the player may say to others now ([`ChatAllowance::check`]);
+    /// what the command did say goes in [`Outcome::chat_spent`].
+    pub chat: ChatAllowance,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -51,4 +55,7 @@ pub struct Outcome {
     /// flags, vitals from eating). Tick changes (regeneration, affects
     /// running out) never set it: the actor's periodic save covers them.
     pub dirty: bool,
+    /// Bytes of the player's own words the command sent to others (chat),
+    /// charged to the player's chat limit.
+    pub chat_spent: usize,
 }

@@ -86,6 +86,7 @@ pub(super) async fn attach_local(
         0
     };
     let meta = SessionMeta {
+        chat: Default::default(),
         conn_id: conn_id.to_string(),
         epoch: claimed.epoch,
         claim: claimed.claim,
@@ -150,6 +151,7 @@ pub(super) async fn attach_frame(
     let key = activated.character.key();
     let zone = zone_of(activated.character.room()).to_string();
     let meta = SessionMeta {
+        chat: Default::default(),
         conn_id: attach.conn_id.clone(),
         epoch: activated.epoch,
         claim: activated.claim,

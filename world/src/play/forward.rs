@@ -17,7 +17,7 @@ pub(super) async fn forward_input(
     key: String,
     conn_id: String,
     mut zone: ZoneHandle,
-    mut inbound: Streaming<ClientFrame>,
+    inbound: &mut Streaming<ClientFrame>,
 ) {
     loop {
         // Shutdown ends every session task, whatever its client does.

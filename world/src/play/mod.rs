@@ -42,6 +42,12 @@ use frames::send_closed;
 /// a slow network, and a dial of its own is bounded apart from this.
 pub const FIRST_FRAME_DEADLINE: Duration = Duration::from_secs(5);
 
+/// How long a session that has ended keeps reading (and dropping) what the
+/// gate still sends, until the gate ends its side: a gate does so as soon
+/// as it reads the `Closed` or `Redirect`, so this only bounds one that
+/// does not. See [`drain_inbound`].
+pub const DRAIN_AFTER_END: Duration = Duration::from_secs(5);
+
 /// Drive one `Play` stream to its end.
 /// `caller`: who opened the stream (its certificate's role and holder),
 /// for the login limits' per-caller budget.
@@ -50,6 +56,42 @@ pub async fn run_session(
     mut inbound: Streaming<ClientFrame>,
     out: mpsc::Sender<ServerFrame>,
     caller: String,
+) {
+    session(&shard, &mut inbound, out, &caller).await;
+    drain_inbound(&shard, inbound).await;
+}
+
+/// After the session ended (its `out` dropped, so the response ends),
+/// read and drop what the gate sent meanwhile until it ends its side. A
+/// request stream dropped while the gate still sends costs the connection
+/// for good: h2 (0.4.20) charges every small DATA frame that arrives for a
+/// stream no one reads against the connection's small-frame budget and
+/// never gives it back, and the budget's end closes the connection, every
+/// player on it with it (`GOAWAY ENHANCE_YOUR_CALM "too_many_data_frames"`).
+/// A player who typed ahead of their `quit` did exactly that.
+async fn drain_inbound(shard: &Shard, mut inbound: Streaming<ClientFrame>) {
+    let until = tokio::time::Instant::now() + DRAIN_AFTER_END;
+    loop {
+        let next = tokio::select! {
+            _ = shard.stopped().cancelled() => return,
+            next = tokio::time::timeout_at(until, inbound.message()) => next,
+        };
+        match next {
+            Ok(Ok(Some(_))) => metrics::counter!("telos_play_frames_after_end_total").increment(1),
+            Ok(Ok(None) | Err(_)) => return,
+            Err(_) => {
+                debug!("a Play stream was not ended within the drain bound; dropping it");
+                return;
+            }
+        }
+    }
+}
+
+async fn session(
+    shard: &Arc<Shard>,
+    inbound: &mut Streaming<ClientFrame>,
+    out: mpsc::Sender<ServerFrame>,
+    caller: &str,
 ) {
     // Shutdown ends a stream still waiting for its first frame too: every
     // session task is in the shard's tracker, which shutdown waits for.
@@ -76,14 +118,15 @@ pub async fn run_session(
         }
     };
     let started = match first {
-        client_frame::Frame::Login(login) => login_frame(&shard, login, &out, &caller).await,
-        client_frame::Frame::Resume(resume) => resume_frame(&shard, resume, &out).await,
-        client_frame::Frame::Attach(attach) => attach_frame(&shard, attach, &out).await,
+        client_frame::Frame::Login(login) => login_frame(shard, login, &out, caller).await,
+        client_frame::Frame::Resume(resume) => resume_frame(shard, resume, &out).await,
+        client_frame::Frame::Attach(attach) => attach_frame(shard, attach, &out).await,
         client_frame::Frame::Input(_) | client_frame::Frame::Hangup(_) => {
             send_closed(&out, "Protocol error: log in first.", true).await;
             None
         }
     };
+    drop(out);
     if let Some((key, conn_id, zone)) = started {
         forward_input(shard.clone(), key, conn_id, zone, inbound).await;
     }

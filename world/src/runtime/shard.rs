@@ -150,6 +150,7 @@ impl Shard {
             handoff,
             tracker: tracker.clone(),
             root: root.clone(),
+            chat_limit: cfg.chat_limit,
             instances: Arc::default(),
         };
         let leases = LeaseKeeper::new(

@@ -29,6 +29,8 @@ pub struct ZoneEnv {
     pub handoff: Arc<Handoff>,
     pub tracker: TaskTracker,
     pub root: CancellationToken,
+    /// How much a player may say to others ([`crate::model::chat`]).
+    pub chat_limit: crate::model::chat::ChatLimit,
     /// Numbers private instances (`<zone>#<n>`) on this shard.
     pub instances: Arc<AtomicU64>,
 }

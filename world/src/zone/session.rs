@@ -6,6 +6,7 @@ use tokio::time::Instant;
 
 use crate::handoff::fence::{CommitFence, SETTLE_BOUND, WriteAs};
 use crate::model::PlayerBox;
+use crate::model::chat::ChatBucket;
 use telos_redis::store::ClaimId;
 
 /// Bound of a player's out channel (frames towards the gate). A gate that
@@ -44,6 +45,9 @@ pub struct SessionMeta {
     pub wedged: bool,
     /// The durable row this character saves to (rides the handoff snapshot).
     pub persist_id: String,
+    /// What the player may still say to others (the chat limit; it starts
+    /// full on each shard).
+    pub chat: ChatBucket,
     /// Handed off here and its `Commit` is still in flight: the session
     /// plays but must not write until it resolves (see
     /// [`fence`](crate::handoff::fence)).
@@ -61,9 +65,24 @@ impl SessionMeta {
         }
     }
 
+    /// Text for the player: an answer to their own command, or the world
+    /// speaking to them.
     pub fn output(&mut self, text: String) {
         if !text.is_empty() {
-            self.send(Frame::Output(telos_proto::v1::Output { text }));
+            self.send(Frame::Output(telos_proto::v1::Output {
+                text,
+                chatter: false,
+            }));
+        }
+    }
+
+    /// What others in the room did or said (see `Output.chatter`).
+    pub fn chatter(&mut self, text: String) {
+        if !text.is_empty() {
+            self.send(Frame::Output(telos_proto::v1::Output {
+                text,
+                chatter: true,
+            }));
         }
     }
 
@@ -160,6 +179,7 @@ mod tests {
             out,
             wedged: false,
             persist_id: "p".into(),
+            chat: ChatBucket::default(),
             commit: None,
         }
     }

@@ -85,7 +85,7 @@ impl ZoneState {
             Command::Unknown => Outcome::reply(key, HUH),
             Command::Look(arg) => self.look(key, &arg),
             Command::Move(dir) => self.walk(key, dir),
-            Command::Say(text) => self.say(key, &text),
+            Command::Say(text) => self.say(key, &text, &ctx.chat),
             Command::Who => Outcome {
                 action: Action::Who {
                     viewer_is_admin: is_admin(ch),
@@ -115,7 +115,7 @@ impl ZoneState {
             Command::Quit => Outcome {
                 deliveries: vec![Delivery::new(key, "Goodbye.\n")],
                 action: Action::Quit,
-                dirty: false,
+                ..Outcome::default()
             },
         }
     }
@@ -135,8 +135,8 @@ impl ZoneState {
         }
         Outcome {
             deliveries,
-            action: Action::None,
             dirty,
+            ..Outcome::default()
         }
     }
 }

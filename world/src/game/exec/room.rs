@@ -6,6 +6,7 @@ use crate::game::render::WRAP_WIDTH;
 use crate::game::text::wrap;
 use crate::game::world::Direction;
 use crate::game::zone::{Action, Delivery, Outcome, ZoneState, render_room};
+use crate::model::chat::ChatAllowance;
 
 impl ZoneState {
     pub(super) fn walk(&mut self, key: &str, dir: Direction) -> Outcome {
@@ -96,15 +97,25 @@ impl ZoneState {
         out
     }
 
-    pub(super) fn say(&self, key: &str, text: &str) -> Outcome {
+    pub(super) fn say(&self, key: &str, text: &str, chat: &ChatAllowance) -> Outcome {
         let ch = &self.players[key];
         if text.is_empty() {
             return Outcome::reply(key, "Say what?\n");
+        }
+        if let Err(wait) = chat.check(text.len()) {
+            return Outcome::reply(
+                key,
+                format!(
+                    "You are talking too fast; nobody heard that. Try again in {} s.\n",
+                    wait.as_secs()
+                ),
+            );
         }
         let mut out = vec![Delivery::new(key, format!("You say, '{text}'\n"))];
         out.extend(self.tell_room(ch, key, &format!("{} says, '{text}'\n", ch.name)));
         Outcome {
             deliveries: out,
+            chat_spent: text.len(),
             ..Outcome::default()
         }
     }

@@ -85,7 +85,7 @@ impl ZoneActor {
                 let Some((character, deliveries)) = self.state.leave(key, dir) else {
                     return InputReply::Gone;
                 };
-                self.deliver(deliveries);
+                self.deliver_from(key, deliveries);
                 let meta = self.sessions.remove(key).expect("player has a session");
                 (character, meta)
             }
@@ -117,7 +117,7 @@ impl ZoneActor {
         let Some((mut character, deliveries)) = self.state.leave(key, dir) else {
             return false;
         };
-        self.deliver(deliveries);
+        self.deliver_from(key, deliveries);
         let mut meta = self.sessions.remove(key).expect("player has a session");
         // The snapshot (and a save of it) reflects the applied move.
         let from_room = {
@@ -285,7 +285,7 @@ impl ZoneActor {
         character.set_room(from_room);
         self.sessions.insert(key.to_string(), meta);
         let deliveries = self.state.enter(character, None);
-        self.deliver(deliveries);
+        self.deliver_from(key, deliveries);
         self.publish(key);
         if let Some(mut walk) = walk {
             walk.answer(InputReply::Applied);

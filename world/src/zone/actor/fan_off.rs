@@ -173,7 +173,7 @@ impl ZoneActor {
             let Some((mut character, deliveries)) = self.state.leave(&key, None) else {
                 continue;
             };
-            self.deliver(deliveries);
+            self.deliver_from(&key, deliveries);
             let Some(mut meta) = self.sessions.remove(&key) else {
                 continue;
             };
@@ -196,7 +196,7 @@ impl ZoneActor {
                 t.character.set_room(t.from_room.clone());
                 self.sessions.insert(key.clone(), t.meta);
                 let deliveries = self.state.enter(t.character, None);
-                self.deliver(deliveries);
+                self.deliver_from(&key, deliveries);
             }
         }
     }

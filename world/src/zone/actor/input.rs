@@ -9,6 +9,7 @@ use tracing::warn;
 
 use super::{EARLY_SAVE_LINES, Leaving, WHO_TIMEOUT, ZoneActor, spawn_zone};
 use crate::handoff::source::MOVE_REFUSED;
+use crate::model::chat::ChatAllowance;
 use crate::model::ids::{instance_room, is_instance_id, zone_of};
 use crate::model::{Action, Ctx, Delivery, Direction, MAX_LINE, Outcome, WhoEntry};
 use crate::zone::frozen::WALK_RETRY_WINDOW;
@@ -40,6 +41,13 @@ impl ZoneActor {
             }
             return InputReply::Gone;
         }
+        let now = std::time::Instant::now();
+        let chat = self
+            .sessions
+            .get(key)
+            .map_or(ChatAllowance::UNLIMITED, |m| {
+                m.chat.allowance(&self.env.chat_limit, now)
+            });
         let outcome = if line.len() > MAX_LINE {
             Outcome {
                 deliveries: vec![Delivery {
@@ -50,6 +58,7 @@ impl ZoneActor {
                 }],
                 action: Action::None,
                 dirty: false,
+                chat_spent: 0,
             }
         } else {
             self.state.execute(
@@ -58,13 +67,16 @@ impl ZoneActor {
                 &Ctx {
                     shard_id: &self.env.shard_id,
                     zone_id: &self.id,
+                    chat,
                 },
             )
         };
         let meta = self.sessions.get_mut(key).expect("checked above");
         meta.applied_seq = seq;
         meta.dirty |= outcome.dirty;
-        self.deliver(outcome.deliveries);
+        meta.chat
+            .spend(&self.env.chat_limit, outcome.chat_spent, now);
+        self.deliver_from(key, outcome.deliveries);
         let reply = match outcome.action {
             Action::None => InputReply::Applied,
             Action::Who { viewer_is_admin } => {

@@ -18,9 +18,7 @@ use telos_redis::directory::OnlinePlayer;
 /// the gate must replay only what comes after (the row's watermark would
 /// apply them twice).
 fn takeover(mut old: SessionMeta, mut new: SessionMeta) -> SessionMeta {
-    old.send(Frame::Output(telos_proto::v1::Output {
-        text: "Someone else has logged in as you. Goodbye.\n".into(),
-    }));
+    old.output("Someone else has logged in as you. Goodbye.\n".into());
     old.send(Frame::Closed(Closed {
         reason: "Taken over by another login.".into(),
         r#final: true,
@@ -55,7 +53,7 @@ impl ZoneActor {
             let ack = meta.applied_seq;
             self.seat(&key, meta, attached);
             let deliveries = self.state.enter(kept, None);
-            self.deliver(deliveries);
+            self.deliver_from(&key, deliveries);
             self.publish(&key);
             self.take_tier(&key, &*character);
             return Ok(ack);
@@ -69,7 +67,7 @@ impl ZoneActor {
             // Whatever the old link last carried may be lost: the player
             // is shown where they stand, as the game's `look` shows it.
             let view = self.state.view(&key);
-            self.deliver(view);
+            self.deliver_from(&key, view);
             return Ok(ack);
         }
         // Not held here: the player enters where their row puts them, and
@@ -84,7 +82,7 @@ impl ZoneActor {
         self.seat(&key, meta, attached);
         self.occupy();
         let deliveries = self.state.enter(character, None);
-        self.deliver(deliveries);
+        self.deliver_from(&key, deliveries);
         self.publish(&key);
         Ok(ack)
     }
@@ -137,7 +135,7 @@ impl ZoneActor {
         self.occupy();
         self.sessions.insert(key.clone(), meta);
         let deliveries = self.state.enter(character, dir);
-        self.deliver(deliveries);
+        self.deliver_from(&key, deliveries);
         self.publish(&key);
         // The move line's ack follows its answer, the room it led to.
         if let Some(m) = self.sessions.get_mut(&key) {
@@ -147,10 +145,26 @@ impl ZoneActor {
         Ok(())
     }
 
+    /// What the world says on its own (a tick): never room chatter.
     pub(super) fn deliver(&mut self, deliveries: Vec<Delivery>) {
         for d in deliveries {
             if let Some(m) = self.sessions.get_mut(&d.to) {
                 m.output(d.text);
+            }
+        }
+    }
+
+    /// What `actor`'s command or move produced: theirs is the answer, what
+    /// the others get is room chatter, which a gate may drop for a player
+    /// who reads slower than the room talks (`Output.chatter`).
+    pub(super) fn deliver_from(&mut self, actor: &str, deliveries: Vec<Delivery>) {
+        for d in deliveries {
+            if let Some(m) = self.sessions.get_mut(&d.to) {
+                if d.to == actor {
+                    m.output(d.text);
+                } else {
+                    m.chatter(d.text);
+                }
             }
         }
     }
@@ -167,7 +181,7 @@ impl ZoneActor {
     pub(super) fn remove(&mut self, key: &str) -> Option<(PlayerBox, SessionMeta)> {
         let meta = self.sessions.remove(key)?;
         let character = self.state.leave(key, None).map(|(ch, deliveries)| {
-            self.deliver(deliveries);
+            self.deliver_from(key, deliveries);
             ch
         })?;
         if self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str()) {

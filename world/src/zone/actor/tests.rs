@@ -65,6 +65,7 @@ async fn city_with_a_player(
         handoff,
         tracker: tracker.clone(),
         root: root.clone(),
+        chat_limit: crate::model::chat::ChatLimit::DEFAULT,
         instances: Arc::default(),
     };
     let model = game.open_zone("city").expect("the starter has a city");
@@ -84,6 +85,7 @@ async fn city_with_a_player(
         out,
         wedged: false,
         persist_id: "pid".into(),
+        chat: Default::default(),
         commit: None,
     };
     let attached = Attached {

@@ -1,0 +1,269 @@
+//! Crowds against a real shard (keyed: mutual TLS), issue 18 item 2: a
+//! crowd quitting at once, or logging in at once, must not cut anyone else
+//! off.
+//!
+//! The cause found: h2 (0.4.20) limits the framing overhead a connection
+//! may hold unread (every DATA frame under 256 bytes costs `256 - len`
+//! until its stream's reader takes it; the budget is half the connection's
+//! receive window) and closes the whole connection past it (`GOAWAY
+//! ENHANCE_YOUR_CALM "too_many_data_frames"`). Frames that arrive for a
+//! stream nobody reads any more are charged and never given back. A
+//! gate's frames are tiny (one input line each), so a crowd typing at once,
+//! or players who typed ahead of their `quit` (lines arriving after the
+//! shard dropped the session's stream), ended the one connection every
+//! player of the gate shared.
+//!
+//! - lines sent on sessions that have ended never close the connection
+//!   other sessions share (the shard reads them until the gate ends its
+//!   side);
+//! - through a real gate: a burst of 2000 logins, then 2000 players quitting
+//!   at once (each typing a line after `quit`), while bystanders play: no
+//!   bystander ever sees the world shimmer, and no session resumes.
+//!
+//! Characters are written to the store with a cheap password hash
+//! ([`support::population`]): thousands of the world's 19 MiB hashes would
+//! make the setup minutes long, and logins are still checked.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use telos_proto::v1::server_frame::Frame;
+use telos_redis::store::Store;
+use telos_testkit::RedisServer;
+use telos_testkit::bot::{Bot, LoginReply};
+use telos_testkit::keys::TempKeys;
+use telos_testkit::play::{Channels, PlayStream};
+use telos_testkit::process::{Proc, WorldOpts, repo_root, start_keyed_gate, start_world};
+use telos_testkit::storm::{BUSY_PREFIX, GATE_STORM_FLAGS, name};
+use telos_testkit::world::starter_zones;
+use telos_tls::Role;
+use tokio::sync::Barrier;
+use tokio::task::JoinSet;
+
+const PASSWORD: &str = "correct horse";
+/// The gate's line when a session lost its shard and resumes.
+const SHIMMER: &str = "The world shimmers";
+/// How long a player told "busy" waits before logging in again.
+const BUSY_RETRY: Duration = Duration::from_millis(50);
+
+struct Stack {
+    // Field order is drop order: the gate first, Redis last.
+    gate: Option<Proc>,
+    world: Proc,
+    keys: TempKeys,
+    _redis: RedisServer,
+}
+
+/// Redis, one keyed world with every starter zone and, with `gate`, a
+/// keyed gate that lets one address log thousands in; `names` are made
+/// with [`PASSWORD`], spread over the world's rooms.
+async fn stack(names: &[String], gate: bool) -> anyhow::Result<Stack> {
+    let redis = RedisServer::start()?;
+    let keys = TempKeys::generate()?;
+    let zones = starter_zones();
+    let zones: Vec<&str> = zones.iter().map(String::as_str).collect();
+    let world = start_world(WorldOpts::new("crowd", &redis.url, &zones).keyed(keys.path()))?;
+    let store = Store::connect(&redis.url).await?;
+    support::population::seed_spread(&store, &repo_root().join("config/world"), names, PASSWORD)
+        .await?;
+    let gate = gate
+        .then(|| start_keyed_gate(&redis.url, keys.path(), &GATE_STORM_FLAGS))
+        .transpose()?;
+    Ok(Stack {
+        gate,
+        world,
+        keys,
+        _redis: redis,
+    })
+}
+
+/// A session on `channel` as a gate opens one, attached (a login told the
+/// shard is busy hashing is tried again, as a gate does).
+async fn attached(channel: &Channels, addr: &str, who: &str) -> anyhow::Result<PlayStream> {
+    loop {
+        let mut s = PlayStream::open_on(channel.channel(addr)?).await?;
+        s.login(who, PASSWORD, false, &format!("conn-{who}"))
+            .await?;
+        let first = s
+            .until(|f| match f {
+                Frame::Attached(_) => Some(Ok(())),
+                Frame::Closed(c) => Some(Err((c.reason.clone(), c.r#final))),
+                _ => None,
+            })
+            .await?;
+        match first {
+            Ok(()) => return Ok(s),
+            Err((reason, false)) if reason == telos_proto::LOGIN_BUSY => {
+                tokio::time::sleep(BUSY_RETRY).await
+            }
+            Err((reason, _)) => anyhow::bail!("{who}: login closed: {reason}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lines_sent_after_a_session_ended_do_not_close_the_shared_connection() -> anyhow::Result<()>
+{
+    /// Sessions that quit on the shared connection...
+    const QUITTERS: usize = 200;
+    /// ...each with this many lines typed ahead, sent after its `Closed`:
+    /// 8000 small frames, each charged ~240 bytes if left unread, four
+    /// times the 512 KiB budget of hyper's default window.
+    const TYPED_AHEAD: u64 = 40;
+    let names: Vec<String> = (0..=QUITTERS).map(|i| name("Ahead", i)).collect();
+    let s = stack(&names, false).await?;
+    let addr = s.world.addr.clone();
+    // One connection for every session, as one gate lane.
+    let channel = Arc::new(Channels::tls(s.keys.tls(Role::Gate)));
+    let mut bystander = attached(&channel, &addr, &names[QUITTERS]).await?;
+    bystander.command(1, "look").await?;
+
+    let mut quitters = JoinSet::new();
+    for who in &names[..QUITTERS] {
+        let (channel, addr, who) = (channel.clone(), addr.clone(), who.clone());
+        quitters.spawn(async move {
+            let mut q = attached(&channel, &addr, &who).await?;
+            q.input(1, "quit").await?;
+            q.until(|f| matches!(f, Frame::Closed(_)).then_some(()))
+                .await?;
+            for seq in 2..=1 + TYPED_AHEAD {
+                q.input(seq, "look").await.map_err(|e| {
+                    anyhow::anyhow!("{who}: a line typed ahead was not sent: {e:#}")
+                })?;
+            }
+            // Kept open: the lines go out, and the gate side has not
+            // ended the stream yet.
+            anyhow::Ok(q)
+        });
+    }
+    let mut held = Vec::new();
+    while let Some(q) = quitters.join_next().await {
+        held.push(q??);
+    }
+    // The bystander's lines go out behind every typed-ahead line on the
+    // same connection, so by their answers the shard has read them all.
+    for seq in 2..=4 {
+        let text = bystander.command(seq, "look").await.map_err(|e| {
+            anyhow::anyhow!("the bystander's connection failed after the quits: {e:#}")
+        })?;
+        assert!(!text.is_empty(), "look answered nothing");
+    }
+    drop(held);
+    Ok(())
+}
+
+/// Logins in flight at once in a burst: as many as the shard's hashing
+/// queue holds. With the world's own hash that queue is what paces a burst
+/// (tens of hashes a second per core); the cheap test hashes would let all
+/// of them through at once, a burst no shard sees, whose Redis calls time
+/// out on a 2-core machine running everything.
+const BURST_IN_FLIGHT: usize = telos_redis::store::DEFAULT_LOGIN_HASH_QUEUE;
+
+/// Log `names` in through the gate at once, [`BURST_IN_FLIGHT`] at a time
+/// (each told "busy" tries again).
+async fn login_burst(gate: &str, names: &[String]) -> anyhow::Result<Vec<Bot>> {
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(BURST_IN_FLIGHT));
+    let mut bots = Vec::with_capacity(names.len());
+    for _ in names {
+        bots.push(Bot::open(gate).await?);
+    }
+    let start = Arc::new(Barrier::new(names.len()));
+    let mut tasks = JoinSet::new();
+    for (mut bot, who) in bots.into_iter().zip(names.iter().cloned()) {
+        let (start, in_flight) = (start.clone(), in_flight.clone());
+        tasks.spawn(async move {
+            start.wait().await;
+            let _turn = in_flight.acquire().await?;
+            loop {
+                match bot.login("connect", &who, PASSWORD).await? {
+                    LoginReply::Welcome { .. } => return anyhow::Ok(bot),
+                    LoginReply::Refused(l) if l.starts_with(BUSY_PREFIX) => {
+                        tokio::time::sleep(BUSY_RETRY).await
+                    }
+                    LoginReply::Refused(l) => anyhow::bail!("{who}: {l}"),
+                }
+            }
+        });
+    }
+    let mut bots = Vec::with_capacity(names.len());
+    while let Some(bot) = tasks.join_next().await {
+        bots.push(bot??);
+    }
+    Ok(bots)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crowd_logging_in_or_quitting_at_once_cuts_off_no_one() -> anyhow::Result<()> {
+    const CROWD: usize = 2000;
+    const BYSTANDERS: usize = 8;
+    // The test holds every player's socket; the gate raises its own limit.
+    rlimit::increase_nofile_limit(u64::MAX)?;
+    let crowd: Vec<String> = (0..CROWD).map(|i| name("Crowd", i)).collect();
+    let standing: Vec<String> = (0..BYSTANDERS).map(|i| name("Stand", i)).collect();
+    let all: Vec<String> = crowd.iter().chain(&standing).cloned().collect();
+    let s = stack(&all, true).await?;
+    let gate = s.gate.as_ref().expect("started with a gate");
+    let mut bystanders = login_burst(&gate.addr, &standing).await?;
+
+    let quitters = login_burst(&gate.addr, &crowd).await?;
+    let start = Arc::new(Barrier::new(CROWD + BYSTANDERS));
+    let mut quits = JoinSet::new();
+    for mut bot in quitters {
+        let start = start.clone();
+        quits.spawn(async move {
+            start.wait().await;
+            // A line typed ahead of the close, as a pasting client sends.
+            bot.send("quit").await?;
+            bot.send("look").await?;
+            bot.wait_closed(bot.timeout()).await?;
+            anyhow::ensure!(
+                bot.transcript().contains("Goodbye."),
+                "{}: no goodbye:\n{}",
+                bot.name,
+                bot.transcript()
+            );
+            anyhow::Ok(())
+        });
+    }
+    // The bystanders play through the storm, one command after another.
+    let mut playing = JoinSet::new();
+    for mut bot in bystanders.drain(..) {
+        let start = start.clone();
+        playing.spawn(async move {
+            start.wait().await;
+            for _ in 0..10 {
+                bot.command("look").await?;
+            }
+            anyhow::Ok(bot)
+        });
+    }
+    while let Some(q) = quits.join_next().await {
+        q??;
+    }
+    while let Some(bot) = playing.join_next().await {
+        bystanders.push(bot??);
+    }
+    for bot in &mut bystanders {
+        bot.command("look").await?;
+        let transcript = bot.transcript();
+        assert!(
+            !transcript.contains(SHIMMER),
+            "{} lost the shard:\n{transcript}",
+            bot.name
+        );
+    }
+    let log = gate.plain_log();
+    let resumed: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("lost the shard"))
+        .collect();
+    assert!(
+        resumed.is_empty(),
+        "{} sessions lost the shard, the first: {}",
+        resumed.len(),
+        resumed[0]
+    );
+    Ok(())
+}
