@@ -5,6 +5,7 @@
 
 mod error;
 pub mod login;
+pub mod rebalance;
 
 pub use error::ConfigError;
 pub(crate) use error::bad;
@@ -83,6 +84,8 @@ pub struct Cli {
     pub login_hash_queue: Option<usize>,
     #[command(flatten)]
     pub login_limits: login::LoginLimitFlags,
+    #[command(flatten)]
+    pub rebalance: rebalance::RebalanceFlags,
 }
 
 /// The TOML file: the same settings, all optional.
@@ -137,6 +140,8 @@ pub struct WorldConfig {
     pub login_hash_queue: usize,
     /// Failed-login locks and throttle (flags and environment only).
     pub login_limits: telos_redis::store::LoginLimits,
+    /// The rebalancer (flags and environment only).
+    pub rebalance: rebalance::Rebalance,
 }
 
 /// Shard ids: `[a-z0-9-]{1,32}`.
@@ -274,6 +279,7 @@ impl WorldConfig {
                 .or(file.login_hash_queue)
                 .unwrap_or(telos_redis::store::DEFAULT_LOGIN_HASH_QUEUE),
             login_limits: cli.login_limits.resolve()?,
+            rebalance: cli.rebalance.resolve()?,
         })
     }
 }

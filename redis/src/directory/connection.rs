@@ -305,6 +305,34 @@ async fn first_contact(client: &redis::Client, target: &RedisTarget) -> Result<(
     }
 }
 
+/// One connection attempt and `PING`, bounded by [`CONNECT_TIMEOUT`]: for
+/// a one-shot tool (`telosctl`) that should say at once that Redis is not
+/// there rather than wait out [`FIRST_CONNECT_TIMEOUT`].
+pub async fn probe(target: &RedisTarget) -> Result<(), ConnectError> {
+    let client = target.client()?;
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        .set_response_timeout(Some(RESPONSE_TIMEOUT));
+    let attempt = async {
+        let mut conn = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        redis::cmd("PING").query_async::<()>(&mut conn).await
+    };
+    match tokio::time::timeout(CONNECT_TIMEOUT + RESPONSE_TIMEOUT, attempt).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(source)) if is_refusal(&source) => Err(ConnectError::Refused {
+            url: target.redacted(),
+            source,
+        }),
+        Ok(Err(source)) => Err(ConnectError::unreachable(target, source)),
+        Err(_) => Err(ConnectError::unreachable(
+            target,
+            timed_out(CONNECT_TIMEOUT + RESPONSE_TIMEOUT),
+        )),
+    }
+}
+
 /// Redis refused who we are: `AUTH` failed (`WRONGPASS`), no credentials
 /// where it needs them (`NOAUTH`), or the ACL user may not run `PING`
 /// (`NOPERM`).
