@@ -20,7 +20,7 @@ use tracing::{debug, info, warn};
 
 use super::ZoneActor;
 use crate::zone::persist::SAVE_TIMEOUT;
-use telos_redis::store::{ClaimId, ZoneStateRefused};
+use telos_redis::store::ZoneStateRefused;
 
 /// Attempts at opening the state before the zone gives up on opening (a
 /// Redis blip rides through; a longer outage stops the zone, which its
@@ -36,28 +36,6 @@ pub(crate) enum OpenError {
     Refused(#[from] ZoneStateRefused),
     #[error("the store could not be read: {0}")]
     Failed(String),
-}
-
-/// This actor's hold on its zone's state row.
-pub(super) struct ZoneRow {
-    /// This open's id in the row's `holder`.
-    holder: ClaimId,
-    /// The lease generation the row was opened at; `None` until opened (an
-    /// adoption before its lease is ours, a private instance).
-    opened_at: Option<u64>,
-    /// What the row holds now, as far as this actor knows: a cadence with
-    /// nothing changed writes nothing.
-    last: Option<Vec<u8>>,
-}
-
-impl ZoneRow {
-    pub(super) fn new() -> ZoneRow {
-        ZoneRow {
-            holder: ClaimId::random(),
-            opened_at: None,
-            last: None,
-        }
-    }
 }
 
 impl ZoneActor {

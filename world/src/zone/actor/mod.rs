@@ -29,8 +29,8 @@ use super::handle::{MAILBOX, Msg, ZoneHandle};
 use super::lease::LeaseState;
 use super::phase::{Origin, Phase};
 use super::session::SessionMeta;
+use super::state_row::ZoneRow;
 use crate::model::ZoneModel;
-use durable::ZoneRow;
 
 /// Save early once this many applied lines are not yet durable, so a flood
 /// does not hold the gate's replay buffer full until the next cadence.
