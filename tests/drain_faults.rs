@@ -257,7 +257,16 @@ async fn concurrent_drains_split_over_peers_by_reservation() -> anyhow::Result<(
         // neither ever looks like a target to the other: SIGTERMs a few ms
         // apart may reach them in either order.
         let full = (2 * PER_ZONE).to_string();
-        let deadline = ["--drain-deadline", "15", "--capacity", &full];
+        // The placement is this test's premise: the rebalancer would even
+        // out full drainers and empty peers before the SIGTERMs.
+        let deadline = [
+            "--drain-deadline",
+            "15",
+            "--capacity",
+            &full,
+            "--rebalance",
+            "off",
+        ];
         let mut a = shard(
             "shard-a",
             &redis.url,
@@ -277,14 +286,14 @@ async fn concurrent_drains_split_over_peers_by_reservation() -> anyhow::Result<(
             &redis.url,
             &["keep"],
             keys.path(),
-            &["--capacity", &cap],
+            &["--capacity", &cap, "--rebalance", "off"],
         )?;
         let d = shard(
             "shard-d",
             &redis.url,
             &["marsh"],
             keys.path(),
-            &["--capacity", &cap],
+            &["--capacity", &cap, "--rebalance", "off"],
         )?;
         let addrs = vec![
             a.addr.clone(),

@@ -19,6 +19,7 @@
 //! - [`output`]: bounded socket writer, input backpressure, slow-client cut-off.
 //! - [`reader`]: socket reads through telnet and framing.
 //! - [`watch`]: which shards have links, and ending a condemned one's links.
+//! - [`upstream_state`]: a session's upstream as an enum and its one wait.
 //! - [`upstream`]: channel pool and establishing a session (login, resume,
 //!   attach, redirects).
 //! - [`shared`]: what every connection task shares.
@@ -40,7 +41,8 @@
 //! 2. `directory`: the shard list over Redis (a `registry` impl);
 //!    `output` → `reader`: the socket halves (the reader answers telnet
 //!    negotiation through the output).
-//! 3. `watch` → `upstream` → `shared` → `liveness`: links to the shards.
+//! 3. `watch` → `upstream` → `upstream_state`, `shared` → `liveness`: links to
+//!    the shards.
 //!    A link holds a watch; the pool of links is shared by every
 //!    connection; the hung-shard watch reads the shared registry and pool.
 //! 4. `client` → `session` → `connection`: one player. The connection runs
@@ -70,6 +72,7 @@ pub mod session;
 pub mod shared;
 pub mod telnet;
 pub mod upstream;
+pub mod upstream_state;
 pub mod watch;
 
 pub use config::{Cli, GateConfig, Settings};

@@ -17,8 +17,6 @@
 //! (`Closed{final}`), across handoffs and resumes like any other line; see
 //! [`HungUp`].
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,7 +29,8 @@ use crate::lines::LineEvent;
 use crate::metrics as m;
 use crate::reader::ReadError;
 use crate::shared::Shared;
-use crate::upstream::{EstablishError, Established, Link, Opening, Who, establish};
+use crate::upstream::{EstablishError, Established, Opening, Who, establish};
+use crate::upstream_state::{Attaching, Kind, UpEvent, Upstream, upstream_event};
 
 /// How much of the last output line is kept for the repeat check.
 const LAST_LINE_CHARS: usize = 200;
@@ -65,31 +64,6 @@ pub fn chatter_dropped(lines: u64) -> String {
     format!(
         "*** {lines} lines of room chatter were dropped: you are reading slower than the room talks."
     )
-}
-
-type Attaching = Pin<Box<dyn Future<Output = Result<Established, EstablishError>> + Send>>;
-
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    Handoff,
-    Redirect,
-    Resume,
-}
-
-impl Kind {
-    fn label(self) -> &'static str {
-        match self {
-            Kind::Handoff => "handoff",
-            Kind::Redirect => "redirect",
-            Kind::Resume => "resume",
-        }
-    }
-}
-
-enum Upstream {
-    Live(Box<Link>),
-    Connecting(Attaching, Kind),
-    Backoff(tokio::time::Instant),
 }
 
 /// An outage being recovered from by resuming.
@@ -512,23 +486,4 @@ fn now() -> tokio::time::Instant {
 fn protocol_error(conn: &Conn, e: &dyn std::error::Error) {
     metrics::counter!(m::PROTOCOL_ERRORS_TOTAL).increment(1);
     tracing::warn!(conn_id = %conn.conn_id, error = %e, "protocol error from shard; ignored");
-}
-
-enum UpEvent {
-    Frame(Result<Option<Frame>, tonic::Status>),
-    Attached(Result<Established, EstablishError>, Kind),
-    BackoffOver,
-}
-
-/// Whatever the upstream does next: a frame of the live stream, the end of
-/// an attach in flight, or the end of a backoff wait. Cancel safe.
-async fn upstream_event(up: &mut Upstream) -> UpEvent {
-    match up {
-        Upstream::Live(link) => UpEvent::Frame(link.next().await),
-        Upstream::Connecting(fut, kind) => UpEvent::Attached(fut.await, *kind),
-        Upstream::Backoff(until) => {
-            tokio::time::sleep_until(*until).await;
-            UpEvent::BackoffOver
-        }
-    }
 }

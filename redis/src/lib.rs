@@ -17,6 +17,7 @@
 
 pub mod acl;
 pub mod directory;
+pub mod primary;
 pub mod sentinel;
 pub mod status;
 pub mod store;

@@ -12,17 +12,12 @@
 //! nodes, or with none when the URL has none. `--redis-sentinels` +
 //! `--redis-master-name` build the same URL ([`sentinel_url`]).
 //!
-//! The lookup ([`Resolver::primary`]) asks the Sentinels, through redis-rs's
+//! The lookup (`crate::primary::Resolver::primary`) asks the Sentinels, through redis-rs's
 //! `SentinelClient`, which node is the primary of `MASTER`; the library also
 //! checks with `ROLE` that the node calls itself the primary. Connections
 //! to it are then made exactly as to a plain `redis://` target
-//! ([`RedisTarget::client_for`]). Who calls the lookup again, and when, is
+//! (`RedisTarget::client_for_url`). Who calls the lookup again, and when, is
 //! `directory::sentinel_link`.
-
-use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
-use redis::{ConnectionAddr, IntoConnectionInfo, TlsCertificates, TlsMode};
-
-use crate::target::{RedisTarget, TargetError};
 
 /// The plain-TCP scheme.
 pub const SENTINEL_SCHEME: &str = "redis+sentinel://";
@@ -148,112 +143,6 @@ pub fn url_from_flags(
         (None, None, Some(_)) => Err("--redis-master-name needs --redis-sentinels".into()),
         (Some(url), None, None) => Ok(url),
         (None, None, None) => Ok(default.to_owned()),
-    }
-}
-
-/// Finds the current primary through the Sentinels. Owned by one task at a
-/// time (the lookup needs `&mut`; it caches its Sentinel connections).
-pub struct Resolver {
-    client: SentinelClient,
-    target: RedisTarget,
-    spec: SentinelSpec,
-}
-
-impl Resolver {
-    /// A resolver for `target`, which must be a Sentinel URL.
-    pub(crate) fn new(target: &RedisTarget, spec: SentinelSpec) -> Result<Resolver, TargetError> {
-        let invalid = |source| TargetError::Invalid {
-            url: target.redacted(),
-            source,
-        };
-        // The credentials as redis-rs decodes them from a direct URL.
-        let (host, port) = spec.sentinels[0].clone();
-        let info = spec
-            .node_url(&host, port)
-            .as_str()
-            .into_connection_info()
-            .map_err(invalid)?;
-        let user = info.redis_settings().username().map(str::to_owned);
-        let password = target
-            .password_override()
-            .or(info.redis_settings().password())
-            .map(str::to_owned);
-        let nodes = spec.sentinels.iter().map(|(host, port)| {
-            if spec.tls {
-                ConnectionAddr::TcpTls {
-                    host: host.clone(),
-                    port: *port,
-                    insecure: false,
-                    tls_params: None,
-                }
-            } else {
-                ConnectionAddr::Tcp(host.clone(), *port)
-            }
-        });
-        let mut builder =
-            SentinelClientBuilder::new(nodes, &spec.master, SentinelServerType::Master)
-                .map_err(invalid)?
-                .set_client_to_redis_db(spec.db);
-        if let Some(user) = &user {
-            builder = builder
-                .set_client_to_redis_username(user)
-                .set_client_to_sentinel_username(user);
-        }
-        if let Some(password) = &password {
-            builder = builder
-                .set_client_to_redis_password(password)
-                .set_client_to_sentinel_password(password);
-        }
-        if spec.tls {
-            builder = builder
-                .set_client_to_redis_tls_mode(TlsMode::Secure)
-                .set_client_to_sentinel_tls_mode(TlsMode::Secure);
-            if let Some(ca) = target.ca_pem() {
-                let certs = || TlsCertificates {
-                    client_tls: None,
-                    root_cert: Some(ca.to_vec()),
-                };
-                builder = builder
-                    .set_client_to_redis_certificates(certs())
-                    .set_client_to_sentinel_certificates(certs());
-            }
-        }
-        let client = builder.build().map_err(invalid)?;
-        Ok(Resolver {
-            client,
-            target: target.clone(),
-            spec,
-        })
-    }
-
-    /// The primary's `host:port` and a client for it (the target's
-    /// credentials and CA), as the Sentinels name it now.
-    pub async fn primary(&mut self) -> redis::RedisResult<(String, redis::Client)> {
-        let found = self.client.async_get_client().await?;
-        let (host, port) = match found.get_connection_info().addr() {
-            ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
-                (host.clone(), *port)
-            }
-            other => {
-                return Err(redis::RedisError::from((
-                    redis::ErrorKind::InvalidClientConfig,
-                    "Sentinel named a primary that is not a TCP address",
-                    other.to_string(),
-                )));
-            }
-        };
-        let client = self
-            .target
-            .client_for_url(&self.spec.node_url(&host, port))
-            .map_err(|e| match e {
-                TargetError::Invalid { source, .. } => source,
-                other => redis::RedisError::from((
-                    redis::ErrorKind::InvalidClientConfig,
-                    "bad primary address",
-                    other.to_string(),
-                )),
-            })?;
-        Ok((format!("{host}:{port}"), client))
     }
 }
 

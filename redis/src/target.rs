@@ -4,7 +4,8 @@
 //! World, gate and `telosctl` build one [`RedisTarget`] from their flags and
 //! every connection they make comes from [`RedisTarget::client`] (a direct
 //! URL) or, for `redis+sentinel://`, from the primary the Sentinels name now
-//! ([`crate::sentinel`], [`RedisTarget::primary_client`]).
+//! ([`crate::sentinel`]; the lookup and `RedisTarget::primary_client` are
+//! in `crate::primary`).
 //!
 //! Credentials are never printed: [`RedisTarget`]'s `Display` and `Debug`
 //! show [`redact`]ed URLs only, and every error here names files by path,
@@ -14,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use redis::{IntoConnectionInfo, TlsCertificates};
 
-use crate::sentinel::{Resolver, SentinelSpec};
+use crate::sentinel::SentinelSpec;
 
 /// What replaces a password in a printed URL.
 pub const REDACTED: &str = "***";
@@ -124,45 +125,6 @@ impl RedisTarget {
                 url: self.redacted(),
                 reason,
             })
-    }
-
-    /// Checks the settings without connecting: the URL parses (either
-    /// form) and the CA is usable.
-    pub fn check(&self) -> Result<(), TargetError> {
-        match self.sentinel_spec()? {
-            None => self.client().map(|_| ()),
-            Some(spec) => self.resolver_for(spec).map(|_| ()),
-        }
-    }
-
-    /// A lookup of the primary through the Sentinels; `None` for a direct
-    /// URL.
-    pub fn resolver(&self) -> Result<Option<Resolver>, TargetError> {
-        self.sentinel_spec()?
-            .map(|spec| self.resolver_for(spec))
-            .transpose()
-    }
-
-    fn resolver_for(&self, spec: SentinelSpec) -> Result<Resolver, TargetError> {
-        Resolver::new(self, spec)
-    }
-
-    /// A client for the primary: [`client`](Self::client) for a direct URL,
-    /// the node the Sentinels name now for a Sentinel URL (one lookup, no
-    /// following: for short-lived connections such as a subscription that
-    /// is made again when lost).
-    pub async fn primary_client(&self) -> Result<redis::Client, redis::RedisError> {
-        let as_redis = |e: TargetError| {
-            redis::RedisError::from((
-                redis::ErrorKind::InvalidClientConfig,
-                "invalid Redis settings",
-                e.to_string(),
-            ))
-        };
-        match self.resolver().map_err(as_redis)? {
-            None => self.client().map_err(as_redis),
-            Some(mut resolver) => resolver.primary().await.map(|(_, client)| client),
-        }
     }
 
     /// The password from `--redis-password-file`, if any.

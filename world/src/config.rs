@@ -6,6 +6,7 @@
 pub mod chat;
 mod error;
 pub mod login;
+pub mod rebalance;
 
 pub use error::ConfigError;
 pub(crate) use error::bad;
@@ -96,6 +97,8 @@ pub struct Cli {
     pub login_limits: login::LoginLimitFlags,
     #[command(flatten)]
     pub chat_limit: chat::ChatLimitFlags,
+    #[command(flatten)]
+    pub rebalance: rebalance::RebalanceFlags,
 }
 
 /// The TOML file: the same settings, all optional.
@@ -155,6 +158,8 @@ pub struct WorldConfig {
     /// How much a player may say to others (`--chat-burst-bytes`,
     /// `--chat-bytes-per-sec`).
     pub chat_limit: crate::model::chat::ChatLimit,
+    /// The rebalancer (flags and environment only).
+    pub rebalance: rebalance::Rebalance,
 }
 
 /// Shard ids: `[a-z0-9-]{1,32}`.
@@ -298,6 +303,7 @@ impl WorldConfig {
                 .unwrap_or(telos_redis::store::DEFAULT_LOGIN_HASH_QUEUE),
             login_limits: cli.login_limits.resolve()?,
             chat_limit: cli.chat_limit.resolve()?,
+            rebalance: cli.rebalance.resolve()?,
         })
     }
 }

@@ -58,44 +58,10 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::sentinel_link::SentinelLink;
 use crate::target::{RedisTarget, TargetError};
 
-/// First pause between reconnect attempts; doubles up to
-/// [`RECONNECT_MAX_DELAY`]. Short: a Redis restart is usually over quickly.
-pub const RECONNECT_MIN_DELAY: Duration = Duration::from_millis(50);
-
-/// Longest pause between reconnect attempts (the library adds up to 100 %
-/// jitter, so two attempts are at most twice this apart): a client is back
-/// within ~0.5 s of Redis, at the cost of a few refused connects a second
-/// per client while it is down.
-pub const RECONNECT_MAX_DELAY: Duration = Duration::from_millis(250);
-
-/// One connect attempt (TCP and handshake): a SIGSTOPped Redis accepts the
-/// TCP connection but never answers the handshake.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// One request's round trip on a live connection. Redis answers in about
-/// 100 µs on loopback; this only catches a server that stopped answering.
-/// A timeout does not make the library reconnect (the socket may be fine),
-/// so it is also the longest one stuck request holds its caller.
-pub const RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
-
-/// One request from start to answer, every retry and the wait for a
-/// connection included. A player's login, `who` or move waits at most this
-/// on Redis before being told it cannot be reached; 2 s is what issue 11
-/// grants a transient failure (Redis restarting) before refusing.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Pause before sending a request again, so an error that repeats at once
-/// (`LOADING` while Redis reads its append-only file) does not spin.
-pub const RETRY_PAUSE: Duration = Duration::from_millis(50);
-
-/// How often an otherwise idle connection is checked (`PING`), so a drop is
-/// seen and the reconnect started before a real request needs it. A few
-/// µs of Redis time a second; shorter than any Redis restart.
-pub const HEALTH_PERIOD: Duration = Duration::from_millis(250);
-
-/// How long the first connection may take before `connect` gives up: a
-/// process started before Redis (a container starting) gets this long.
-pub const FIRST_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub use super::timeouts::{
+    CONNECT_TIMEOUT, FIRST_CONNECT_TIMEOUT, HEALTH_PERIOD, RECONNECT_MAX_DELAY,
+    RECONNECT_MIN_DELAY, REQUEST_TIMEOUT, RESPONSE_TIMEOUT, RETRY_PAUSE, WAIT_TIMEOUT,
+};
 
 /// Read-only commands: sending one twice is the same as sending it once.
 /// (`SCRIPT` is here for `SCRIPT LOAD`, which `Script::invoke_async` sends
@@ -119,14 +85,6 @@ const READ_COMMANDS: &[&str] = &[
     "PING",
     "SCRIPT",
 ];
-
-/// How long a fenced write waits for a replica to have it (`WAIT 1 <ms>`).
-/// On loopback or a LAN a replica acknowledges in well under a millisecond
-/// (`WAIT` makes the primary ask at once); a replica that has not answered
-/// in this long is lagging or gone, and the write counts as failed. Short
-/// enough that a lease renew failing this way is retried well before the
-/// lease's local deadline.
-pub const WAIT_TIMEOUT: Duration = Duration::from_millis(1000);
 
 /// Replicas that must have a fenced write before it counts (Sentinel only).
 pub const WAIT_REPLICAS: i64 = 1;
@@ -418,6 +376,34 @@ async fn first_contact(client: &redis::Client, target: &RedisTarget) -> Result<(
             return Err(ConnectError::unreachable(target, last));
         }
         tokio::time::sleep(RECONNECT_MAX_DELAY).await;
+    }
+}
+
+/// One connection attempt and `PING`, bounded by [`CONNECT_TIMEOUT`]: for
+/// a one-shot tool (`telosctl`) that should say at once that Redis is not
+/// there rather than wait out [`FIRST_CONNECT_TIMEOUT`].
+pub async fn probe(target: &RedisTarget) -> Result<(), ConnectError> {
+    let client = target.client()?;
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        .set_response_timeout(Some(RESPONSE_TIMEOUT));
+    let attempt = async {
+        let mut conn = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        redis::cmd("PING").query_async::<()>(&mut conn).await
+    };
+    match tokio::time::timeout(CONNECT_TIMEOUT + RESPONSE_TIMEOUT, attempt).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(source)) if is_refusal(&source) => Err(ConnectError::Refused {
+            url: target.redacted(),
+            source,
+        }),
+        Ok(Err(source)) => Err(ConnectError::unreachable(target, source)),
+        Err(_) => Err(ConnectError::unreachable(
+            target,
+            timed_out(CONNECT_TIMEOUT + RESPONSE_TIMEOUT),
+        )),
     }
 }
 

@@ -9,6 +9,11 @@ pub fn zone_lease(zone: &str) -> String {
     format!("{PREFIX}zone:{zone}:lease")
 }
 
+/// A zone's durable state row (the store's `zone_state`).
+pub fn zone_state(zone: &str) -> String {
+    format!("{PREFIX}zone:{zone}:state")
+}
+
 pub fn zone_gen(zone: &str) -> String {
     format!("{PREFIX}zone:{zone}:gen")
 }
@@ -63,4 +68,20 @@ pub fn transfer_cancelled(zone: &str) -> String {
 /// Pub/sub channel announcing every change to a transfer record.
 pub fn transfer_channel() -> String {
     format!("{PREFIX}transfers:changed")
+}
+
+/// The shard whose `--zones` lists the zone (its home), for the rebalancer.
+pub fn zone_home(zone: &str) -> String {
+    format!("{PREFIX}zone:{zone}:home")
+}
+
+/// Set (with the hysteresis window as its TTL) when the rebalancer moved
+/// the zone.
+pub fn zone_rebalanced(zone: &str) -> String {
+    format!("{PREFIX}zone:{zone}:rebalanced")
+}
+
+/// The rebalancer's leader lease: the id of the one shard deciding.
+pub fn rebalance_leader() -> String {
+    format!("{PREFIX}rebalance:leader")
 }

@@ -16,6 +16,8 @@
 //! - [`lease`]: claim / renew / release / fenced flip of zone leases, `ShardForZone`.
 //! - [`registry`]: shard heartbeat and registry, known zones, per-zone player counts.
 //! - [`online`]: each shard's online-player list, merged for `who`.
+//! - [`rebalance`]: zone homes, the rebalancer's leader lease and its
+//!   hysteresis marks.
 //! - [`key_names`]: the key scheme below, in one place.
 //! - `args`: ids and TTLs checked before a request is sent (a leaf).
 //! - `handle`: the [`Directory`] handle each operation file adds to; this
@@ -26,6 +28,10 @@
 //! |---|---|---|---|
 //! | `telos:zone:{zone}:lease` | hash `owner`, `gen` | lease TTL | the live lease; absent = zone free |
 //! | `telos:zone:{zone}:gen` | integer | none | last generation ever issued for the zone |
+//! | `telos:zone:{zone}:state` | hash `state gen holder` | none | the zone's durable state (the store's `zone_state`) |
+//! | `telos:zone:{zone}:home` | string | none | the shard whose `--zones` lists the zone |
+//! | `telos:zone:{zone}:rebalanced` | string | hysteresis window | the rebalancer moved the zone lately |
+//! | `telos:rebalance:leader` | string | leader TTL | the one shard deciding placement |
 //! //! | `telos:zones` | set | none | every known zone id |
 //! | `telos:shard:{shard}` | hash `id addr state players capacity handoff_version`, `zone:{zone}` → players | presence TTL | a live shard and the players it hosts per zone, replaced whole by each heartbeat |
 //! | `telos:shards` | set | none | ids that may be live; dead ids pruned on read |
@@ -54,8 +60,10 @@ mod handle;
 pub mod key_names;
 pub mod lease;
 pub mod online;
+pub mod rebalance;
 pub mod registry;
 mod sentinel_link;
+mod timeouts;
 pub mod transfer;
 mod types;
 

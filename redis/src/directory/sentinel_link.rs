@@ -33,10 +33,10 @@ use redis::{
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::connection::{
+use super::timeouts::{
     CONNECT_TIMEOUT, HEALTH_PERIOD, RECONNECT_MAX_DELAY, RECONNECT_MIN_DELAY, REQUEST_TIMEOUT,
 };
-use crate::sentinel::Resolver;
+use crate::primary::Resolver;
 
 /// The connection requests use now, and its number.
 #[derive(Clone)]

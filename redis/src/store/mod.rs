@@ -25,8 +25,14 @@
 //! `owner_epoch`. A save from an owner that has since been superseded is
 //! refused, never applied.
 //!
+//! Beside them, one row per zone for the state a game keeps of it
+//! (`telos:zone:{zone}:state`, [`zone_state`]): fenced by the zone's lease
+//! generation and the open that holds it, as character rows are by
+//! `owner_epoch` and `owner_claim`.
+//!
 //! ## Layout
 //! - [`rows`]: create, load, claim, save, set tier.
+//! - [`zone_state`]: a zone's state row: open (take over and read), fenced save.
 //! - [`password`]: argon2id hashing off the async runtime, bounded
 //!   ([`hash_pool`]: one worker per core with reused memory, a bounded queue,
 //!   `Busy` beyond it).
@@ -63,6 +69,7 @@ mod login_limit;
 mod login_limit_tests;
 mod password;
 mod rows;
+mod zone_state;
 
 #[cfg(test)]
 mod tests;
@@ -77,3 +84,4 @@ pub use handoff_claim::{ClaimFrom, HandoffClaim};
 pub use login_limit::{Admission, LoginLimits};
 pub use password::{DEFAULT_LOGIN_HASH_QUEUE, Hasher};
 pub use types::{CharacterRow, ClaimedCharacter, SaveOutcome, TIERS};
+pub use zone_state::{ZoneStateOpened, ZoneStateRefused};

@@ -30,7 +30,14 @@ pub async fn connect(cli: &Cli) -> anyhow::Result<AdminClient<Channel>> {
         .timeout(CALL_TIMEOUT)
         .connect()
         .await
-        .map_err(|e| anyhow::anyhow!("cannot reach shard {addr}: {}", chain(&e)))?;
+        .map_err(|e| {
+            let hint = if cli.keys.is_none() {
+                " (a keyed cluster's shard accepts only TLS with the operator certificate: telosctl needs --keys DIR)"
+            } else {
+                ""
+            };
+            anyhow::anyhow!("cannot reach shard {addr}: {}{hint}", chain(&e))
+        })?;
     Ok(AdminClient::new(channel))
 }
 

@@ -1,6 +1,7 @@
 //! `telosctl`: the Telos operator CLI.
 
 mod admin;
+mod rebalance;
 
 use std::path::PathBuf;
 
@@ -97,6 +98,9 @@ enum Command {
         #[arg(long, num_args = 0..=1, default_missing_value = "60")]
         wait: Option<u64>,
     },
+    /// What the rebalancer would move now and why (`--plan`), or start
+    /// those moves (`--apply`).
+    Rebalance(rebalance::RebalanceArgs),
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -146,6 +150,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         };
     }
     let redis = cli.redis();
+    if let (
+        Ok(target),
+        Command::Status { .. }
+        | Command::Transfer { .. }
+        | Command::Tier { .. }
+        | Command::Rebalance(_),
+    ) = (&redis, &cli.command)
+    {
+        reachable(target).await?;
+    }
     match cli.command {
         Command::Keygen { dir } => keygen(&dir)?,
         Command::Cert {
@@ -167,6 +181,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Status { json } => status(&redis?, json).await?,
         Command::Transfer { zone, to, wait } => transfer(&redis?, &zone, &to, wait).await?,
+        Command::Rebalance(args) => rebalance::rebalance(&redis?, args).await?,
         Command::Tier { name, tier } => {
             let tier: telos_world::game::Tier = tier.parse().map_err(|_| {
                 anyhow::anyhow!("unknown tier {tier:?}: use player, builder or admin")
@@ -180,6 +195,29 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Fail at once, in one line, when Redis is not there: which URL was tried
+/// and how to name another (the self-reconnecting connection would wait
+/// out its first-connect deadline and repeat the refusal in its chain).
+async fn reachable(target: &RedisTarget) -> anyhow::Result<()> {
+    use telos_redis::directory::connection::{ConnectError, probe};
+    match probe(target).await {
+        Ok(()) => Ok(()),
+        Err(ConnectError::Unreachable { url, source }) => anyhow::bail!(
+            "no Redis answers at {url} ({}); name the cluster's Redis with --redis-url URL \
+             or TELOS_REDIS_URL (scripts/cluster writes it to .cluster/redis.url)",
+            short_reason(&source)
+        ),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The last, most specific words of a Redis error ("Connection refused").
+fn short_reason(e: &redis::RedisError) -> String {
+    let text = e.to_string();
+    let last = text.rsplit(": ").next().unwrap_or(&text).trim();
+    last.split(" (os error").next().unwrap_or(last).to_string()
 }
 
 /// Write whatever of the key folder is missing: a folder written before
@@ -227,7 +265,7 @@ async fn transfer(
     wait: Option<u64>,
 ) -> anyhow::Result<()> {
     let dir = Directory::connect(redis).await?;
-    match dir.propose_transfer(zone, to).await? {
+    match dir.propose_operator_transfer(zone, to).await? {
         Ok(Proposal::Recorded { from }) => {
             println!("transfer of {zone} from {from} to {to} recorded")
         }

@@ -28,6 +28,8 @@ pub enum Command {
     Wear(String),
     Remove(String),
     Eat(String),
+    /// `hit <mob>`: wound a mob (it heals, or comes back, at the zone's reset).
+    Hit(String),
     /// `alias [name [expansion]]`, raw arguments.
     Alias(String),
     Exits,
@@ -51,6 +53,7 @@ enum Verb {
     Wizinvis,
     Journal,
     Eat,
+    Hit,
     Equipment,
     Remove,
     Alias,
@@ -82,6 +85,7 @@ const VERBS: &[(&str, usize, Verb)] = &[
     ("wizinvis", 3, Verb::Wizinvis),
     ("journal", 1, Verb::Journal),
     ("eat", 3, Verb::Eat),
+    ("hit", 3, Verb::Hit),
     ("equipment", 2, Verb::Equipment),
     ("remove", 3, Verb::Remove),
     ("alias", 2, Verb::Alias),
@@ -136,6 +140,7 @@ pub fn parse(line: &str) -> Command {
         Verb::Wizinvis => Command::Wizinvis,
         Verb::Journal => Command::Journal(arg),
         Verb::Eat => Command::Eat(arg),
+        Verb::Hit => Command::Hit(arg),
         Verb::Equipment => Command::Equipment,
         Verb::Remove => Command::Remove(arg),
         Verb::Alias => Command::Alias(arg),

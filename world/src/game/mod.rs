@@ -9,6 +9,8 @@
 //! - [`command`]: parsing an input line; the verb table.
 //! - [`zone`]: the live state of one hosted zone: arrival, departure, tick,
 //!   how its rooms read.
+//! - `zone_save`: what of a zone is durable (floors, mobs, the reset
+//!   timer), its serializer and loader.
 //! - `exec`: running a command against a zone, one file per command family.
 //! - `render`: how names and item lists read.
 //! - [`who`]: the `who` list.
@@ -25,6 +27,7 @@ pub mod tier;
 pub mod who;
 pub mod world;
 pub mod zone;
+mod zone_save;
 
 pub use character::{
     Affect, Character, Item, JOURNAL_LIMIT, Stats, Vitals, apply_tier_flags, display_name,

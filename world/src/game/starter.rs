@@ -192,4 +192,12 @@ impl ZoneModel for ZoneState {
     fn player_mut(&mut self, key: &str) -> Option<&mut dyn Player> {
         self.character_mut(key).map(|c| c as &mut dyn Player)
     }
+
+    fn dump_state_json(&self) -> Option<Vec<u8>> {
+        Some(self.dump_zone_json())
+    }
+
+    fn load_state_json(&mut self, state: &[u8]) -> Result<(), StateError> {
+        self.load_zone_json(state)
+    }
 }

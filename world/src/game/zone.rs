@@ -23,6 +23,11 @@ pub const WANDER_ODDS: u32 = 8;
 /// put back if no copy lies anywhere in the zone, so a world picked clean
 /// refills without duplicating what is still lying around.
 pub const RESET_TICKS: u64 = 300;
+/// A mob's hit points; a zone reset heals every mob and brings back the
+/// ones that were killed.
+pub const MOB_HP: u32 = 20;
+/// What one `hit` takes off a mob.
+pub const HIT_DAMAGE: u32 = 3;
 /// Per-tick regeneration (hit points, mana, moves).
 pub const REGEN: (u32, u32, u32) = (1, 1, 2);
 
@@ -43,11 +48,36 @@ pub struct Mob {
     pub description: Option<String>,
     pub room: String,
     pub wander: bool,
+    /// Hit points, `0..=MOB_HP`.
+    pub hp: u32,
 }
 
 impl Mob {
     pub fn matches(&self, word: &str) -> bool {
         keywords_match(&self.keywords, word)
+    }
+
+    /// As placed by its definition, unhurt.
+    fn spawn(m: &super::world::MobDef, zone_id: &str) -> Mob {
+        Mob {
+            id: m.id.clone(),
+            name: m.name.clone(),
+            keywords: m.keywords.clone(),
+            description: m.description.clone(),
+            room: instance_room(&m.room, zone_id),
+            wander: m.wander,
+            hp: MOB_HP,
+        }
+    }
+
+    /// How it looks, by its hit points.
+    pub fn condition(&self) -> &'static str {
+        match self.hp * 4 / MOB_HP {
+            4.. => "is in perfect health",
+            3 => "is slightly wounded",
+            2 => "is wounded",
+            _ => "is badly wounded",
+        }
     }
 }
 
@@ -83,18 +113,7 @@ impl ZoneState {
                 )
             })
             .collect();
-        let mobs = def
-            .mobs
-            .iter()
-            .map(|m| Mob {
-                id: m.id.clone(),
-                name: m.name.clone(),
-                keywords: m.keywords.clone(),
-                description: m.description.clone(),
-                room: local(&m.room),
-                wander: m.wander,
-            })
-            .collect();
+        let mobs = def.mobs.iter().map(|m| Mob::spawn(m, zone_id)).collect();
         let mut zone = ZoneState {
             first_room: local(&def.rooms[0].id),
             def,
@@ -146,6 +165,20 @@ impl ZoneState {
                 .any(|r| r.items.iter().any(|i| i.id == item.id));
             if !present && let Some(r) = self.rooms.get_mut(&instance_room(room, &self.zone_id)) {
                 r.items.push(Item::from(item));
+            }
+        }
+    }
+
+    /// Heals every mob and brings back, where its definition places it,
+    /// every mob that was killed.
+    fn reset_mobs(&mut self) {
+        for mob in &mut self.mobs {
+            mob.hp = MOB_HP;
+        }
+        let def = Arc::clone(&self.def);
+        for m in &def.mobs {
+            if !self.mobs.iter().any(|mob| mob.id == m.id) {
+                self.mobs.push(Mob::spawn(m, &self.zone_id));
             }
         }
     }
@@ -265,6 +298,7 @@ impl ZoneState {
         }
         if self.ticks.is_multiple_of(RESET_TICKS) {
             self.reset_items();
+            self.reset_mobs();
         }
         out
     }

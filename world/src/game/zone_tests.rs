@@ -693,7 +693,7 @@ fn look_at_things() {
     let mut z = town_with(&["alice", "bob"]);
     assert_eq!(
         run(&mut z, "alice", "look cat").deliveries[0].text,
-        "A cat with opinions.\n"
+        "A cat with opinions.\nA grey cat is in perfect health.\n"
     );
     assert_eq!(
         run(&mut z, "alice", "look north").deliveries[0].text,

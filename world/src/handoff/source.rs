@@ -147,7 +147,19 @@ pub async fn begin_handoff(h: &Arc<Handoff>, req: HandoffRequest) -> Result<Begu
     match &result {
         Ok(_) => metrics::counter!("telos_handoffs_total", "outcome" => "prepared").increment(1),
         Err(r) => {
-            span.in_scope(|| warn!(step = r.step, "handoff failed: {}", r.message));
+            // A transient refusal (a zone between owners, a peer or the
+            // store briefly away) is the expected race of a move and is
+            // retried: INFO. A WARN is one an operator should look at.
+            if r.transient {
+                span.in_scope(|| {
+                    info!(
+                        step = r.step,
+                        "handoff refused for now (retried): {}", r.message
+                    )
+                });
+            } else {
+                span.in_scope(|| warn!(step = r.step, "handoff failed: {}", r.message));
+            }
             metrics::counter!("telos_handoffs_total", "outcome" => "refused").increment(1);
         }
     }

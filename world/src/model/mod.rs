@@ -9,7 +9,10 @@
 //! - [`Game`]: the world's shape (zones, rooms, the start room), opening a
 //!   zone, making, loading and rehydrating players, rendering `who`;
 //! - [`ZoneModel`]: one hosted zone's live state — commands in, deliveries
-//!   out, a tick, players entering and leaving;
+//!   out, a tick, players entering and leaving, and what of it is durable
+//!   ([`ZoneModel::dump_state_json`], [`ZoneModel::load_state_json`]): the
+//!   runtime saves it at a cadence and on close, and every open of the
+//!   zone (boot, orphan claim, adoption, transfer) loads the last save;
 //! - [`Player`]: what the runtime reads of a player (name, room, tier, the
 //!   handoff's state components) and the one durable serializer
 //!   ([`Player::dump_state_json`]).
@@ -179,4 +182,18 @@ pub trait ZoneModel: Send + Sync {
     fn tick(&mut self, roll: &mut dyn FnMut(u32) -> u32) -> Vec<Delivery>;
     fn player(&self, key: &str) -> Option<&dyn Player>;
     fn player_mut(&mut self, key: &str) -> Option<&mut dyn Player>;
+    /// The zone's durable serializer: what of the zone survives a move, a
+    /// restart or a crash (floor items, mobs, doors, timers — the game's
+    /// choice; never the players, who have rows of their own). `None`: this
+    /// zone keeps nothing, and every open starts from the world files.
+    fn dump_state_json(&self) -> Option<Vec<u8>> {
+        None
+    }
+    /// Put back what [`ZoneModel::dump_state_json`] wrote, onto a zone
+    /// freshly opened by [`Game::open_zone`] (no player in it yet). A game
+    /// re-checks it against its world as it is now (a room or an item
+    /// since removed); an `Err` leaves the zone as freshly opened.
+    fn load_state_json(&mut self, _state: &[u8]) -> Result<(), StateError> {
+        Ok(())
+    }
 }

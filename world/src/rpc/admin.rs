@@ -31,7 +31,7 @@ impl Admin for AdminService {
         let answer = self
             .shard
             .directory()
-            .propose_transfer(&req.zone_id, &req.to_shard_id)
+            .propose_operator_transfer(&req.zone_id, &req.to_shard_id)
             .await
             .map_err(|e| Status::unavailable(e.to_string()))?
             .map_err(|e| Status::failed_precondition(e.to_string()))?;

@@ -108,16 +108,21 @@ impl LeaseKeeper {
         }
     }
 
-    /// Watch until `lease` (built unconfirmed) is ours, then hold it. False
-    /// when the zone stopped (nothing to do), or when `deadline` passed
-    /// first (the caller un-adopts the zone it built).
-    pub(super) async fn confirm(
+    /// Watch until `lease` (built unconfirmed) is ours, then have the zone
+    /// open its saved state (`open_state`, at the observed generation:
+    /// after the previous owner's final save) and hold the lease. False
+    /// when the zone stopped (nothing to do), when `deadline` passed first,
+    /// or when the state could not be opened — then the lease observed is
+    /// released for another claim (the caller un-adopts the zone it built).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn confirm<Opened: std::future::Future<Output = bool>>(
         &self,
         zone: &str,
         lease: &LeaseState,
         how: Confirm,
         zone_stop: &CancellationToken,
         running: impl Fn() -> bool,
+        open_state: impl Fn(u64) -> Opened,
         deadline: Instant,
     ) -> bool {
         let poll = match how {
@@ -133,6 +138,21 @@ impl LeaseKeeper {
             }
             let sent_at = Instant::now();
             if let Some(generation) = self.observe(zone, how).await {
+                if !open_state(generation).await {
+                    warn!(
+                        zone,
+                        generation,
+                        "the zone's state could not be opened: releasing the lease for another claim"
+                    );
+                    if let Err(e) = self
+                        .directory
+                        .release_zone(zone, &self.shard_id, generation)
+                        .await
+                    {
+                        warn!(zone, error = %e, "releasing the lease failed; it expires by TTL");
+                    }
+                    return false;
+                }
                 lease.confirm(generation, sent_at);
                 self.hold(zone, lease, zone_stop);
                 return true;

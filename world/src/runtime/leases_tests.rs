@@ -61,6 +61,7 @@ async fn claim_flip_confirm_and_release_run_through_one_keeper() {
                 Confirm::Flip,
                 &b_stop,
                 || true,
+                |_| async { true },
                 Instant::now() + WAIT,
             )
             .await
@@ -104,16 +105,32 @@ async fn a_confirm_stops_for_a_stopped_zone_and_gives_up_at_its_deadline() {
     // Never flipped: false at the deadline, nothing held.
     let deadline = Instant::now() + Duration::from_millis(300);
     assert!(
-        !b.confirm("docks", &lease, Confirm::Flip, &stop, || true, deadline)
-            .await
+        !b.confirm(
+            "docks",
+            &lease,
+            Confirm::Flip,
+            &stop,
+            || true,
+            |_| async { true },
+            deadline
+        )
+        .await
     );
     assert!(!lease.is_confirmed() && b.held("docks").is_none());
     // The zone stopped: false at once, whatever the deadline.
     let far = Instant::now() + WAIT;
     let t0 = Instant::now();
     assert!(
-        !b.confirm("docks", &lease, Confirm::Completion, &stop, || false, far)
-            .await
+        !b.confirm(
+            "docks",
+            &lease,
+            Confirm::Completion,
+            &stop,
+            || false,
+            |_| async { true },
+            far
+        )
+        .await
     );
     assert!(t0.elapsed() < Duration::from_secs(1));
 }

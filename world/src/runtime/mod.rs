@@ -10,12 +10,15 @@
 //!   superseded by a newer process of its id.
 //! - [`placement`]: boot zones and orphaned zones.
 //! - [`moves`]: the zone moves: SIGTERM drain, adoption, operator transfer.
+//! - [`rebalance`]: placement that converges by itself (zones home, load
+//!   spread), through the transfer path.
 
 pub mod closing;
 pub mod leases;
 pub mod moves;
 pub mod placement;
 pub mod presence;
+pub mod rebalance;
 pub mod shard;
 
 use std::sync::Arc;
@@ -24,8 +27,8 @@ pub use shard::Shard;
 
 /// Start the shard's background loops: registry heartbeat, online list,
 /// the boot-zone claimer (which also re-claims a boot zone whose lease came
-/// free again, e.g. after a fence), the orphan claimer and the transfer
-/// watcher. Every one runs in the shard's tracker and stops with its root.
+/// free again, e.g. after a fence), the orphan claimer, the transfer
+/// watcher and the rebalancer. Every one runs in the shard's tracker and stops with its root.
 pub fn start(shard: &Arc<Shard>) {
     let me = shard.clone();
     shard
@@ -51,4 +54,9 @@ pub fn start(shard: &Arc<Shard>) {
         .env
         .tracker
         .spawn(moves::transfer::transfer_watcher(shard.clone()));
+    let me = shard.clone();
+    shard
+        .env
+        .tracker
+        .spawn(async move { rebalance::rebalance_loop(&me).await });
 }

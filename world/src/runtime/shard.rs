@@ -320,9 +320,13 @@ impl Shard {
                         .is_some_and(|h| h.same_actor(&handle))
                 };
                 let stop = handle.cancel_token();
+                let open_state = |generation| {
+                    let handle = handle.clone();
+                    async move { handle.restore(generation).await }
+                };
                 let confirmed = shard
                     .leases
-                    .confirm(&zone, &lease, how, stop, running, deadline)
+                    .confirm(&zone, &lease, how, stop, running, open_state, deadline)
                     .await;
                 let generation = lease.generation();
                 match (confirmed, how) {

@@ -93,6 +93,17 @@ pub(crate) enum Msg {
     },
     /// A private instance on a draining shard: walk everyone back out.
     Evacuate,
+    /// The lease of a zone built ahead of it is ours at `generation`: open
+    /// the zone's saved state before anyone is let in.
+    Restore {
+        generation: u64,
+        reply: oneshot::Sender<bool>,
+    },
+    /// Freeze every player in place, stop the game's clock and save the
+    /// zone's state: a hand-over is about to flip the lease.
+    Seal {
+        reply: oneshot::Sender<bool>,
+    },
     /// An adoption was never confirmed: tear down unless it has players or
     /// owes a durable write.
     Unadopt {
@@ -342,6 +353,33 @@ impl ZoneHandle {
             .await
             .map_err(|_| self.unavailable())?;
         rx.await.map_err(|_| self.unavailable())
+    }
+
+    /// The lease of this zone, built ahead of it, is ours at `generation`
+    /// (observed, not yet confirmed): open its saved state. False when it
+    /// could not be opened (the zone must not be confirmed).
+    pub async fn restore(&self, generation: u64) -> bool {
+        let (reply, rx) = oneshot::channel();
+        if self
+            .tx
+            .send(Msg::Restore { generation, reply })
+            .await
+            .is_err()
+        {
+            return false;
+        }
+        rx.await.unwrap_or(false)
+    }
+
+    /// Before a hand-over flips the lease: freeze every player in place,
+    /// stop the zone's clock and save its state, so the new owner opens
+    /// exactly this. True when the state is saved (or the game keeps none).
+    pub async fn seal(&self) -> bool {
+        let (reply, rx) = oneshot::channel();
+        if self.tx.send(Msg::Seal { reply }).await.is_err() {
+            return false;
+        }
+        rx.await.unwrap_or(false)
     }
 
     /// Walk every player of a private instance back to where they entered.

@@ -16,6 +16,7 @@
 //! - [`env`]: what an actor needs from its shard.
 //! - [`frozen`]: a player frozen mid-move.
 //! - [`persist`]: the fenced save of one player.
+//! - `state_row`: an actor's hold on its zone's durable state row.
 //! - [`actor`]: the loop (`select!` over mailbox, tick, save cadence,
 //!   cancellation, lease deadline) and command application; inside it, the
 //!   player's departure and the drain.
@@ -30,6 +31,7 @@ mod persist;
 pub mod phase;
 pub mod roster;
 pub mod session;
+mod state_row;
 
 pub use actor::{spawn_adopted_zone, spawn_zone};
 pub use env::ZoneEnv;

@@ -33,6 +33,11 @@ pub(super) enum Phase {
     /// is open too: its unconfirmed lease keeps players out until it is
     /// confirmed.
     Open,
+    /// About to be handed over (a drain, before its lease flip): every
+    /// player is frozen in place, nothing is applied and the game does not
+    /// tick, so the zone state saved at the seal is the zone's last; the
+    /// drain that follows fans the players off.
+    Sealed,
     /// The lease has flipped to a peer: every player is being fanned off in
     /// place (the zone's own lease no longer fences it).
     Draining(DrainState),
@@ -52,6 +57,12 @@ impl Phase {
     /// The actor's loop ends after the current message or tick.
     pub(super) fn is_over(&self) -> bool {
         matches!(self, Phase::Drained | Phase::Finished)
+    }
+
+    /// The zone's state is final here: sealed, or its players are being
+    /// fanned off.
+    pub(super) fn is_sealed(&self) -> bool {
+        matches!(self, Phase::Sealed) || self.is_draining()
     }
 
     /// The zone's players are (being) fanned off to the lease's new owner.

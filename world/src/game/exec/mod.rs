@@ -41,6 +41,7 @@ Commands:
   get <item|all>, drop <item|all>
   wear <item>, remove <item>, equipment (eq)
   eat <item>
+  hit <creature>               wound a creature (it heals at the zone's reset)
   score                        your character sheet
   journal [text]               add to or read your journal
   alias [name [expansion]]     list, remove or set an alias
@@ -109,6 +110,7 @@ impl ZoneState {
             Command::Wear(arg) => self.wear(key, &arg),
             Command::Remove(arg) => self.remove(key, &arg),
             Command::Eat(arg) => self.eat(key, &arg),
+            Command::Hit(arg) => self.hit(key, &arg),
             Command::Alias(arg) => self.alias(key, &arg),
             Command::Exits => Outcome::reply(key, self.exits(ch)),
             Command::Help => Outcome::reply(key, HELP),

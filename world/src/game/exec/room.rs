@@ -2,10 +2,10 @@
 //! and speaking to the room.
 
 use crate::game::character::{Character, can_see};
-use crate::game::render::WRAP_WIDTH;
+use crate::game::render::{WRAP_WIDTH, name_cap};
 use crate::game::text::wrap;
 use crate::game::world::Direction;
-use crate::game::zone::{Action, Delivery, Outcome, ZoneState, render_room};
+use crate::game::zone::{Action, Delivery, HIT_DAMAGE, Outcome, ZoneState, render_room};
 use crate::model::chat::ChatAllowance;
 
 impl ZoneState {
@@ -66,7 +66,9 @@ impl ZoneState {
         }
         let here = |room: &String| *room == ch.room;
         if let Some(mob) = self.mobs.iter().find(|m| here(&m.room) && m.matches(arg)) {
-            return Outcome::reply(key, describe(&mob.name, mob.description.as_deref()));
+            let mut text = describe(&mob.name, mob.description.as_deref());
+            text.push_str(&format!("{} {}.\n", name_cap(&mob.name), mob.condition()));
+            return Outcome::reply(key, text);
         }
         let word = arg.to_lowercase();
         let other = self.players.values().find(|p| {
@@ -82,6 +84,36 @@ impl ZoneState {
             ),
             None => Outcome::reply(key, "You don't see that here.\n"),
         }
+    }
+
+    /// `hit <mob>`: takes [`HIT_DAMAGE`] off a mob in the room; at none
+    /// left it is gone until the zone's reset brings it back.
+    pub(super) fn hit(&mut self, key: &str, arg: &str) -> Outcome {
+        if arg.is_empty() {
+            return Outcome::reply(key, "Hit what?\n");
+        }
+        let room = self.players[key].room.clone();
+        let Some(i) = self
+            .mobs
+            .iter()
+            .position(|m| m.room == room && m.matches(arg))
+        else {
+            return Outcome::reply(key, "You don't see that here.\n");
+        };
+        let mob = &mut self.mobs[i];
+        mob.hp = mob.hp.saturating_sub(HIT_DAMAGE);
+        let name = mob.name.clone();
+        let theirs = format!("{} hits {name}.\n", self.players[key].name);
+        let mine = if mob.hp == 0 {
+            self.mobs.remove(i);
+            format!(
+                "You hit {name}. {} collapses and is gone.\n",
+                name_cap(&name)
+            )
+        } else {
+            format!("You hit {name}. {} {}.\n", name_cap(&name), mob.condition())
+        };
+        self.act(key, mine, &theirs, false)
     }
 
     pub(super) fn exits(&self, ch: &Character) -> String {

@@ -325,6 +325,16 @@ async fn handover_inner(
             }
         }
     };
+    // Seal the zone before the flip: players frozen in place, the game's
+    // clock stopped, its state saved under the lease we still hold — so
+    // the target, which opens the zone's state once it observes the flip,
+    // opens exactly this.
+    if !handle.seal().await {
+        warn!(
+            zone,
+            "the zone's state could not be saved before the hand-over: the new owner opens the last cadence's save"
+        );
+    }
     // Stop renewing before the flip: a renew refused after it must not
     // fence the zone we are deliberately handing over.
     lease.renew_stop.cancel();

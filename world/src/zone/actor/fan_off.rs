@@ -28,29 +28,75 @@ use crate::zone::phase::{DrainReport, DrainState, Origin, Phase};
 use crate::zone::session::SiblingMove;
 
 impl ZoneActor {
+    /// Before a hand-over flips the lease ([`Phase::Sealed`]): every
+    /// player frozen in place, the game's clock stopped, the zone's state
+    /// saved under the lease we still hold. True when it is saved.
+    pub(super) async fn seal(&mut self) -> bool {
+        if !matches!(self.phase, Phase::Open) {
+            return false;
+        }
+        self.enter_phase(Phase::Sealed);
+        self.freeze_everyone_in_place();
+        self.save_state().await
+    }
+
     pub(super) async fn start_drain(
         &mut self,
         deadline: Instant,
         reply: oneshot::Sender<DrainReport>,
     ) {
+        let sealed = matches!(self.phase, Phase::Sealed);
         self.enter_phase(Phase::Draining(DrainState {
             deadline,
             reply: Some(reply),
             report: DrainReport::default(),
         }));
-        let keys: Vec<String> = self.sessions.keys().cloned().collect();
+        if !sealed {
+            // A transfer's close (the lease is still ours): nothing changes
+            // the zone once everyone is frozen, so its state is final now;
+            // saved before anyone reaches the new owner.
+            self.freeze_everyone_in_place();
+            self.save_state().await;
+        }
+        let keys: Vec<String> = self
+            .frozen
+            .iter()
+            .filter(|(_, f)| f.walk.is_none() && !f.in_flight)
+            .map(|(k, _)| k.clone())
+            .collect();
         info!(zone = %self.id, players = keys.len(), "draining: fanning players off in place");
         for key in keys {
-            let wedged = self.sessions.get(&key).is_some_and(|m| m.wedged);
-            if wedged {
-                continue;
-            }
-            let room = self.state.player(&key).map(|c| c.room().to_string());
-            if let Some(room) = room {
-                self.freeze_for_handoff(&key, &room);
-            }
+            self.start_handoff(&key);
         }
         self.check_drained().await;
+    }
+
+    /// Freeze every player in place (not one whose gate stopped reading:
+    /// a `Redirect` to it would drop; it is flushed at the deadline).
+    fn freeze_everyone_in_place(&mut self) {
+        let keys: Vec<String> = self.sessions.keys().cloned().collect();
+        for key in keys {
+            self.freeze_in_place(&key);
+        }
+    }
+
+    /// Freeze `key` in place when the zone is sealed or draining, and
+    /// start their hand-off when it is draining.
+    pub(super) fn freeze_in_place(&mut self, key: &str) {
+        let Some(room) = self
+            .sessions
+            .get(key)
+            .filter(|m| !m.wedged)
+            .and_then(|_| self.state.player(key))
+            .map(|c| c.room().to_string())
+        else {
+            return;
+        };
+        if self.phase.is_draining() {
+            self.freeze_for_handoff(key, &room);
+        } else {
+            self.freeze(key, &room, None);
+        }
     }
 
     /// A drained player's handoff is prepared: redirect them and count it.

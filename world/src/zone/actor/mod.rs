@@ -14,6 +14,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
 mod departure;
+mod durable;
 mod fan_off;
 mod handoff;
 mod input;
@@ -29,6 +30,7 @@ use super::hosted::Opening;
 use super::lease::LeaseState;
 use super::phase::{Origin, Phase};
 use super::session::SessionMeta;
+use super::state_row::ZoneRow;
 use crate::model::ZoneModel;
 
 /// Save early once this many applied lines are not yet durable, so a flood
@@ -110,6 +112,7 @@ fn spawn_zone_with(
         frozen: HashMap::new(),
         phase: Phase::Open,
         origin,
+        row: ZoneRow::new(),
     };
     slot.install(handle.clone());
     tracker.spawn(actor.run(rx));
@@ -138,6 +141,8 @@ pub(super) struct ZoneActor {
     phase: Phase,
     /// How the zone came to run here.
     origin: Origin,
+    /// This actor's hold on the zone's durable state row.
+    row: ZoneRow,
 }
 
 impl ZoneActor {
@@ -150,8 +155,22 @@ impl ZoneActor {
         );
         save.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let cancel = self.handle.cancel.clone();
+        // A claimed zone's lease is ours already: open its saved state
+        // before anything queued in the mailbox is let in.
+        if let Some(generation) = self
+            .lease
+            .as_ref()
+            .filter(|l| l.is_confirmed())
+            .map(LeaseState::generation)
+            && let Err(e) = self.open_state(generation).await
+        {
+            warn!(zone = %self.id, generation, error = %e, "the zone's saved state could not be opened: not serving the zone (its claimer tries again)");
+            // Stopping the zone releases its lease.
+            cancel.cancel();
+            self.enter_phase(Phase::Finished);
+        }
         info!(zone = %self.id, "zone started");
-        loop {
+        while !self.phase.is_over() {
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => {
@@ -172,7 +191,12 @@ impl ZoneActor {
                         break;
                     }
                 }
-                _ = save.tick() => self.save_all(false).await,
+                _ = save.tick() => {
+                    self.save_all(false).await;
+                    if !self.phase.is_sealed() {
+                        self.save_state().await;
+                    }
+                }
             }
         }
         self.env.hosted.remove_if(&self.handle);
@@ -267,6 +291,12 @@ impl ZoneActor {
                 line,
                 reply,
             } => {
+                if self.phase.is_sealed() {
+                    // Nothing changes a sealed zone any more: the player is
+                    // frozen in place (and fanned off with the rest) and the
+                    // line waits with them.
+                    self.freeze_in_place(&key);
+                }
                 if let Some(f) = self.frozen.get_mut(&key)
                     && f.meta.conn_id == conn_id
                 {
@@ -293,6 +323,12 @@ impl ZoneActor {
             } => self.handoff_done(&key, departure, result).await,
             Msg::Drain { deadline, reply } => self.start_drain(deadline, reply).await,
             Msg::Evacuate => self.evacuate().await,
+            Msg::Restore { generation, reply } => {
+                let _ = reply.send(self.restore(generation).await);
+            }
+            Msg::Seal { reply } => {
+                let _ = reply.send(self.seal().await);
+            }
             Msg::Unadopt { reply } => {
                 let _ = reply.send(self.unadopt());
             }
@@ -323,9 +359,15 @@ impl ZoneActor {
                 }
             }
             Msg::Shutdown { reason, reply } => {
+                let sealed = self.phase.is_sealed();
                 self.stop();
                 self.settle_frozen_for_stop(&reason).await;
                 self.save_all(true).await;
+                // A sealed zone saved its last state at the seal (its lease
+                // may have moved on since).
+                if !sealed {
+                    self.save_state().await;
+                }
                 for key in self.sessions.keys().cloned().collect::<Vec<_>>() {
                     self.close(&key, &reason, false);
                 }
@@ -337,6 +379,13 @@ impl ZoneActor {
     }
 
     async fn on_tick(&mut self) {
+        if matches!(self.phase, Phase::Sealed) {
+            // The zone's state is final: the game's clock stands still.
+            if self.lease_lost() {
+                self.handle.cancel.cancel();
+            }
+            return;
+        }
         if self.phase.is_draining() {
             // The lease has flipped (or is flipping) to the peer; we only
             // fan players off now, so our own lease no longer fences.

@@ -57,7 +57,7 @@ async fn city_with_a_player(
         shard_id: "shard-a".into(),
         game: game.clone(),
         store,
-        directory,
+        directory: directory.clone(),
         hosted: Hosted::default(),
         roster: Roster::default(),
         tick: Duration::from_millis(50),
@@ -69,7 +69,13 @@ async fn city_with_a_player(
         instances: Arc::default(),
     };
     let model = game.open_zone("city").expect("the starter has a city");
-    let lease = LeaseState::new(1, Duration::from_secs(60), Instant::now());
+    // The lease is real: the zone opens its state row under it.
+    let ttl = Duration::from_secs(60);
+    let generation = match directory.claim_zone("city", "shard-a", ttl).await? {
+        telos_redis::directory::Claim::Acquired { r#gen } => r#gen,
+        held => anyhow::bail!("the city's lease is held: {held:?}"),
+    };
+    let lease = LeaseState::new(generation, ttl, Instant::now());
     let slot = env.hosted.reserve("city").expect("a free zone");
     let zone = spawn_zone(env, slot, model, Some(lease), &tracker, &root);
     let (out, frames) = mpsc::channel(OUT_CHANNEL);

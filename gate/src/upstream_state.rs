@@ -1,0 +1,55 @@
+//! A session's upstream, as an enum: a live stream to a shard, an attach in
+//! flight (handoff, redirect or resume), or a backoff before the next
+//! resume; and the one cancel-safe wait on whichever it is.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use telos_proto::v1::server_frame::Frame;
+
+use crate::upstream::{EstablishError, Established, Link};
+
+/// An attach in flight.
+pub type Attaching = Pin<Box<dyn Future<Output = Result<Established, EstablishError>> + Send>>;
+
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    Handoff,
+    Redirect,
+    Resume,
+}
+
+impl Kind {
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Handoff => "handoff",
+            Kind::Redirect => "redirect",
+            Kind::Resume => "resume",
+        }
+    }
+}
+
+pub enum Upstream {
+    Live(Box<Link>),
+    Connecting(Attaching, Kind),
+    Backoff(tokio::time::Instant),
+}
+
+pub enum UpEvent {
+    Frame(Result<Option<Frame>, tonic::Status>),
+    Attached(Result<Established, EstablishError>, Kind),
+    BackoffOver,
+}
+
+/// Whatever the upstream does next: a frame of the live stream, the end of
+/// an attach in flight, or the end of a backoff wait. Cancel safe.
+pub async fn upstream_event(up: &mut Upstream) -> UpEvent {
+    match up {
+        Upstream::Live(link) => UpEvent::Frame(link.next().await),
+        Upstream::Connecting(fut, kind) => UpEvent::Attached(fut.await, *kind),
+        Upstream::Backoff(until) => {
+            tokio::time::sleep_until(*until).await;
+            UpEvent::BackoffOver
+        }
+    }
+}

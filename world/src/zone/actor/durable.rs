@@ -1,0 +1,153 @@
+//! The zone's own state in the store (floor items, mobs, timers — what the
+//! game's [`ZoneModel::dump_state_json`](crate::model::ZoneModel) keeps):
+//! opened from the last save before the zone takes anyone, saved at the
+//! save cadence when it changed and on every planned close (a drain's
+//! seal, a transfer's close, a shutdown), fenced in the store on the
+//! zone's lease generation and on this actor's open (the store's
+//! `zone_state`). A crash loses at most one cadence, as a player row does.
+//!
+//! A zone claimed here (boot, orphan, transfer pre-warm) opens its state as
+//! the actor starts; a zone built ahead of its lease (an adoption, a
+//! transfer target) opens it when the lease is observed to be ours
+//! (`Msg::Restore`), which is after the previous owner's final save: the
+//! drain seals and saves before it flips the lease, a transfer's source
+//! saves before it closes.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+use super::ZoneActor;
+use crate::zone::persist::SAVE_TIMEOUT;
+use telos_redis::store::ZoneStateRefused;
+
+/// Attempts at opening the state before the zone gives up on opening (a
+/// Redis blip rides through; a longer outage stops the zone, which its
+/// claimer retries).
+const OPEN_ATTEMPTS: u32 = 3;
+/// Pause between those attempts.
+const OPEN_RETRY: Duration = Duration::from_millis(200);
+
+/// Why the zone's state could not be opened: the zone does not run.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpenError {
+    #[error("refused: {0}")]
+    Refused(#[from] ZoneStateRefused),
+    #[error("the store could not be read: {0}")]
+    Failed(String),
+}
+
+impl ZoneActor {
+    /// Take the zone's state row over at lease generation `generation` and
+    /// put the saved state into the (freshly opened, empty) zone; with
+    /// nothing saved, the zone stays as the world files built it.
+    pub(super) async fn open_state(&mut self, generation: u64) -> Result<(), OpenError> {
+        let started = Instant::now();
+        let mut attempt = 0;
+        let opened = loop {
+            attempt += 1;
+            let open = self.env.store.open_zone_state(
+                &self.id,
+                &self.env.shard_id,
+                generation,
+                self.row.holder,
+            );
+            let failed = match tokio::time::timeout(SAVE_TIMEOUT, open).await {
+                Ok(Ok(result)) => break result?,
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => format!("no answer within {SAVE_TIMEOUT:?}"),
+            };
+            if attempt >= OPEN_ATTEMPTS {
+                return Err(OpenError::Failed(failed));
+            }
+            debug!(zone = %self.id, error = failed, "opening the zone state failed; retrying");
+            tokio::time::sleep(OPEN_RETRY).await;
+        };
+        self.row.opened_at = Some(generation);
+        metrics::histogram!("telos_zone_state_open_seconds")
+            .record(started.elapsed().as_secs_f64());
+        match opened {
+            None => {
+                info!(zone = %self.id, generation, "no saved zone state: opened from the world files");
+            }
+            Some(bytes) => match self.state.load_state_json(&bytes) {
+                Ok(()) => {
+                    info!(zone = %self.id, generation, bytes = bytes.len(), "zone state opened from the store");
+                    self.row.last = Some(bytes);
+                }
+                Err(e) => {
+                    // A row this game cannot read (a world edited beyond
+                    // recognition, a bug): the zone still opens, from its
+                    // world files, and its next save replaces the row.
+                    metrics::counter!("telos_zone_state_total", "outcome" => "unreadable")
+                        .increment(1);
+                    warn!(zone = %self.id, error = %e, "saved zone state unreadable: opened from the world files");
+                }
+            },
+        }
+        Ok(())
+    }
+
+    /// Save the zone's state if it changed since the last save. Refused:
+    /// the lease moved on or another open took the row — this actor is a
+    /// stale owner and stops (unless it is closing already). `true` when
+    /// the row holds the zone's state now.
+    pub(super) async fn save_state(&mut self) -> bool {
+        let (Some(generation), Some(_)) = (self.row.opened_at, &self.lease) else {
+            return true;
+        };
+        let Some(bytes) = self.state.dump_state_json() else {
+            return true;
+        };
+        if self.row.last.as_deref() == Some(bytes.as_slice()) {
+            return true;
+        }
+        let started = Instant::now();
+        let save = self.env.store.save_zone_state(
+            &self.id,
+            &self.env.shard_id,
+            generation,
+            self.row.holder,
+            &bytes,
+        );
+        let outcome = match tokio::time::timeout(SAVE_TIMEOUT, save).await {
+            Ok(Ok(Ok(()))) => {
+                metrics::counter!("telos_zone_state_total", "outcome" => "saved").increment(1);
+                metrics::histogram!("telos_zone_state_save_seconds")
+                    .record(started.elapsed().as_secs_f64());
+                self.row.last = Some(bytes);
+                return true;
+            }
+            Ok(Ok(Err(refused))) => {
+                metrics::counter!("telos_zone_state_total", "outcome" => "refused").increment(1);
+                warn!(zone = %self.id, generation, %refused, "zone state save refused: a stale owner; stopping the zone");
+                self.handle.cancel.cancel();
+                return false;
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {SAVE_TIMEOUT:?}"),
+        };
+        metrics::counter!("telos_zone_state_total", "outcome" => "failed").increment(1);
+        warn!(zone = %self.id, error = outcome, "zone state save failed; retried at the next cadence");
+        false
+    }
+
+    /// `Msg::Restore`: the lease of a zone built ahead of it is ours at
+    /// `generation` (observed, not yet confirmed: nobody is in the zone).
+    pub(super) async fn restore(&mut self, generation: u64) -> bool {
+        if !self.sessions.is_empty() || !self.frozen.is_empty() {
+            // Cannot happen while the lease is unconfirmed (every join is
+            // refused); never load over players.
+            warn!(zone = %self.id, "restore with players in the zone: refused");
+            return false;
+        }
+        match self.open_state(generation).await {
+            Ok(()) => true,
+            Err(e) => {
+                warn!(zone = %self.id, generation, error = %e, "opening the zone state failed");
+                false
+            }
+        }
+    }
+}
