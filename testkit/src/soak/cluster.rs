@@ -29,7 +29,8 @@ use crate::redis::{RedisOptions, RedisServer, free_port};
 use crate::world::starter_zones;
 
 use super::config::GATE_LOGIN_BURST;
-use super::history::{ProcessEnd, StatusShard, StatusView, StatusZone};
+use super::history::{ProcessEnd, StatusView};
+use super::status::parse_status;
 
 /// `telosctl transfer --wait` gives a transfer this many seconds: far more
 /// than one takes (well under a second), so only a stuck one fails.
@@ -125,7 +126,7 @@ impl Cluster {
         let zones = starter_zones();
         let n = shards as usize;
         let pids = Pids::default();
-        let redis_addr = redis.url.trim_start_matches("redis://").to_string();
+        let redis_addr = format!("127.0.0.1:{}", redis.port);
         let rt = tokio::runtime::Handle::current();
         let mut slots = Vec::new();
         for i in 0..n {
@@ -464,51 +465,4 @@ impl Cluster {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// `telosctl status --json` → the checker's view of it.
-pub fn parse_status(json: &str) -> anyhow::Result<StatusView> {
-    let v: serde_json::Value = serde_json::from_str(json.trim()).context("status JSON")?;
-    let text = |v: &serde_json::Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
-    let shards = v["shards"]
-        .as_array()
-        .context("status: no shards")?
-        .iter()
-        .map(|s| StatusShard {
-            id: text(s, "id"),
-            state: text(s, "state"),
-            players: s["players"].as_u64().unwrap_or(0),
-        })
-        .collect();
-    let zones = v["zones"]
-        .as_array()
-        .context("status: no zones")?
-        .iter()
-        .map(|z| StatusZone {
-            id: text(z, "id"),
-            owner: z["owner"].as_str().map(str::to_string),
-            players: z["players"].as_u64().unwrap_or(0),
-            transfer: !z["transfer"].is_null(),
-        })
-        .collect();
-    Ok(StatusView { shards, zones })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn status_json_parses_as_the_contract_shapes_it() {
-        let json = r#"{"shards":[{"id":"shard-a","addr":"127.0.0.1:1","state":"live","players":2,"capacity":2000}],
-            "zones":[{"id":"city","owner":"shard-a","gen":3,"players":2,"transfer":null},
-                     {"id":"hills","owner":null,"gen":1,"players":0,"transfer":{"from":"a","to":"b","age_s":0.1}}]}"#;
-        let s = parse_status(json).unwrap();
-        assert_eq!(s.shards[0].state, "live");
-        assert_eq!(s.zones[0].owner.as_deref(), Some("shard-a"));
-        assert!(!s.zones[0].transfer);
-        assert_eq!(s.zones[1].owner, None);
-        assert!(s.zones[1].transfer);
-        assert!(parse_status("{}").is_err());
-    }
 }

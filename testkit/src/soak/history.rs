@@ -248,6 +248,9 @@ impl FaultRecord {
 /// A value sampled from Redis, recorded each time it changed.
 pub type Series = Vec<(Ms, Option<u64>)>;
 
+/// A zone lease's (owner, generation), recorded each time it changed.
+pub type LeaseSeries = Vec<(Ms, Option<(String, u64)>)>;
+
 /// What the sampler read from Redis and /proc during the run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Samples {
@@ -266,7 +269,7 @@ pub struct Samples {
     pub rounds: u64,
     /// The lease's (owner, generation) per zone, recorded on each change.
     #[serde(default)]
-    pub lease: BTreeMap<String, Vec<(Ms, Option<(String, u64)>)>>,
+    pub lease: BTreeMap<String, LeaseSeries>,
     /// Whether the cluster was healthy (every shard live, every zone leased
     /// by a live shard, nothing moving), recorded on each change.
     #[serde(default)]

@@ -22,6 +22,7 @@
 //! - [`history`]: the recorder's data, all the checker reads.
 //! - [`checker`]: the history checker.
 //! - [`report`]: what a run prints.
+//! - [`status`]: `telosctl status --json`, parsed.
 //! - [`stop`]: the run's stop flags and waiting on them.
 
 pub mod actors;
@@ -39,6 +40,7 @@ pub mod probe;
 pub mod report;
 pub mod sampler;
 pub mod schedule;
+pub mod status;
 pub mod stop;
 
 use std::path::{Path, PathBuf};
@@ -86,7 +88,7 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
     let run_dir = args
         .run_dir
         .clone()
-        .unwrap_or_else(|| crate::process::repo_root().join(format!("target/soak/seed-{seed}")));
+        .unwrap_or_else(|| crate::process::repo_root().join(default_run_dir(args.mode, seed)));
     // Absolute: Redis opens its log relative to its own data folder.
     let run_dir = std::path::absolute(&run_dir).context("the run directory")?;
     let schedule = Schedule::draw(seed, &args.kinds(), args.run_length(), args.mode);
@@ -237,6 +239,14 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
         );
     }
     Ok(passed)
+}
+
+/// `target/soak/seed-42` (healthy), `target/soak/overlap-seed-42`.
+fn default_run_dir(mode: config::Mode, seed: u64) -> String {
+    match mode {
+        config::Mode::Healthy => format!("target/soak/seed-{seed}"),
+        m => format!("target/soak/{}-seed-{seed}", m.name()),
+    }
 }
 
 /// A fault the driver did not wait out (the overlap mode) was healthy

@@ -18,6 +18,8 @@
 //! - `findings` (what a check reports) and `windows` (the faults as time
 //!   windows): the leaves every check uses. This root only runs the checks.
 
+#[cfg(test)]
+mod actor_tests;
 mod actors;
 mod answers;
 pub mod end_state;
