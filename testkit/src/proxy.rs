@@ -33,6 +33,9 @@ use tokio::time::Instant;
 const CHUNK: usize = 16 * 1024;
 /// Chunks in flight per direction of a delayed link.
 const DELAY_QUEUE: usize = 1024;
+/// After a failed accept (out of descriptors), wait this long before the
+/// next, rather than spinning.
+const ACCEPT_RETRY: Duration = Duration::from_millis(50);
 
 /// What a link does with its traffic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,6 +174,8 @@ async fn accept_loop(
 ) {
     loop {
         let Ok((client, peer)) = listener.accept().await else {
+            // Out of descriptors, say: try again in a moment, not at once.
+            tokio::time::sleep(ACCEPT_RETRY).await;
             continue;
         };
         let to = upstream.lock().unwrap_or_else(|p| p.into_inner()).clone();
