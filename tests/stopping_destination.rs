@@ -62,7 +62,7 @@ async fn a_zone_closing_here_takes_no_handoff_and_sends_on_whoever_was_prepared(
 -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
     let dir = TempKeys::generate()?;
-    let keys = telos_world::handoff::keys::load(dir.path())?;
+    let keys = telos_world::handoff::keys::load(dir.path(), "shard-a")?;
     let none: &[&str] = &[];
     let a = start_keyed_world(
         "shard-a",
@@ -104,7 +104,8 @@ async fn a_zone_closing_here_takes_no_handoff_and_sends_on_whoever_was_prepared(
     assert_eq!((zone.as_str(), shard.as_str()), (CLOSING, "shard-b"));
 
     // Prepared while the forest is open: the gate has not attached yet.
-    let peer = Channels::tls(dir.tls(Role::Shard));
+    // The snapshots come from shard-a: its own certificate speaks for it.
+    let peer = Channels::tls(dir.shard_tls("shard-a"));
     let mut to_b = HandoffClient::new(peer.channel(&b.addr)?);
     let early = snapshot("Zed", "shard-b", CLOSING_ROOM, 1);
     let token = to_b

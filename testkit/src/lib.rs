@@ -18,6 +18,10 @@
 //! - [`bot`]: a player through the gate (telnet lines, timed, pausable).
 //! - [`world`]: facts about the starter world, the path finder.
 //! - [`soak`]: the seeded chaos soak and its history checker (`telos-soak`).
+//! - [`wait`]: waits bounded by progress (nothing happened for N s), not
+//!   by a wall-clock total.
+//! - [`proxy`]: a fault-injecting TCP proxy (partitions, one-way drops,
+//!   slow links) for the soak's links.
 
 pub mod bot;
 pub mod cli;
@@ -28,12 +32,14 @@ pub mod metrics;
 pub mod play;
 pub mod process;
 pub mod procfs;
+pub mod proxy;
 pub mod redis;
 pub mod redis_tls;
 pub mod sentinel;
 pub mod soak;
 pub mod stats;
 pub mod storm;
+pub mod wait;
 pub mod world;
 
 pub use redis::RedisServer;

@@ -1,5 +1,7 @@
-//! What a running process holds, from `/proc/<pid>/status`: the memory and
-//! thread figures the login-storm test and bench bound and print.
+//! What a running process holds, from `/proc`: the memory and thread
+//! figures of `/proc/<pid>/status` the login-storm test and bench bound and
+//! print, and which process owns one end of a local TCP connection (the
+//! soak's proxy names its clients so).
 
 use anyhow::Context;
 
@@ -50,9 +52,68 @@ fn parse(text: &str) -> anyhow::Result<Status> {
     })
 }
 
+/// Which of `pids` (name, pid) owns the socket whose local end is
+/// `client` and whose remote end is `server` (an IPv4 loopback connection,
+/// as seen from `/proc/net/tcp` and each process's `fd` folder).
+pub fn socket_owner(
+    client: std::net::SocketAddr,
+    server: std::net::SocketAddr,
+    pids: &[(String, i32)],
+) -> Option<String> {
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    let inode = tcp_inode(&table, client, server)?;
+    let want = format!("socket:[{inode}]");
+    pids.iter().find_map(|(name, pid)| {
+        let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+        fds.flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == want.as_str()))
+            .then(|| name.clone())
+    })
+}
+
+/// The inode of the `/proc/net/tcp` row from `local` to `remote`.
+fn tcp_inode(
+    table: &str,
+    local: std::net::SocketAddr,
+    remote: std::net::SocketAddr,
+) -> Option<u64> {
+    let (l, r) = (hex_addr(local)?, hex_addr(remote)?);
+    table.lines().skip(1).find_map(|row| {
+        let f: Vec<&str> = row.split_whitespace().collect();
+        (f.len() > 9 && f[1] == l && f[2] == r).then(|| f[9].parse().ok())?
+    })
+}
+
+/// An IPv4 address as `/proc/net/tcp` writes it: the address as a
+/// little-endian word, the port big-endian, both in upper-case hex.
+fn hex_addr(a: std::net::SocketAddr) -> Option<String> {
+    let std::net::SocketAddr::V4(v4) = a else {
+        return None;
+    };
+    let ip = u32::from_le_bytes(v4.ip().octets());
+    Some(format!("{ip:08X}:{:04X}", v4.port()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_loopback_connection_is_traced_to_the_process_that_opened_it() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let server = listener.local_addr().unwrap();
+        let conn = std::net::TcpStream::connect(server).unwrap();
+        let client = conn.local_addr().unwrap();
+        assert_eq!(
+            hex_addr("127.0.0.1:8080".parse().unwrap()).as_deref(),
+            Some("0100007F:1F90")
+        );
+        let me = std::process::id() as i32;
+        let pids = [("other".to_string(), 1), ("me".to_string(), me)];
+        assert_eq!(socket_owner(client, server, &pids).as_deref(), Some("me"));
+        assert_eq!(socket_owner(client, server, &pids[..1]), None);
+        drop(listener);
+    }
 
     #[test]
     fn reads_the_three_fields_in_kib() {

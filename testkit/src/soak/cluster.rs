@@ -3,6 +3,14 @@
 //! startable, killable, pausable and restartable on the same address, with
 //! every incarnation's log kept in the run directory.
 //!
+//! Every link goes through a fault-injecting [`Proxy`]: each shard dials
+//! Redis through a proxy of its own, and each shard's gRPC listener sits
+//! behind a proxy whose address the shard advertises (`--advertise-addr`),
+//! so the gate and the peers dial the proxy. That proxy names each client
+//! connection by the process that opened it (from `/proc`), so a rule can
+//! cut the gate from one shard, or one shard from its peers, and nothing
+//! else.
+//!
 //! Everything here blocks (process spawns wait for readiness); the fault
 //! driver calls it through `block_in_place`.
 
@@ -16,11 +24,13 @@ use anyhow::{Context, bail};
 
 use crate::cli::{Finished, clean_command, run_to_exit, telosctl};
 use crate::process::{Proc, keyed_gate_command, keyed_world_command};
+use crate::proxy::{Classifier, Proxy};
 use crate::redis::{RedisOptions, RedisServer, free_port};
 use crate::world::starter_zones;
 
 use super::config::GATE_LOGIN_BURST;
-use super::history::{ProcessEnd, StatusShard, StatusView, StatusZone};
+use super::history::{ProcessEnd, StatusView};
+use super::status::parse_status;
 
 /// `telosctl transfer --wait` gives a transfer this many seconds: far more
 /// than one takes (well under a second), so only a stuck one fails.
@@ -32,14 +42,31 @@ const TRANSFER_EXIT_TIMEOUT: Duration = Duration::from_secs(40);
 /// with the sampler that reads their RSS.
 pub type Pids = Arc<Mutex<BTreeMap<String, i32>>>;
 
-/// One shard's place in the cluster: its id, pinned address and boot zones
-/// stay the same across restarts.
+/// Shard incarnation (`shard-a#2`) → its metrics address, for every shard
+/// process running now (the sampler scrapes which zones each serves).
+pub type MetricsAddrs = Arc<Mutex<BTreeMap<String, String>>>;
+
+/// One shard's place in the cluster: its id, advertised address (its
+/// front proxy), boot zones and links stay the same across restarts.
 pub struct ShardSlot {
     pub id: String,
+    /// The advertised address: the front proxy before its gRPC listener.
     pub addr: String,
     pub boot_zones: Vec<String>,
+    /// Before the shard's gRPC listener: the gate and the peers dial this.
+    pub front: Proxy,
+    /// The shard's own way to Redis.
+    pub redis_link: Proxy,
+    /// The gRPC listener of the running incarnation (behind `front`).
+    listen: String,
+    metrics: String,
     proc_: Option<Proc>,
     incarnation: u32,
+    /// A superseded incarnation still around (restart-paused): paused or
+    /// stopping, never the one the front proxy leads to.
+    old: Option<(String, Proc)>,
+    /// The log of the last superseded incarnation (kept after it exits).
+    old_log: Option<PathBuf>,
 }
 
 impl ShardSlot {
@@ -47,6 +74,23 @@ impl ShardSlot {
     pub fn incarnation_name(&self) -> String {
         format!("{}#{}", self.id, self.incarnation)
     }
+}
+
+/// The process name without its incarnation: `shard-a#2` → `shard-a`.
+fn base_name(name: &str) -> &str {
+    name.split('#').next().unwrap_or(name)
+}
+
+/// Names a proxy's client connection by the process that opened it.
+fn classifier(pids: &Pids) -> Classifier {
+    let pids = pids.clone();
+    Arc::new(move |client, server| {
+        let now: Vec<(String, i32)> = lock(&pids)
+            .iter()
+            .map(|(n, p)| (base_name(n).to_string(), *p))
+            .collect();
+        crate::procfs::socket_owner(client, server, &now)
+    })
 }
 
 pub struct Cluster {
@@ -62,6 +106,7 @@ pub struct Cluster {
     gate_incarnation: u32,
     log_level: String,
     pids: Pids,
+    metrics: MetricsAddrs,
 }
 
 impl Cluster {
@@ -80,15 +125,32 @@ impl Cluster {
         crate::keys::generate(&keys)?;
         let zones = starter_zones();
         let n = shards as usize;
-        let slots = (0..n)
-            .map(|i| ShardSlot {
+        let pids = Pids::default();
+        let redis_addr = format!("127.0.0.1:{}", redis.port);
+        let rt = tokio::runtime::Handle::current();
+        let mut slots = Vec::new();
+        for i in 0..n {
+            let listen = format!("127.0.0.1:{}", free_port());
+            let front = rt.block_on(Proxy::start(
+                "127.0.0.1:0",
+                &listen,
+                Some(classifier(&pids)),
+            ))?;
+            let redis_link = rt.block_on(Proxy::start("127.0.0.1:0", &redis_addr, None))?;
+            slots.push(ShardSlot {
                 id: format!("shard-{}", (b'a' + i as u8) as char),
-                addr: format!("127.0.0.1:{}", free_port()),
+                addr: front.addr.to_string(),
                 boot_zones: zones.iter().skip(i).step_by(n).cloned().collect(),
+                front,
+                redis_link,
+                listen,
+                metrics: format!("127.0.0.1:{}", free_port()),
                 proc_: None,
                 incarnation: 0,
-            })
-            .collect();
+                old: None,
+                old_log: None,
+            });
+        }
         let mut cluster = Cluster {
             run_dir: run_dir.to_path_buf(),
             redis_url: redis.url.clone(),
@@ -101,7 +163,8 @@ impl Cluster {
             gate: None,
             gate_incarnation: 0,
             log_level: log_level.to_string(),
-            pids: Pids::default(),
+            pids,
+            metrics: MetricsAddrs::default(),
         };
         cluster.publish_redis_pid();
         for i in 0..n {
@@ -123,28 +186,117 @@ impl Cluster {
         self.shards.iter().position(|s| s.id == id)
     }
 
-    /// Start (or restart) shard `i` on its pinned address.
+    pub fn metrics_addrs(&self) -> MetricsAddrs {
+        self.metrics.clone()
+    }
+
+    /// Start (or restart) shard `i` behind its front proxy, dialling Redis
+    /// through its own link.
     pub fn start_shard(&mut self, i: usize) -> anyhow::Result<()> {
-        let url = self.redis_url.clone();
+        let proc_ = self.spawn_shard(i)?;
+        self.shards[i].proc_ = Some(proc_);
+        Ok(())
+    }
+
+    /// A new incarnation of shard `i` on its current listen and metrics
+    /// addresses, registered under its name.
+    fn spawn_shard(&mut self, i: usize) -> anyhow::Result<Proc> {
         let slot = &mut self.shards[i];
         slot.incarnation += 1;
         let name = slot.incarnation_name();
+        let url = format!("redis://{}", slot.redis_link.addr);
+        let extra = [
+            "--advertise-addr",
+            slot.addr.as_str(),
+            "--metrics-listen",
+            slot.metrics.as_str(),
+        ];
         let cmd = keyed_world_command(
             &slot.id,
             &url,
             &slot.boot_zones,
             &self.keys,
-            Some(&slot.addr),
-            &[] as &[&str],
+            Some(&slot.listen),
+            &extra,
         );
         let log = self
             .run_dir
             .join("logs")
             .join(format!("{}.{}.log", slot.id, slot.incarnation));
+        let metrics = slot.metrics.clone();
         let proc_ = Proc::spawn_logging_to(&name, self.configure(cmd), log)?;
-        lock(&self.pids).insert(name, proc_.pid());
+        lock(&self.pids).insert(name.clone(), proc_.pid());
+        lock(&self.metrics).insert(name, metrics);
+        Ok(proc_)
+    }
+
+    /// Start a second process of shard `i` (same id) on new gRPC and
+    /// metrics ports while the first still runs (paused, say); the front
+    /// proxy leads new connections to the new one. The first is kept as
+    /// the slot's superseded incarnation.
+    pub fn start_replacement(&mut self, i: usize) -> anyhow::Result<()> {
+        let old_name = self.shards[i].incarnation_name();
+        let old = self.shards[i]
+            .proc_
+            .take()
+            .context("no running process to replace")?;
+        self.shards[i].listen = format!("127.0.0.1:{}", free_port());
+        self.shards[i].metrics = format!("127.0.0.1:{}", free_port());
+        self.shards[i].front.set_upstream(&self.shards[i].listen);
+        self.shards[i].old_log = Some(old.log.clone());
+        self.shards[i].old = Some((old_name, old));
+        let proc_ = self.spawn_shard(i)?;
         self.shards[i].proc_ = Some(proc_);
         Ok(())
+    }
+
+    /// The superseded incarnation of shard `i`, if one is around.
+    pub fn old_pid(&self, i: usize) -> Option<i32> {
+        self.shards[i].old.as_ref().map(|(_, p)| p.pid())
+    }
+
+    /// Send `sig` to shard `i`'s superseded incarnation.
+    pub fn signal_old(&self, i: usize, sig: i32) {
+        if let Some((_, p)) = &self.shards[i].old {
+            p.signal(sig);
+        }
+    }
+
+    /// The superseded incarnation's exit status once it has exited (then
+    /// it is forgotten).
+    pub fn old_exit(&mut self, i: usize) -> anyhow::Result<Option<ExitStatus>> {
+        let Some((name, p)) = self.shards[i].old.as_mut() else {
+            return Ok(None);
+        };
+        let status = p.child.try_wait()?;
+        if status.is_some() {
+            let name = name.clone();
+            self.forget(&name);
+            self.shards[i].old = None;
+        }
+        Ok(status)
+    }
+
+    /// SIGKILL the superseded incarnation of shard `i` (and reap it).
+    pub fn kill_old(&mut self, i: usize) {
+        if let Some((name, mut p)) = self.shards[i].old.take() {
+            p.kill();
+            self.forget(&name);
+        }
+    }
+
+    /// The text of the last superseded incarnation's log.
+    pub fn old_log(&self, i: usize) -> String {
+        self.shards[i]
+            .old_log
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default()
+    }
+
+    fn forget(&self, name: &str) {
+        lock(&self.pids).remove(name);
+        lock(&self.metrics).remove(name);
     }
 
     pub fn shard_pid(&self, i: usize) -> Option<i32> {
@@ -166,8 +318,9 @@ impl Cluster {
         };
         let status = p.child.try_wait()?;
         if status.is_some() {
-            lock(&self.pids).remove(&slot.incarnation_name());
             slot.proc_ = None;
+            let name = slot.incarnation_name();
+            self.forget(&name);
         }
         Ok(status)
     }
@@ -177,7 +330,8 @@ impl Cluster {
         let slot = &mut self.shards[i];
         if let Some(mut p) = slot.proc_.take() {
             p.kill();
-            lock(&self.pids).remove(&slot.incarnation_name());
+            let name = slot.incarnation_name();
+            self.forget(&name);
         }
     }
 
@@ -311,51 +465,4 @@ impl Cluster {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// `telosctl status --json` → the checker's view of it.
-pub fn parse_status(json: &str) -> anyhow::Result<StatusView> {
-    let v: serde_json::Value = serde_json::from_str(json.trim()).context("status JSON")?;
-    let text = |v: &serde_json::Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
-    let shards = v["shards"]
-        .as_array()
-        .context("status: no shards")?
-        .iter()
-        .map(|s| StatusShard {
-            id: text(s, "id"),
-            state: text(s, "state"),
-            players: s["players"].as_u64().unwrap_or(0),
-        })
-        .collect();
-    let zones = v["zones"]
-        .as_array()
-        .context("status: no zones")?
-        .iter()
-        .map(|z| StatusZone {
-            id: text(z, "id"),
-            owner: z["owner"].as_str().map(str::to_string),
-            players: z["players"].as_u64().unwrap_or(0),
-            transfer: !z["transfer"].is_null(),
-        })
-        .collect();
-    Ok(StatusView { shards, zones })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn status_json_parses_as_the_contract_shapes_it() {
-        let json = r#"{"shards":[{"id":"shard-a","addr":"127.0.0.1:1","state":"live","players":2,"capacity":2000}],
-            "zones":[{"id":"city","owner":"shard-a","gen":3,"players":2,"transfer":null},
-                     {"id":"hills","owner":null,"gen":1,"players":0,"transfer":{"from":"a","to":"b","age_s":0.1}}]}"#;
-        let s = parse_status(json).unwrap();
-        assert_eq!(s.shards[0].state, "live");
-        assert_eq!(s.zones[0].owner.as_deref(), Some("shard-a"));
-        assert!(!s.zones[0].transfer);
-        assert_eq!(s.zones[1].owner, None);
-        assert!(s.zones[1].transfer);
-        assert!(parse_status("{}").is_err());
-    }
 }

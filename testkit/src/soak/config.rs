@@ -65,6 +65,26 @@ pub const CALM_MAX: Duration = Duration::from_secs(10);
 /// Play before the first fault: every bot has logged in and moved.
 pub const WARM_UP: Duration = Duration::from_secs(5);
 
+/// Calm between two faults in the overlap mode, counted from when the
+/// previous fault was undone (restart ready, SIGCONT, transfer done): the
+/// cluster is usually still re-homing or adopting zones then.
+pub const OVERLAP_CALM_MAX: Duration = Duration::from_secs(3);
+
+/// A superseded shard process (restart-paused), once continued, must stop
+/// within this: its leases ran out while it was paused, so it fences at
+/// once; the margin is for its shutdown.
+pub const SUPERSEDED_EXIT: Duration = Duration::from_secs(20);
+
+/// Two actors serving one zone (one shard or two) are a violation once
+/// they are seen together for longer than this: a handover between two
+/// shards may show both open for a moment to samplers that scrape one
+/// shard after the other, never for seconds.
+pub const SERVED_TWICE_GRACE: Duration = Duration::from_secs(2);
+
+/// How often the sampler scrapes every shard's `/metrics` for the zones it
+/// serves and their generations.
+pub const ACTORS_EVERY: Duration = Duration::from_millis(500);
+
 /// Login attempts per source IP the soak's gate allows: every bot connects
 /// from 127.0.0.1, so the per-IP limit meant for one attacker would throttle
 /// the whole population after a gate crash.
@@ -73,7 +93,68 @@ pub const GATE_LOGIN_BURST: u32 = 1000;
 /// The bots' password (letters and a dash; any 8+ characters do).
 pub const PASSWORD: &str = "soak-password";
 
-/// The fault kinds of issue 11's schedule.
+/// How faults follow each other (docs/soak.md, "Modes").
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    ValueEnum,
+    Serialize,
+    Deserialize,
+)]
+pub enum Mode {
+    /// One fault at a time, each after the cluster is healthy again.
+    #[default]
+    Healthy,
+    /// The next fault may come before the cluster is healthy again (while
+    /// zones are re-homed, adopted, transferred), often at the zone the
+    /// last one hit; still at most one shard down at a time.
+    Overlap,
+    /// Cut, one-way, slow and reset links instead of process faults.
+    Partition,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Healthy => "healthy",
+            Mode::Overlap => "overlap",
+            Mode::Partition => "partition",
+        }
+    }
+
+    /// The kinds a mode draws from unless `--faults` says otherwise.
+    pub fn default_kinds(self) -> Vec<FaultKind> {
+        use FaultKind::*;
+        match self {
+            Mode::Healthy => vec![Drain, Kill, Stop, Transfer, Redis, Gate],
+            Mode::Overlap => vec![
+                Drain,
+                Kill,
+                Stop,
+                Transfer,
+                Retransfer,
+                Redis,
+                Gate,
+                RestartPaused,
+            ],
+            Mode::Partition => vec![CutRedis, CutPeers, CutGate, OneWay, Slow, Reset],
+        }
+    }
+
+    /// Whether each fault waits for a healthy cluster first.
+    pub fn waits_for_health(self) -> bool {
+        self != Mode::Overlap
+    }
+}
+
+/// The fault kinds a schedule draws from.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, ValueEnum, Serialize, Deserialize,
 )]
@@ -90,16 +171,43 @@ pub enum FaultKind {
     Redis,
     /// SIGKILL the gate, restart it on the same port; bots log in again.
     Gate,
+    /// Transfer a zone A→B, then within seconds B→C.
+    Retransfer,
+    /// SIGSTOP a shard, start a second process with its id on a new port,
+    /// later SIGCONT the first: it must stop and write nothing.
+    RestartPaused,
+    /// Cut one shard's link to Redis (both ways), past the lease TTL.
+    CutRedis,
+    /// Cut one shard from every peer (both ways), Redis and the gate still
+    /// reachable.
+    CutPeers,
+    /// Cut the gate from one shard (both ways).
+    CutGate,
+    /// Hold one direction of one of a shard's links: requests land, their
+    /// answers do not come back (or the other way round).
+    OneWay,
+    /// Delay every byte of one of a shard's links by seconds.
+    Slow,
+    /// Reset every connection of one shard's links for a moment.
+    Reset,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 6] = [
+    pub const ALL: [FaultKind; 14] = [
         FaultKind::Drain,
         FaultKind::Kill,
         FaultKind::Stop,
         FaultKind::Transfer,
         FaultKind::Redis,
         FaultKind::Gate,
+        FaultKind::Retransfer,
+        FaultKind::RestartPaused,
+        FaultKind::CutRedis,
+        FaultKind::CutPeers,
+        FaultKind::CutGate,
+        FaultKind::OneWay,
+        FaultKind::Slow,
+        FaultKind::Reset,
     ];
 
     pub fn name(self) -> &'static str {
@@ -110,7 +218,26 @@ impl FaultKind {
             FaultKind::Transfer => "transfer",
             FaultKind::Redis => "redis",
             FaultKind::Gate => "gate",
+            FaultKind::Retransfer => "retransfer",
+            FaultKind::RestartPaused => "restart-paused",
+            FaultKind::CutRedis => "cut-redis",
+            FaultKind::CutPeers => "cut-peers",
+            FaultKind::CutGate => "cut-gate",
+            FaultKind::OneWay => "one-way",
+            FaultKind::Slow => "slow",
+            FaultKind::Reset => "reset",
         }
+    }
+
+    /// Whether a shard's lease is at stake: a player's answer may then
+    /// wait for the lease TTL beyond the fault (defect 5's rule: the
+    /// fault's duration plus the lease TTL plus 2 s). A transfer hands a
+    /// lease over in place and a gate crash holds none.
+    pub fn touches_a_lease(self) -> bool {
+        !matches!(
+            self,
+            FaultKind::Transfer | FaultKind::Retransfer | FaultKind::Gate
+        )
     }
 }
 
@@ -132,13 +259,16 @@ pub struct SoakArgs {
     /// World shards splitting the starter world (at least 3).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(3..=26))]
     pub shards: u32,
-    /// Fault kinds to draw from, comma separated.
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_value = "drain,kill,stop,transfer,redis,gate"
-    )]
+    /// How faults follow each other: `healthy` (each after the cluster is
+    /// healthy again), `overlap` (the next before it is, often at the same
+    /// zone), `partition` (links cut, held one way, slowed, reset).
+    #[arg(long, value_enum, default_value = "healthy")]
+    pub mode: Mode,
+    /// Fault kinds to draw from, comma separated [default: the mode's:
+    /// healthy drain,kill,stop,transfer,redis,gate; overlap adds
+    /// retransfer,restart-paused; partition
+    /// cut-redis,cut-peers,cut-gate,one-way,slow,reset].
+    #[arg(long, value_enum, value_delimiter = ',')]
     pub faults: Vec<FaultKind>,
     /// Voluntary logouts and logins (`quit`, reconnect, `connect`) the
     /// population may make in the whole run. Every login costs a shard
@@ -172,6 +302,15 @@ pub struct SoakArgs {
 }
 
 impl SoakArgs {
+    /// The kinds to draw from: `--faults`, else the mode's.
+    pub fn kinds(&self) -> Vec<FaultKind> {
+        if self.faults.is_empty() {
+            self.mode.default_kinds()
+        } else {
+            self.faults.clone()
+        }
+    }
+
     pub fn run_length(&self) -> Duration {
         Duration::from_secs_f64(self.minutes.max(0.0) * 60.0)
     }

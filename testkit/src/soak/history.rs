@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::clock::Ms;
-use super::config::FaultKind;
+use super::config::{FaultKind, Mode};
 
 /// What a bot does most of the time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -248,6 +248,9 @@ impl FaultRecord {
 /// A value sampled from Redis, recorded each time it changed.
 pub type Series = Vec<(Ms, Option<u64>)>;
 
+/// A zone lease's (owner, generation), recorded each time it changed.
+pub type LeaseSeries = Vec<(Ms, Option<(String, u64)>)>;
+
 /// What the sampler read from Redis and /proc during the run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Samples {
@@ -264,6 +267,46 @@ pub struct Samples {
     /// Sample rounds in which Redis answered (to say how dense the
     /// sampling was).
     pub rounds: u64,
+    /// The lease's (owner, generation) per zone, recorded on each change.
+    #[serde(default)]
+    pub lease: BTreeMap<String, LeaseSeries>,
+    /// Whether the cluster was healthy (every shard live, every zone leased
+    /// by a live shard, nothing moving), recorded on each change.
+    #[serde(default)]
+    pub healthy: Vec<(Ms, bool)>,
+    /// Every scrape of the shards' `/metrics` for the zones they serve.
+    #[serde(default)]
+    pub actors: Vec<ActorRound>,
+}
+
+/// One scrape of every shard process's `/metrics`: which zones each serves
+/// (`telos_zone_serving`), under which generation.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActorRound {
+    pub at: Ms,
+    /// Every (process incarnation, zone) with at least one serving actor.
+    pub serving: Vec<Serving>,
+    /// Processes that did not answer (paused, starting, gone).
+    pub silent: Vec<String>,
+}
+
+/// Zone actors serving on one process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Serving {
+    /// `shard-b#2`.
+    pub process: String,
+    pub zone: String,
+    /// Actors taking players for the zone there (more than 1 is a defect).
+    pub actors: u64,
+    /// The lease generation they hold (0: not confirmed yet).
+    pub generation: u64,
+}
+
+/// Record `value` at `t` if it differs from the last value recorded.
+pub fn record_if_changed<T: PartialEq>(series: &mut Vec<(Ms, T)>, t: Ms, value: T) {
+    if series.last().map(|(_, v)| v) != Some(&value) {
+        series.push((t, value));
+    }
 }
 
 /// Record `value` at `t` if it differs from the last value recorded.
@@ -321,6 +364,8 @@ pub struct EndState {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evidence {
     pub seed: u64,
+    #[serde(default)]
+    pub mode: Mode,
     /// The schedule as drawn, one line a fault.
     pub plan: Vec<String>,
     /// Unix milliseconds at the run's start (to read log timestamps).

@@ -16,13 +16,16 @@
 //! - [`population`] and [`player`]: who plays and how each bot plays.
 //! - [`client`] and [`classify`]: the recording connection, and which line
 //!   answered a command.
-//! - [`probe`] and [`sampler`]: Redis reads; fences, durable journals and
-//!   RSS sampled during the run.
+//! - [`probe`] and [`sampler`]: Redis reads; fences, health, durable
+//!   journals and RSS sampled during the run; [`actors`]: the zones each
+//!   shard process serves, from its `/metrics`.
 //! - [`history`]: the recorder's data, all the checker reads.
 //! - [`checker`]: the history checker.
 //! - [`report`]: what a run prints.
+//! - [`status`]: `telosctl status --json`, parsed.
 //! - [`stop`]: the run's stop flags and waiting on them.
 
+pub mod actors;
 pub mod checker;
 pub mod classify;
 pub mod client;
@@ -37,6 +40,7 @@ pub mod probe;
 pub mod report;
 pub mod sampler;
 pub mod schedule;
+pub mod status;
 pub mod stop;
 
 use std::path::{Path, PathBuf};
@@ -56,13 +60,14 @@ use self::clock::{Clock, secs};
 use self::cluster::Cluster;
 use self::config::{FINAL_GRACE, RECOVERY_TIMEOUT, STATUS_SETTLE, SoakArgs};
 use self::history::{CloseCause, EndState, Evidence};
-use self::player::{Ending, STAGGER, Shared};
+use self::player::{Ending, Shared};
 use self::probe::Probe;
 use self::schedule::Schedule;
 
-/// Every bot must have created its character within this (plus the
-/// stagger): a few dozen password hashes on 2 cores.
-const CREATE_TIMEOUT: Duration = Duration::from_secs(120);
+/// Setup fails when no bot has created its character for this long: one
+/// password hash takes tens of milliseconds, a login a stagger step apart
+/// from the next, so even a loaded machine logs one in within this.
+const CREATE_STALL: Duration = Duration::from_secs(60);
 /// The file a run's whole record is kept in.
 const HISTORY_FILE: &str = "history.json";
 const REPORT_FILE: &str = "report.txt";
@@ -83,12 +88,13 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
     let run_dir = args
         .run_dir
         .clone()
-        .unwrap_or_else(|| crate::process::repo_root().join(format!("target/soak/seed-{seed}")));
+        .unwrap_or_else(|| crate::process::repo_root().join(default_run_dir(args.mode, seed)));
     // Absolute: Redis opens its log relative to its own data folder.
     let run_dir = std::path::absolute(&run_dir).context("the run directory")?;
-    let schedule = Schedule::draw(seed, &args.faults, args.run_length());
+    let schedule = Schedule::draw(seed, &args.kinds(), args.run_length(), args.mode);
     println!(
-        "{} bots, {} shards, {} min of play, {} faults planned; run directory {}",
+        "mode {}: {} bots, {} shards, {} min of play, {} faults planned; run directory {}",
+        args.mode.name(),
         args.bots,
         args.shards,
         args.minutes,
@@ -143,17 +149,15 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
             ))
         })
         .collect();
-    let created_by = Instant::now() + CREATE_TIMEOUT + STAGGER * args.bots;
-    while shared.created.load(Ordering::Relaxed) < names.len() {
-        if Instant::now() > created_by {
-            let _ = finish_tx.send(Some(Instant::now()));
-            let _ = stop_tx.send(true);
-            bail!(
-                "the bots could not all log in within {}s",
-                CREATE_TIMEOUT.as_secs()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    let created =
+        crate::wait::until_count("the bots logging in", names.len(), CREATE_STALL, || {
+            shared.created.load(Ordering::Relaxed)
+        })
+        .await;
+    if let Err(e) = created {
+        let _ = finish_tx.send(Some(Instant::now()));
+        let _ = stop_tx.send(true);
+        return Err(e);
     }
     let setup_done = clock.now();
     println!(
@@ -167,6 +171,7 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
         probe.clone(),
         names.clone(),
         cluster.pids(),
+        cluster.metrics_addrs(),
         clock,
         sampling_rx,
     ));
@@ -175,8 +180,10 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
         cluster: &mut cluster,
         probe: &probe,
         clock,
+        mode: args.mode,
+        last_zone: None,
     };
-    let faults = driver.run(&schedule, play_end).await;
+    let mut faults = driver.run(&schedule, play_end).await;
     tokio::time::sleep_until(play_end).await;
     let stopped = clock.now();
     println!("play ended at {}; bots finishing", secs(stopped));
@@ -195,6 +202,9 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
     end.processes = cluster.processes_end();
     let _ = sampling_tx.send(true);
     let samples = sampler.await.context("the sampler panicked")?;
+    if !args.mode.waits_for_health() {
+        healthy_from_samples(&mut faults, &samples.healthy);
+    }
     // The quits get a finish of their own: the bots' may have run out.
     let _ = finish_tx.send(Some(Instant::now() + FINAL_GRACE));
     let quits: Vec<_> = endings
@@ -209,6 +219,7 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
 
     let evidence = Evidence {
         seed,
+        mode: args.mode,
         plan: schedule.lines(),
         start_unix_ms: clock.start_unix_ms(),
         setup_done,
@@ -228,6 +239,35 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
         );
     }
     Ok(passed)
+}
+
+/// `target/soak/seed-42` (healthy), `target/soak/overlap-seed-42`.
+fn default_run_dir(mode: config::Mode, seed: u64) -> String {
+    match mode {
+        config::Mode::Healthy => format!("target/soak/seed-{seed}"),
+        m => format!("target/soak/{}-seed-{seed}", m.name()),
+    }
+}
+
+/// A fault the driver did not wait out (the overlap mode) was healthy
+/// again at the first healthy sample after it was undone.
+fn healthy_from_samples(faults: &mut [history::FaultRecord], healthy: &[(clock::Ms, bool)]) {
+    for f in faults.iter_mut().filter(|f| f.healthy.is_none()) {
+        let after = f.restored.unwrap_or(f.start);
+        f.healthy = healthy
+            .iter()
+            .find(|(t, h)| *h && *t >= after)
+            .map(|(t, _)| *t)
+            .or_else(|| {
+                // Healthy already when it was undone, and still.
+                healthy
+                    .iter()
+                    .rev()
+                    .find(|(t, _)| *t <= after)
+                    .filter(|(_, h)| *h)
+                    .map(|_| after)
+            });
+    }
 }
 
 /// Check, print and store the report and history; whether it passed.

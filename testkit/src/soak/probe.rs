@@ -78,6 +78,8 @@ impl View {
 pub struct Round {
     pub zone_gen: BTreeMap<String, Option<u64>>,
     pub lease_gen: BTreeMap<String, Option<u64>>,
+    /// The lease's owner, read with its generation.
+    pub lease_owner: BTreeMap<String, Option<String>>,
     pub owner_epoch: BTreeMap<String, Option<u64>>,
     /// The last journal entry's text per bot (none: no row or no entry).
     pub journal_tail: BTreeMap<String, Option<String>>,
@@ -147,7 +149,10 @@ impl Probe {
         let mut pipe = redis::pipe();
         for z in &self.zones {
             pipe.get(format!("telos:zone:{z}:gen"));
-            pipe.hget(format!("telos:zone:{z}:lease"), "gen");
+            pipe.cmd("HMGET")
+                .arg(format!("telos:zone:{z}:lease"))
+                .arg("owner")
+                .arg("gen");
         }
         for n in names {
             pipe.hget(row_key(n), "owner_epoch");
@@ -163,7 +168,15 @@ impl Probe {
         let mut round = Round::default();
         for z in &self.zones {
             round.zone_gen.insert(z.clone(), opt_u64(values.next()));
-            round.lease_gen.insert(z.clone(), opt_u64(values.next()));
+            let lease: Vec<redis::Value> = values
+                .next()
+                .and_then(|v| redis::from_redis_value(v).ok())
+                .unwrap_or_default();
+            let mut lease = lease.into_iter();
+            round
+                .lease_owner
+                .insert(z.clone(), opt_string(lease.next()));
+            round.lease_gen.insert(z.clone(), opt_u64(lease.next()));
         }
         for n in names {
             round.owner_epoch.insert(n.clone(), opt_u64(values.next()));
@@ -291,6 +304,7 @@ mod tests {
         let round = probe.round(&names, true).await.unwrap();
         assert_eq!(round.zone_gen["city"], Some(4));
         assert_eq!(round.lease_gen["city"], Some(4));
+        assert_eq!(round.lease_owner["city"].as_deref(), Some("shard-a"));
         assert_eq!(round.owner_epoch["Ann"], Some(2));
         assert_eq!(round.owner_epoch["Bob"], None);
         assert_eq!(round.journal_tail["Ann"].as_deref(), Some("Ann 2"));

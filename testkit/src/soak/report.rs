@@ -83,7 +83,12 @@ impl Logs {
 /// The whole report.
 pub fn render(e: &Evidence, verdict: &Verdict, logs: &Logs, minutes: f64) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "== telos soak, seed {} ==", e.seed);
+    let _ = writeln!(
+        s,
+        "== telos soak, seed {}, mode {} ==",
+        e.seed,
+        e.mode.name()
+    );
     let _ = writeln!(s, "schedule (drawn from the seed):");
     if e.plan.is_empty() {
         let _ = writeln!(s, "  (no fault fits in the run)");
@@ -170,9 +175,10 @@ pub fn render(e: &Evidence, verdict: &Verdict, logs: &Logs, minutes: f64) -> Str
     }
     let _ = writeln!(
         s,
-        "result: {} (seed {}; reproduce with scripts/soak --seed {} --minutes {minutes})",
+        "result: {} (seed {}; reproduce with scripts/soak --mode {} --seed {} --minutes {minutes})",
         if verdict.passed() { "PASS" } else { "FAIL" },
         e.seed,
+        e.mode.name(),
         e.seed
     );
     s

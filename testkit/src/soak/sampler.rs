@@ -1,14 +1,15 @@
 //! The sampler: while the run plays, reads the fences (zone generation
-//! counters, lease generations, owner epochs) and the tail of every durable
-//! journal from Redis, and every process's RSS from /proc, recording each
-//! change for the checker.
+//! counters, lease owners and generations, owner epochs), the cluster's
+//! health and the tail of every durable journal from Redis, the zones every
+//! shard process serves from its `/metrics`, and every process's RSS from
+//! /proc, recording each change for the checker.
 
 use tokio::sync::watch;
 
 use super::clock::Clock;
-use super::cluster::Pids;
-use super::config::{RSS_EVERY, SAMPLE_EVERY};
-use super::history::{Samples, journal_number, record_change};
+use super::cluster::{MetricsAddrs, Pids};
+use super::config::{ACTORS_EVERY, RSS_EVERY, SAMPLE_EVERY};
+use super::history::{Samples, journal_number, record_change, record_if_changed};
 use super::probe::Probe;
 use super::stop::until_set;
 
@@ -21,14 +22,17 @@ pub async fn run(
     probe: Probe,
     names: Vec<String>,
     pids: Pids,
+    metrics: MetricsAddrs,
     clock: Clock,
     mut stop: watch::Receiver<bool>,
 ) -> Samples {
     let mut samples = Samples::default();
     let mut fences = tokio::time::interval(SAMPLE_EVERY);
     let mut rss = tokio::time::interval(RSS_EVERY);
+    let mut actors = tokio::time::interval(ACTORS_EVERY);
     fences.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     rss.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    actors.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut tick: u64 = 0;
     loop {
         tokio::select! {
@@ -37,9 +41,17 @@ pub async fn run(
                 tick += 1;
                 let tails = tick % TAIL_EVERY_ROUNDS == 1;
                 // Redis down (a fault) or slow: nothing to record this round.
+                if let Ok(view) = probe.view().await {
+                    record_if_changed(&mut samples.healthy, clock.now(), view.healthy());
+                }
                 if let Ok(round) = probe.round(&names, tails).await {
                     let t = clock.now();
                     samples.rounds += 1;
+                    for (z, owner) in &round.lease_owner {
+                        let generation = round.lease_gen.get(z).copied().flatten();
+                        let lease = owner.clone().zip(generation);
+                        record_if_changed(samples.lease.entry(z.clone()).or_default(), t, lease);
+                    }
                     for (z, v) in round.zone_gen {
                         record_change(samples.zone_gen.entry(z).or_default(), t, v);
                     }
@@ -54,6 +66,9 @@ pub async fn run(
                         record_change(samples.durable_tail.entry(n).or_default(), t, v);
                     }
                 }
+            }
+            _ = actors.tick() => {
+                samples.actors.push(super::actors::scrape_round(&metrics, clock).await);
             }
             _ = rss.tick() => {
                 let t = clock.now();

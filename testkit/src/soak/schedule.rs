@@ -10,7 +10,7 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 
-use super::config::{CALM_MAX, CALM_MIN, FaultKind, LEASE_TTL, WARM_UP};
+use super::config::{CALM_MAX, CALM_MIN, FaultKind, LEASE_TTL, Mode, OVERLAP_CALM_MAX, WARM_UP};
 
 /// Random streams derived from one seed: the schedule's and each bot's, so
 /// a bot's choices do not depend on how many the schedule drew.
@@ -42,7 +42,22 @@ fn hold_range(kind: FaultKind) -> (u64, u64) {
         FaultKind::Transfer => (0, 0),
         FaultKind::Redis => (500, 3_000),
         FaultKind::Gate => (200, 2_000),
+        // The gap between the two transfers: within seconds.
+        FaultKind::Retransfer => (0, 3_000),
+        // Paused past the TTL, the replacement started meanwhile.
+        FaultKind::RestartPaused => (ttl + 2_000, ttl + 8_000),
+        // Past the TTL: the shard must fence and its peers take over.
+        FaultKind::CutRedis => (ttl + 2_000, ttl + 6_000),
+        FaultKind::CutPeers | FaultKind::CutGate => (3_000, 10_000),
+        FaultKind::OneWay => (2_000, ttl + 4_000),
+        FaultKind::Slow => (5_000, 12_000),
+        FaultKind::Reset => (200, 1_500),
     }
+}
+
+/// A slow link's delay, drawn from the fault's `zone_pick`: 1–3 s.
+pub fn slow_delay(p: &Planned) -> Duration {
+    Duration::from_millis(1_000 + u64::from(p.zone_pick) % 2_001)
 }
 
 /// A rough duration of a fault beyond its hold (exit, restart, recovery),
@@ -54,6 +69,11 @@ fn expected_extra(kind: FaultKind) -> Duration {
         FaultKind::Transfer => 4,
         FaultKind::Redis => 3,
         FaultKind::Gate => 2,
+        FaultKind::Retransfer => 6,
+        FaultKind::RestartPaused => 8,
+        FaultKind::CutRedis | FaultKind::OneWay => 6,
+        FaultKind::CutPeers | FaultKind::CutGate | FaultKind::Slow => 4,
+        FaultKind::Reset => 3,
     })
 }
 
@@ -71,8 +91,12 @@ pub struct Planned {
     /// Chooses a transfer's zone: `zone_pick % zones.len()`.
     pub zone_pick: u32,
     /// Down or stopped for this long (kill, stop, redis, gate; a drained
-    /// shard's wait before its restart).
+    /// shard's wait before its restart; a link's fault; the gap between a
+    /// retransfer's two moves).
     pub hold: Duration,
+    /// Overlap mode: hit what the previous fault hit (its zone's shard now,
+    /// or its zone), rather than `pick`'s choice.
+    pub follow: bool,
 }
 
 impl fmt::Display for Planned {
@@ -85,12 +109,30 @@ impl fmt::Display for Planned {
             self.kind.name(),
             self.pick
         )?;
+        let hold = self.hold.as_secs_f64();
         match self.kind {
             FaultKind::Transfer => write!(f, " zone_pick={}", self.zone_pick),
-            FaultKind::Drain => write!(f, " restart after {:.1}s", self.hold.as_secs_f64()),
-            FaultKind::Stop => write!(f, " stopped {:.1}s", self.hold.as_secs_f64()),
-            _ => write!(f, " down {:.1}s", self.hold.as_secs_f64()),
+            FaultKind::Retransfer => {
+                write!(f, " zone_pick={} second after {hold:.1}s", self.zone_pick)
+            }
+            FaultKind::Drain => write!(f, " restart after {hold:.1}s"),
+            FaultKind::Stop | FaultKind::RestartPaused => write!(f, " stopped {hold:.1}s"),
+            FaultKind::Slow => write!(
+                f,
+                " link={} delay {:.1}s for {hold:.1}s",
+                self.zone_pick % 3,
+                slow_delay(self).as_secs_f64()
+            ),
+            FaultKind::OneWay => write!(f, " link={} for {hold:.1}s", self.zone_pick % 4),
+            FaultKind::CutRedis | FaultKind::CutPeers | FaultKind::CutGate | FaultKind::Reset => {
+                write!(f, " for {hold:.1}s")
+            }
+            _ => write!(f, " down {hold:.1}s"),
+        }?;
+        if self.follow {
+            write!(f, " (follows the last)")?;
         }
+        Ok(())
     }
 }
 
@@ -104,7 +146,11 @@ impl Schedule {
     /// Draw the faults that fit in `run` from `seed`, using only `kinds`.
     /// Kinds come from a shuffled deck (reshuffled when used up), so even a
     /// short run sees different kinds rather than one kind three times.
-    pub fn draw(seed: u64, kinds: &[FaultKind], run: Duration) -> Schedule {
+    /// The healthy and partition modes keep 4–10 s of calm after the
+    /// cluster is healthy again; the overlap mode only up to
+    /// [`OVERLAP_CALM_MAX`] after the last fault was undone, and half its
+    /// faults follow the last one.
+    pub fn draw(seed: u64, kinds: &[FaultKind], run: Duration, mode: Mode) -> Schedule {
         let mut rng = stream_rng(seed, SCHEDULE_STREAM);
         let mut kinds: Vec<FaultKind> = kinds.to_vec();
         kinds.sort();
@@ -121,13 +167,18 @@ impl Schedule {
                 deck.shuffle(&mut rng);
             }
             let kind = deck.pop().expect("refilled above");
-            let calm = Duration::from_millis(
-                rng.random_range(CALM_MIN.as_millis() as u64..=CALM_MAX.as_millis() as u64),
-            );
+            let (calm_lo, calm_hi) = match mode {
+                Mode::Overlap => (0, OVERLAP_CALM_MAX.as_millis() as u64),
+                _ => (CALM_MIN.as_millis() as u64, CALM_MAX.as_millis() as u64),
+            };
+            let calm = Duration::from_millis(rng.random_range(calm_lo..=calm_hi));
             let (lo, hi) = hold_range(kind);
             let hold = Duration::from_millis(rng.random_range(lo..=hi));
             let pick = rng.random::<u32>();
             let zone_pick = rng.random::<u32>();
+            // Drawn only in the overlap mode: the other modes' schedules
+            // stay what their seeds always drew.
+            let follow = mode == Mode::Overlap && rng.random_bool(0.5);
             let first = faults.is_empty();
             let calm_before = if first { Duration::ZERO } else { calm };
             elapsed += calm_before + hold + expected_extra(kind);
@@ -145,6 +196,7 @@ impl Schedule {
                 pick,
                 zone_pick,
                 hold,
+                follow: follow && !first,
             });
         }
         Schedule { faults }
@@ -164,16 +216,19 @@ mod tests {
 
     #[test]
     fn the_same_seed_draws_the_same_schedule() {
-        let a = Schedule::draw(7, &FaultKind::ALL, 3 * MINUTE);
-        let b = Schedule::draw(7, &FaultKind::ALL, 3 * MINUTE);
+        let a = Schedule::draw(7, &FaultKind::ALL, 3 * MINUTE, Mode::Healthy);
+        let b = Schedule::draw(7, &FaultKind::ALL, 3 * MINUTE, Mode::Healthy);
         assert_eq!(a, b);
-        assert_ne!(a, Schedule::draw(8, &FaultKind::ALL, 3 * MINUTE));
+        assert_ne!(
+            a,
+            Schedule::draw(8, &FaultKind::ALL, 3 * MINUTE, Mode::Healthy)
+        );
         assert!(a.faults.len() >= 6, "{:?}", a.lines());
     }
 
     #[test]
     fn every_kind_comes_once_per_deck_and_holds_stay_in_range() {
-        let s = Schedule::draw(42, &FaultKind::ALL, 30 * MINUTE);
+        let s = Schedule::draw(42, &FaultKind::ALL, 30 * MINUTE, Mode::Healthy);
         for deck in s.faults.chunks(FaultKind::ALL.len()) {
             if deck.len() < FaultKind::ALL.len() {
                 continue;
@@ -196,18 +251,68 @@ mod tests {
 
     #[test]
     fn only_the_chosen_kinds_and_nothing_when_none_fit() {
-        let s = Schedule::draw(1, &[FaultKind::Gate, FaultKind::Redis], 5 * MINUTE);
+        let s = Schedule::draw(
+            1,
+            &[FaultKind::Gate, FaultKind::Redis],
+            5 * MINUTE,
+            Mode::Healthy,
+        );
         assert!(
             s.faults
                 .iter()
                 .all(|p| matches!(p.kind, FaultKind::Gate | FaultKind::Redis))
         );
         assert!(
-            Schedule::draw(1, &FaultKind::ALL, Duration::from_secs(3))
+            Schedule::draw(1, &FaultKind::ALL, Duration::from_secs(3), Mode::Healthy)
                 .faults
                 .is_empty()
         );
-        assert!(Schedule::draw(1, &[], 5 * MINUTE).faults.is_empty());
+        assert!(
+            Schedule::draw(1, &[], 5 * MINUTE, Mode::Healthy)
+                .faults
+                .is_empty()
+        );
+    }
+
+    /// The modes' schedules: healthy as it always was for a seed (scripts
+    /// and notes name seeds), overlap with short calms and followers.
+    #[test]
+    fn the_overlap_mode_keeps_calms_short_and_follows_and_healthy_is_unchanged() {
+        let kinds = Mode::Healthy.default_kinds();
+        let s = Schedule::draw(10, &kinds, MINUTE, Mode::Healthy);
+        let names: Vec<&str> = s.faults.iter().map(|p| p.kind.name()).collect();
+        assert_eq!(names, ["transfer", "kill", "gate", "stop", "redis"]);
+        assert!(s.faults.iter().all(|p| !p.follow));
+        let o = Schedule::draw(
+            10,
+            &Mode::Overlap.default_kinds(),
+            10 * MINUTE,
+            Mode::Overlap,
+        );
+        assert!(
+            o.faults
+                .iter()
+                .skip(1)
+                .all(|p| p.calm_before <= OVERLAP_CALM_MAX)
+        );
+        assert!(o.faults.iter().any(|p| p.follow));
+        assert!(o.faults.iter().any(|p| p.kind == FaultKind::RestartPaused));
+        let p = Schedule::draw(
+            10,
+            &Mode::Partition.default_kinds(),
+            10 * MINUTE,
+            Mode::Partition,
+        );
+        for k in Mode::Partition.default_kinds() {
+            assert!(
+                p.faults.iter().any(|f| f.kind == k),
+                "{k:?}: {:?}",
+                p.lines()
+            );
+        }
+        let slow = p.faults.iter().find(|f| f.kind == FaultKind::Slow).unwrap();
+        let d = slow_delay(slow);
+        assert!(d >= Duration::from_secs(1) && d <= Duration::from_secs(3));
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Every command answered within its bound — 2 s beyond the fault in
-//! progress (a login: [`LOGIN_BOUND`]) — and in the shape the contract
+//! progress, plus the lease TTL when the fault put a shard's lease at
+//! stake (issue 17, defect 5's rule; a login: [`LOGIN_BOUND`] instead of
+//! the 2 s) — and in the shape the contract
 //! gives it: a move answers the new room or a line starting `You can't go
 //! that way`. A connection may only be closed by a gate crash, a `quit`,
 //! or while its bot was not reading (the gate drops a stuck client).
@@ -105,7 +107,7 @@ fn check_command(bot: &BotHistory, c: &CommandRecord, faults: &Faults) -> Vec<Vi
         ANSWER_BOUND
     };
     let from = c.read_from.unwrap_or(c.sent);
-    let deadline = faults.deadline(from, bound.as_millis() as Ms);
+    let deadline = faults.answer_deadline(from, bound.as_millis() as Ms);
     let excerpt: Vec<String> = c
         .excerpt
         .iter()

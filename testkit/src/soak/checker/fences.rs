@@ -1,7 +1,8 @@
 //! Fences never go back: a zone's generation counter, its lease's
 //! generation and every character's `owner_epoch`, as sampled from Redis
-//! during the run; and a lease never carries a generation above the
-//! counter it was minted from.
+//! during the run; a lease never carries a generation above the counter it
+//! was minted from; and a lease that changes owner carries a generation
+//! above every one the zone had before.
 
 use std::collections::BTreeMap;
 
@@ -35,6 +36,9 @@ pub fn check(e: &Evidence, faults: &Faults) -> CheckResult {
             continue;
         };
         violations.extend(above_counter(zone, lease, counter, faults));
+    }
+    for (zone, leases) in &s.lease {
+        violations.extend(new_owner_not_above(zone, leases, faults));
     }
     CheckResult {
         name: "fences",
@@ -76,6 +80,43 @@ fn went_back(what: &str, key: &str, series: &Series, faults: &Faults) -> Vec<Vio
             Some((_, h)) if v == h => {}
             _ => high = Some((*t, v)),
         }
+    }
+    out
+}
+
+/// A lease taken by a new owner at a generation not above every one seen
+/// before: two owners could then write under one token.
+fn new_owner_not_above(
+    zone: &str,
+    leases: &[(Ms, Option<(String, u64)>)],
+    faults: &Faults,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let mut last: Option<(&str, u64, Ms)> = None;
+    let mut high = 0u64;
+    for (t, lease) in leases {
+        let Some((owner, g)) = lease else { continue };
+        if let Some((prev, pg, then)) = last
+            && prev != owner
+            && *g <= high
+        {
+            out.push(Violation {
+                check: "fences",
+                kind: "new lease owner without a higher generation".into(),
+                bot: None,
+                at: Some(*t),
+                window: Some((then, *t)),
+                detail: format!(
+                    "zone {zone}: {prev} held gen {pg} (seen {}), then {owner} gen {g} at {} ({})",
+                    secs(then),
+                    secs(*t),
+                    faults.describe(*t)
+                ),
+                excerpt: Vec::new(),
+            });
+        }
+        high = high.max(*g);
+        last = Some((owner.as_str(), *g, *t));
     }
     out
 }

@@ -8,13 +8,19 @@
 //!   order; after a gate crash only an unsaved suffix may be missing.
 //! - [`answers`]: every command answered within its bound, in the shape
 //!   the contract gives it; connections closed only by a fault.
-//! - [`fences`]: lease generations and owner epochs never go back.
+//! - [`fences`]: lease generations and owner epochs never go back; a new
+//!   lease owner holds a generation above every one before.
+//! - [`actors`]: at most one actor serves a zone at a time, and zones are
+//!   served under generations that only go up, across processes.
 //! - [`end_state`]: processes alive, RSS bounded, `telosctl status` and
 //!   every bot's `where` agreeing, durable rows equal to the listings, and
 //!   the fault driver's own findings (a drain's exit, a failed transfer).
 //! - `findings` (what a check reports) and `windows` (the faults as time
 //!   windows): the leaves every check uses. This root only runs the checks.
 
+#[cfg(test)]
+mod actor_tests;
+mod actors;
 mod answers;
 pub mod end_state;
 mod fences;
@@ -38,6 +44,7 @@ pub fn check(e: &Evidence) -> Verdict {
             journal::check(e, &faults),
             answers::check(e, &faults),
             fences::check(e, &faults),
+            actors::check(e, &faults),
             end_state::check(e),
         ],
     }

@@ -11,7 +11,7 @@ const NAME: &str = "Walkaa";
 /// A bot that wrote journal lines `1..=n`, each sent at `10 * n` s and
 /// acknowledged 50 ms later, all on connection 0, and whose final listing
 /// holds `listed` (line numbers).
-fn bot(n: u64, listed: &[u64]) -> BotHistory {
+pub(super) fn bot(n: u64, listed: &[u64]) -> BotHistory {
     let mut b = BotHistory::new(NAME, Role::Walker);
     b.sessions.push(Session {
         opened: 0,
@@ -40,7 +40,7 @@ fn bot(n: u64, listed: &[u64]) -> BotHistory {
     b
 }
 
-fn command(kind: Kind, sent: Ms, answer: Option<(Ms, Answer)>) -> CommandRecord {
+pub(super) fn command(kind: Kind, sent: Ms, answer: Option<(Ms, Answer)>) -> CommandRecord {
     CommandRecord {
         session: 0,
         line: "x".into(),
@@ -55,7 +55,7 @@ fn command(kind: Kind, sent: Ms, answer: Option<(Ms, Answer)>) -> CommandRecord 
     }
 }
 
-fn fault(id: usize, kind: FaultKind, start: Ms, end: Ms) -> FaultRecord {
+pub(super) fn fault(id: usize, kind: FaultKind, start: Ms, end: Ms) -> FaultRecord {
     FaultRecord {
         id,
         kind,
@@ -69,7 +69,7 @@ fn fault(id: usize, kind: FaultKind, start: Ms, end: Ms) -> FaultRecord {
     }
 }
 
-fn status() -> StatusView {
+pub(super) fn status() -> StatusView {
     StatusView {
         shards: vec![StatusShard {
             id: "shard-a".into(),
@@ -85,7 +85,7 @@ fn status() -> StatusView {
     }
 }
 
-fn evidence(bots: Vec<BotHistory>) -> Evidence {
+pub(super) fn evidence(bots: Vec<BotHistory>) -> Evidence {
     Evidence {
         seed: 1,
         bots,
@@ -99,7 +99,7 @@ fn evidence(bots: Vec<BotHistory>) -> Evidence {
     }
 }
 
-fn kinds(v: &Verdict) -> Vec<String> {
+pub(super) fn kinds(v: &Verdict) -> Vec<String> {
     v.violations().map(|v| v.kind.clone()).collect()
 }
 

@@ -3,7 +3,7 @@
 //! checks use to excuse or explain what they find.
 
 use super::super::clock::{Ms, secs};
-use super::super::config::{ANSWER_BOUND, FaultKind};
+use super::super::config::{ANSWER_BOUND, FaultKind, LEASE_TTL};
 use super::super::history::FaultRecord;
 
 /// The faults of a run as time windows.
@@ -31,13 +31,42 @@ impl<'a> Faults<'a> {
 
     /// The deadline of something started at `from` with `bound`: the bound
     /// runs beyond every fault in progress, i.e. each stretch of a fault
-    /// window between `from` and the deadline pushes the deadline out.
+    /// window between `from` and the deadline pushes the deadline out
+    /// (overlapping windows count once).
     pub fn deadline(&self, from: Ms, bound: Ms) -> Ms {
+        self.deadline_with(from, bound, 0)
+    }
+
+    /// A command's answer deadline (issue 17, defect 5's rule): within the
+    /// faults' duration plus 2 s, plus the lease TTL when one of the faults
+    /// it waited through put a shard's lease at stake (a lease must run out
+    /// before a peer may serve the zone).
+    pub fn answer_deadline(&self, from: Ms, bound: Ms) -> Ms {
+        self.deadline_with(from, bound, LEASE_TTL.as_millis() as Ms)
+    }
+
+    fn deadline_with(&self, from: Ms, bound: Ms, ttl: Ms) -> Ms {
         let mut deadline = from + bound;
+        let mut covered = from;
+        let mut lease = false;
+        // By start: a window starting past the deadline ends the walk, as
+        // every later one starts later still.
         for f in &self.list {
             let (a, b) = self.window(f);
-            if a < deadline && b > from {
-                deadline += b - a.max(from);
+            if a >= deadline {
+                break;
+            }
+            if b <= from {
+                continue;
+            }
+            let start = a.max(covered);
+            if b > start {
+                deadline += b - start;
+                covered = b;
+            }
+            if !lease && f.kind.touches_a_lease() {
+                lease = true;
+                deadline += ttl;
             }
         }
         deadline
@@ -47,6 +76,12 @@ impl<'a> Faults<'a> {
     /// bound before it.
     pub fn around(&self, t: Ms) -> Option<&'a FaultRecord> {
         self.find(t, |_| true)
+    }
+
+    /// Whether a Redis crash's window (kill to restart, plus one answer
+    /// bound) holds `t`.
+    pub fn redis_crash_at(&self, t: Ms) -> bool {
+        self.find(t, |f| f.kind == FaultKind::Redis).is_some()
     }
 
     /// The gate crash whose window (kill to restart, plus one answer

@@ -111,7 +111,14 @@ impl ZoneActor {
             self.row.holder,
             &bytes,
         );
-        let outcome = match tokio::time::timeout(SAVE_TIMEOUT, save).await {
+        // Never wait on Redis past the lease's local deadline: a zone cut
+        // from Redis must fence by then (a peer may serve it just after),
+        // not sit in a save while still counted as serving. The save
+        // itself is fenced by the generation in Redis either way.
+        let until = self.lease.as_ref().map_or(started + SAVE_TIMEOUT, |l| {
+            l.deadline().min(started + SAVE_TIMEOUT)
+        });
+        let outcome = match tokio::time::timeout_at(until, save).await {
             Ok(Ok(Ok(()))) => {
                 metrics::counter!("telos_zone_state_total", "outcome" => "saved").increment(1);
                 metrics::histogram!("telos_zone_state_save_seconds")
@@ -126,7 +133,7 @@ impl ZoneActor {
                 return false;
             }
             Ok(Err(e)) => e.to_string(),
-            Err(_) => format!("no answer within {SAVE_TIMEOUT:?}"),
+            Err(_) => format!("no answer within {:?}", until - started),
         };
         metrics::counter!("telos_zone_state_total", "outcome" => "failed").increment(1);
         warn!(zone = %self.id, error = outcome, "zone state save failed; retried at the next cadence");

@@ -115,8 +115,19 @@ fn spawn_zone_with(
         row: ZoneRow::new(),
     };
     slot.install(handle.clone());
+    if actor.lease.is_some() {
+        count_serving(&actor.id, 1.0);
+    }
     tracker.spawn(actor.run(rx));
     handle
+}
+
+/// `telos_zone_serving{zone}`: actors of a leased zone here that take
+/// players ([`Phase::Open`]); `telos_zone_generation{zone}`: the lease
+/// generation they hold. Read from outside (the soak checks that no zone
+/// is served twice at once, nor under one generation by two processes).
+fn count_serving(zone: &str, delta: f64) {
+    metrics::gauge!("telos_zone_serving", "zone" => zone.to_string()).increment(delta);
 }
 
 /// Why a player leaves the zone for good.
@@ -191,15 +202,21 @@ impl ZoneActor {
                         break;
                     }
                 }
-                _ = save.tick() => {
+                // Past the lease's local deadline the cadence saves nothing:
+                // the fence saves what is still ours, and a zone cut from
+                // Redis must not sit in saves while a peer takes it over.
+                _ = save.tick(), if self.lease_valid() => {
                     self.save_all(false).await;
-                    if !self.phase.is_sealed() {
+                    if !self.phase.is_sealed() && self.lease_valid() {
                         self.save_state().await;
                     }
                 }
             }
         }
         self.env.hosted.remove_if(&self.handle);
+        if self.lease.is_some() && matches!(self.phase, Phase::Open) {
+            count_serving(&self.id, -1.0);
+        }
         // Refuse whatever is still queued so no caller waits forever.
         rx.close();
         while let Ok(msg) = rx.try_recv() {
@@ -240,6 +257,9 @@ impl ZoneActor {
     /// players once it leaves [`Phase::Open`] (it never goes back).
     fn enter_phase(&mut self, phase: Phase) {
         let open = matches!(phase, Phase::Open);
+        if !open && self.lease.is_some() && matches!(self.phase, Phase::Open) {
+            count_serving(&self.id, -1.0);
+        }
         self.phase = phase;
         self.handle.stopping.store(!open, Ordering::SeqCst);
     }
@@ -247,7 +267,13 @@ impl ZoneActor {
     /// Fenced or shutting down: take no more players, keeping a drain under
     /// way (see [`Phase::Stopping`]).
     fn stop(&mut self) {
-        let drain = match std::mem::replace(&mut self.phase, Phase::Open) {
+        // The placeholder keeps whether the zone was open, which
+        // `enter_phase` reads.
+        let placeholder = match self.phase {
+            Phase::Open => Phase::Open,
+            _ => Phase::Finished,
+        };
+        let drain = match std::mem::replace(&mut self.phase, placeholder) {
             Phase::Draining(d) => Some(d),
             _ => None,
         };
@@ -379,6 +405,10 @@ impl ZoneActor {
     }
 
     async fn on_tick(&mut self) {
+        if let Some(lease) = self.lease.as_ref().filter(|l| l.is_confirmed()) {
+            metrics::gauge!("telos_zone_generation", "zone" => self.id.clone())
+                .set(lease.generation() as f64);
+        }
         if matches!(self.phase, Phase::Sealed) {
             // The zone's state is final: the game's clock stands still.
             if self.lease_lost() {

@@ -137,6 +137,12 @@ impl ZoneActor {
             .collect();
         let settle_by = settle.then(|| Instant::now() + SETTLE_BOUND);
         for key in keys {
+            // A cadence save stops at the lease's local deadline (one save
+            // in flight at most runs past it); a settling save (a stop, a
+            // fence) saves whatever the epochs still let it.
+            if !settle && !self.lease_valid() {
+                break;
+            }
             self.save_as(&key, settle_by).await;
         }
     }

@@ -171,6 +171,7 @@ async fn a_join_from_a_row_in_another_zone_is_routed_again() -> anyhow::Result<(
         wedged: false,
         persist_id: "pid-2".into(),
         commit: None,
+        chat: Default::default(),
     };
     let attached = Attached {
         ack_input_seq: 4,

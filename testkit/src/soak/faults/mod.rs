@@ -1,7 +1,16 @@
 //! The fault driver: carries out the schedule against the cluster, one
-//! fault at a time (so at most one shard is ever down), each followed by a
-//! wait until the cluster is healthy again, and records every fault's
-//! window for the checker.
+//! fault at a time (so at most one shard is ever down), each followed — in
+//! the healthy and partition modes — by a wait until the cluster is
+//! healthy again, and records every fault's window for the checker.
+//!
+//! # Layout
+//! - this root: the driver, process faults (drain, kill, stop, Redis, the
+//!   gate) and transfers;
+//! - [`links`]: partitions through the cluster's proxies;
+//! - [`replace`]: a restart while the old process is paused.
+
+mod links;
+mod replace;
 
 use std::time::Duration;
 
@@ -9,7 +18,7 @@ use tokio::time::Instant;
 
 use super::clock::{Clock, Ms};
 use super::cluster::Cluster;
-use super::config::{DRAIN_EXIT_TIMEOUT, FaultKind, RECOVERY_TIMEOUT, WARM_UP};
+use super::config::{DRAIN_EXIT_TIMEOUT, FaultKind, Mode, RECOVERY_TIMEOUT, WARM_UP};
 use super::history::FaultRecord;
 use super::probe::{Probe, View};
 use super::schedule::{Planned, Schedule};
@@ -24,13 +33,16 @@ pub struct Driver<'a> {
     pub cluster: &'a mut Cluster,
     pub probe: &'a Probe,
     pub clock: Clock,
+    pub mode: Mode,
+    /// The zone the last fault hit (a follower hits it again).
+    pub last_zone: Option<String>,
 }
 
 impl Driver<'_> {
     /// Run `schedule` until it is done or play ends at `end`. Stops early
     /// (returning what was done) if the cluster does not recover.
     pub async fn run(&mut self, schedule: &Schedule, end: Instant) -> Vec<FaultRecord> {
-        let mut done = Vec::new();
+        let mut done: Vec<FaultRecord> = Vec::new();
         tokio::time::sleep(WARM_UP).await;
         for p in &schedule.faults {
             tokio::time::sleep(p.calm_before).await;
@@ -38,12 +50,23 @@ impl Driver<'_> {
                 break;
             }
             let rec = self.inject(p).await;
-            let recovered = rec.healthy.is_some();
+            let recovered = !self.mode.waits_for_health() || rec.healthy.is_some();
             println!("  {}", summary(&rec));
             done.push(rec);
             if !recovered {
                 break;
             }
+        }
+        // Overlapping faults were not waited out: the last one is.
+        if !self.mode.waits_for_health()
+            && let Some(last) = done.last_mut()
+            && self.wait_healthy().await.is_none()
+        {
+            let now = self.view().await;
+            last.problems.push(format!(
+                "the cluster was not healthy {}s after the last fault: {now:?}",
+                RECOVERY_TIMEOUT.as_secs()
+            ));
         }
         done
     }
@@ -66,11 +89,25 @@ impl Driver<'_> {
             FaultKind::Kill => self.kill(p, &view, &mut rec).await,
             FaultKind::Stop => self.stop(p, &view, &mut rec).await,
             FaultKind::Transfer => self.transfer(p, &view, &mut rec).await,
+            FaultKind::Retransfer => self.retransfer(p, &view, &mut rec).await,
             FaultKind::Redis => self.redis(p, &mut rec).await,
             FaultKind::Gate => self.gate(p, &mut rec).await,
+            FaultKind::RestartPaused => self.restart_paused(p, &view, &mut rec).await,
+            FaultKind::CutRedis
+            | FaultKind::CutPeers
+            | FaultKind::CutGate
+            | FaultKind::OneWay
+            | FaultKind::Slow
+            | FaultKind::Reset => self.link(p, &view, &mut rec).await,
         };
         if let Err(e) = result {
             rec.problems.push(format!("{e:#}"));
+        }
+        if !self.mode.waits_for_health() {
+            // The next fault comes before the cluster is healthy again; the
+            // window ends at the next healthy sample (filled in from the
+            // sampler's record after the run).
+            return rec;
         }
         rec.healthy = self.wait_healthy().await;
         if rec.healthy.is_none() {
@@ -102,9 +139,19 @@ impl Driver<'_> {
         None
     }
 
-    /// The shard a shard fault hits: `pick` among the shards hosting a zone
-    /// (a fault on an empty shard tests little), else among all.
+    /// The shard a shard fault hits: a follower's the one serving the
+    /// last fault's zone (if a live one does), else `pick` among the
+    /// shards hosting a zone (a fault on an empty shard tests little), else
+    /// among all.
     fn pick_shard(&self, p: &Planned, view: &View) -> usize {
+        if p.follow
+            && let Some(z) = &self.last_zone
+            && let Some(Some(owner)) = view.owners.get(z)
+            && view.is_live(owner)
+            && let Some(i) = self.cluster.shard_index(owner)
+        {
+            return i;
+        }
         let hosting: Vec<usize> = (0..self.cluster.shards.len())
             .filter(|i| !view.zones_of(&self.cluster.shards[*i].id).is_empty())
             .collect();
@@ -117,13 +164,28 @@ impl Driver<'_> {
     }
 
     /// [`pick_shard`](Self::pick_shard), recorded as the fault's target
-    /// with the zones it hosts.
-    fn hit_shard(&self, p: &Planned, view: &View, rec: &mut FaultRecord) -> usize {
+    /// with the zones it hosts (the first becomes the last zone hit).
+    fn hit_shard(&mut self, p: &Planned, view: &View, rec: &mut FaultRecord) -> usize {
         let i = self.pick_shard(p, view);
         rec.target = self.cluster.shards[i].id.clone();
-        rec.notes
-            .push(format!("zones {:?}", view.zones_of(&rec.target)));
+        let zones = view.zones_of(&rec.target);
+        if let Some(z) = zones.first() {
+            self.last_zone = Some(z.clone());
+        }
+        rec.notes.push(format!("zones {zones:?}"));
         i
+    }
+
+    /// The zone a transfer moves: a follower's the last fault's zone, else
+    /// `zone_pick`'s.
+    fn pick_zone(&mut self, p: &Planned) -> String {
+        let zones = &self.cluster.zones;
+        let zone = match (&self.last_zone, p.follow) {
+            (Some(z), true) => z.clone(),
+            _ => zones[p.zone_pick as usize % zones.len()].clone(),
+        };
+        self.last_zone = Some(zone.clone());
+        zone
     }
 
     fn restart_shard(&mut self, i: usize, rec: &mut FaultRecord) -> anyhow::Result<()> {
@@ -233,26 +295,63 @@ impl Driver<'_> {
         view: &View,
         rec: &mut FaultRecord,
     ) -> anyhow::Result<()> {
-        let zones = &self.cluster.zones;
-        let zone = zones[p.zone_pick as usize % zones.len()].clone();
-        let owner = view
-            .owners
-            .get(&zone)
-            .cloned()
-            .flatten()
-            .unwrap_or_default();
+        let zone = self.pick_zone(p);
+        let owner = owner_of(view, &zone);
+        let to = self.transfer_target(view, &[&owner], p.pick)?;
+        rec.target = format!("{zone} {owner}->{to}");
+        self.move_zone(&zone, &to).await?;
+        rec.restored = Some(self.clock.now());
+        Ok(())
+    }
+
+    /// A zone moved A→B, then after `hold` B→C (C another than A when
+    /// there is one): the second move lands while the first one's players
+    /// are still arriving.
+    async fn retransfer(
+        &mut self,
+        p: &Planned,
+        view: &View,
+        rec: &mut FaultRecord,
+    ) -> anyhow::Result<()> {
+        let zone = self.pick_zone(p);
+        let a = owner_of(view, &zone);
+        let b = self.transfer_target(view, &[&a], p.pick)?;
+        rec.target = format!("{zone} {a}->{b}");
+        self.move_zone(&zone, &b).await?;
+        let first = self.clock.now();
+        tokio::time::sleep(p.hold).await;
+        let now = self.view().await;
+        let c = self
+            .transfer_target(&now, &[&b, &a], p.pick / 7)
+            .or_else(|_| self.transfer_target(&now, &[&b], p.pick / 7))?;
+        rec.target = format!("{zone} {a}->{b}->{c}");
+        self.move_zone(&zone, &c).await?;
+        let t = self.clock.now();
+        rec.notes.push(format!(
+            "moved to {b} at {}, to {c} at {}",
+            super::clock::secs(first),
+            super::clock::secs(t)
+        ));
+        rec.restored = Some(t);
+        Ok(())
+    }
+
+    /// `pick` among the live shards not in `not`.
+    fn transfer_target(&self, view: &View, not: &[&str], pick: u32) -> anyhow::Result<String> {
         let targets: Vec<String> = self
             .cluster
             .shards
             .iter()
             .map(|s| s.id.clone())
-            .filter(|s| *s != owner && view.is_live(s))
+            .filter(|s| !not.contains(&s.as_str()) && view.is_live(s))
             .collect();
-        anyhow::ensure!(!targets.is_empty(), "no live shard to transfer {zone} to");
-        let to = targets[p.pick as usize % targets.len()].clone();
-        rec.target = format!("{zone} {owner}->{to}");
-        let done = tokio::task::block_in_place(|| self.cluster.transfer(&zone, &to))?;
-        rec.restored = Some(self.clock.now());
+        anyhow::ensure!(!targets.is_empty(), "no live shard outside {not:?}");
+        Ok(targets[pick as usize % targets.len()].clone())
+    }
+
+    /// `telosctl transfer ZONE --to SHARD --wait`, failing when it did.
+    async fn move_zone(&self, zone: &str, to: &str) -> anyhow::Result<()> {
+        let done = tokio::task::block_in_place(|| self.cluster.transfer(zone, to))?;
         if !done.success() {
             anyhow::bail!(
                 "telosctl transfer {zone} --to {to} --wait failed ({}): {}",
@@ -282,6 +381,11 @@ impl Driver<'_> {
         rec.window_end = Some(t);
         Ok(())
     }
+}
+
+/// The shard leasing `zone` in `view` ("" when none does).
+fn owner_of(view: &View, zone: &str) -> String {
+    view.owners.get(zone).cloned().flatten().unwrap_or_default()
 }
 
 /// CONTRACT.md: a drained shard's last log line is its drain summary.

@@ -1,0 +1,111 @@
+//! Partitions: one shard's links cut, held one way, slowed or reset through
+//! the cluster's proxies (`cluster`), then healed. What a partitioned shard
+//! may do is exactly what its lease allows: cut from Redis past the TTL it
+//! fences before a peer can claim its zones, and its players are resumed
+//! where their zones are served then.
+
+use crate::proxy::LinkMode;
+
+use super::super::config::FaultKind;
+use super::super::history::FaultRecord;
+use super::super::probe::View;
+use super::super::schedule::{Planned, slow_delay};
+use super::Driver;
+
+/// One of a shard's links, as a fault names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Link {
+    /// The shard's connections to Redis.
+    Redis,
+    /// The gate's connections to the shard.
+    Gate,
+    /// The shard's connections to and from every peer.
+    Peers,
+    /// All of them.
+    All,
+}
+
+impl Link {
+    fn name(self) -> &'static str {
+        match self {
+            Link::Redis => "redis link",
+            Link::Gate => "gate link",
+            Link::Peers => "peer links",
+            Link::All => "every link",
+        }
+    }
+}
+
+/// Which link a fault hits and how.
+fn plan(p: &Planned) -> (Link, LinkMode) {
+    match p.kind {
+        FaultKind::CutRedis => (Link::Redis, LinkMode::Blackhole),
+        FaultKind::CutPeers => (Link::Peers, LinkMode::Blackhole),
+        FaultKind::CutGate => (Link::Gate, LinkMode::Blackhole),
+        // Down: the client's requests land, their answers are held (a
+        // lease renewed in Redis that the shard never hears of; a move
+        // applied whose answer the gate never gets). Up: the other way.
+        FaultKind::OneWay => match p.zone_pick % 4 {
+            0 => (Link::Redis, LinkMode::DropDown),
+            1 => (Link::Redis, LinkMode::DropUp),
+            2 => (Link::Gate, LinkMode::DropDown),
+            _ => (Link::Gate, LinkMode::DropUp),
+        },
+        FaultKind::Slow => {
+            let link = match p.zone_pick % 3 {
+                0 => Link::Redis,
+                1 => Link::Gate,
+                _ => Link::Peers,
+            };
+            (link, LinkMode::Delay(slow_delay(p)))
+        }
+        _ => (Link::All, LinkMode::Reset),
+    }
+}
+
+impl Driver<'_> {
+    /// Put one shard's link under the fault's mode for its hold, then heal.
+    pub(super) async fn link(
+        &mut self,
+        p: &Planned,
+        view: &View,
+        rec: &mut FaultRecord,
+    ) -> anyhow::Result<()> {
+        let i = self.hit_shard(p, view, rec);
+        let (link, mode) = plan(p);
+        rec.target = format!("{} {}", rec.target, link.name());
+        rec.notes.push(format!("{mode:?}"));
+        self.set_link(i, link, mode);
+        tokio::time::sleep(p.hold).await;
+        self.heal_links();
+        rec.restored = Some(self.clock.now());
+        Ok(())
+    }
+
+    fn set_link(&self, i: usize, link: Link, mode: LinkMode) {
+        let shards = &self.cluster.shards;
+        let me = &shards[i];
+        match link {
+            Link::Redis => me.redis_link.set(mode),
+            Link::Gate => me.front.set_for("gate", mode),
+            Link::Peers => {
+                for (j, peer) in shards.iter().enumerate().filter(|(j, _)| *j != i) {
+                    me.front.set_for(&peer.id, mode);
+                    shards[j].front.set_for(&me.id, mode);
+                }
+            }
+            Link::All => {
+                me.redis_link.set(mode);
+                me.front.set(mode);
+            }
+        }
+    }
+
+    /// Every link of every shard passes again.
+    fn heal_links(&self) {
+        for s in &self.cluster.shards {
+            s.front.heal();
+            s.redis_link.heal();
+        }
+    }
+}
