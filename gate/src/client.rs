@@ -92,7 +92,8 @@ impl Conn {
             shared.cfg.output_buffer_bytes,
             shared.cfg.output_stall_timeout,
         );
-        let reader = Reader::new(rd, shared.cfg.max_line_bytes);
+        let mut reader = Reader::new(rd, shared.cfg.max_line_bytes);
+        reader.negotiator.mssp = Some(shared.mssp.clone());
         let conn_id = hex::encode(rand::random::<u128>().to_be_bytes());
         let shared_timeout = shared.cfg.pre_login_timeout;
         Conn {

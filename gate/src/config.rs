@@ -89,6 +89,10 @@ pub struct GateConfig {
     /// The gate certificate for mutual TLS to the shards (`--keys`);
     /// `None` is plaintext, the keyless dev mode.
     pub tls: Option<telos_tls::TlsKeys>,
+    /// Operator MSSP variables from the `[mssp]` config section (`NAME`
+    /// replaces the default "Telos"); the gate adds `PLAYERS`, `UPTIME`,
+    /// `CODEBASE` and `PORT` itself.
+    pub mssp: Vec<(String, String)>,
 }
 
 impl Default for GateConfig {
@@ -118,6 +122,7 @@ impl Default for GateConfig {
             max_connections: 10_000,
             shutdown_grace: Duration::from_secs(5),
             tls: None,
+            mssp: Vec::new(),
         }
     }
 }
@@ -392,6 +397,7 @@ impl Cli {
             ));
         }
         let gate = GateConfig {
+            mssp: crate::config_file::mssp_vars(file.mssp)?,
             tls,
             idle_timeout,
             idle_warning,

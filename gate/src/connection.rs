@@ -74,6 +74,7 @@ async fn login(conn: &mut Conn) -> Result<(String, Established), End> {
                 let hide = conn.reader.negotiator.set_hide_input(true);
                 conn.out.text(PASSWORD_PROMPT)?;
                 conn.out.raw(hide)?;
+                conn.end_prompt()?;
             }
             LoginStep::Attempt(creds) => {
                 let name = creds.name.clone();
@@ -132,6 +133,7 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
         name: creds.name.clone(),
         credential: None,
         client_addr: conn.peer.ip().to_string(),
+        client: conn.reader.negotiator.caps.client_info(),
     };
     let work = async {
         let mut shards = match shared.registry.live_shards().await {

@@ -22,6 +22,7 @@ use crate::client::{Conn, End};
 use crate::lines::LineEvent;
 use crate::metrics as m;
 use crate::shared::Shared;
+use crate::telnet::gmcp;
 use crate::upstream::{EstablishError, Established, Link, Opening, Who, establish};
 
 /// How much of the last output line is kept for the repeat check.
@@ -101,6 +102,7 @@ impl Session {
                 name,
                 credential: est.credential.clone(),
                 client_addr: conn.peer.ip().to_string(),
+                client: conn.reader.negotiator.caps.client_info(),
             },
             buffer: InputBuffer::new(conn.cfg().input_buffer_lines, conn.cfg().input_buffer_bytes),
             // Replaced by `Live` as soon as `run` takes the login's stream.
@@ -115,6 +117,10 @@ impl Session {
     /// Greet the player on the login's stream and play until the end.
     pub async fn run(mut self, conn: &mut Conn, est: Established) -> End {
         if let Err(e) = conn.out.line(&format!("Welcome, {}.", self.who.name)) {
+            return e.into();
+        }
+        let (package, json) = gmcp::char_name(&self.who.name);
+        if let Err(e) = conn.send_gmcp(&package, &json) {
             return e.into();
         }
         tracing::info!(peer = %conn.peer, conn_id = %conn.conn_id, name = %self.who.name,
@@ -147,6 +153,7 @@ impl Session {
                     UpEvent::Attached(Ok(est), kind) => self.on_established(conn, est, Some(kind)),
                     UpEvent::Attached(Err(e), kind) => self.on_attach_failed(conn, e, kind),
                     UpEvent::BackoffOver => {
+                        self.who.client = conn.reader.negotiator.caps.client_info();
                         self.upstream = Upstream::Connecting(self.resume_attempt(conn), Kind::Resume);
                         Ok(())
                     }
@@ -236,8 +243,9 @@ impl Session {
             Err(s) => return self.link_lost(conn, s.message()),
         };
         match frame {
+            Frame::Event(e) => conn.show_event(&e)?,
             Frame::Output(o) => {
-                conn.out.text(&o.text)?;
+                conn.show_text(&o.text)?;
                 if let Some(last) = o.text.lines().rev().find(|l| !l.trim().is_empty()) {
                     self.last_line = last.trim().chars().take(LAST_LINE_CHARS).collect();
                 }
@@ -269,6 +277,7 @@ impl Session {
                 };
                 tracing::debug!(conn_id = %conn.conn_id, to = %r.addr, kind = kind.label(), "following redirect");
                 let shared = conn.shared.clone();
+                self.who.client = conn.reader.negotiator.caps.client_info();
                 let who = self.who.clone();
                 // Dropping the old link ends that stream; the input is frozen
                 // until the new `Attached`.
@@ -315,7 +324,7 @@ impl Session {
             self.who.credential = est.credential.clone();
         }
         for text in &est.early_output {
-            conn.out.text(text)?;
+            conn.show_text(text)?;
         }
         let replayed = self.replay_from(conn, est.attached.ack_input_seq);
         if let Some(kind) = kind {
@@ -360,6 +369,7 @@ impl Session {
         match &mut self.outage {
             None => {
                 tracing::info!(conn_id = %conn.conn_id, name = %self.who.name, why, "lost the shard; resuming");
+                self.who.client = conn.reader.negotiator.caps.client_info();
                 conn.out.line(SHIMMER)?;
                 self.outage = Some(Outage {
                     started: Instant::now(),

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::config::GateConfig;
 use crate::ratelimit::{ConnectionCounter, IpLimiter};
 use crate::registry::ShardRegistry;
+use crate::telnet::mssp::MsspStatus;
 use crate::upstream::ChannelPool;
 
 /// What every connection task shares.
@@ -19,14 +20,19 @@ pub struct Shared {
     pub create_limiter: IpLimiter,
     /// Connections open per address.
     pub per_ip: ConnectionCounter,
+    /// What MSSP crawlers are told (the player count kept fresh by
+    /// [`crate::server`]).
+    pub mssp: Arc<MsspStatus>,
 }
 
 /// Seconds in an hour: `create` refills are configured per hour.
 const SECS_PER_HOUR: f64 = 3600.0;
 
 impl Shared {
-    pub fn new(cfg: GateConfig, registry: Arc<dyn ShardRegistry>) -> Self {
+    /// `port`: the player port crawlers are told.
+    pub fn new(cfg: GateConfig, registry: Arc<dyn ShardRegistry>, port: u16) -> Self {
         Self {
+            mssp: Arc::new(MsspStatus::new(cfg.mssp.clone(), port)),
             pool: ChannelPool::new(cfg.clone()),
             ip_limiter: IpLimiter::new(cfg.login_ip_burst, cfg.login_ip_per_sec),
             create_limiter: IpLimiter::new(

@@ -383,6 +383,8 @@ impl Driver {
                 self.kept.retain(|(s, _)| *s > a.seq);
                 Step::Other
             }
+            // Structured events beside the text: the gate's business.
+            Some(Frame::Event(_)) => Step::Other,
             Some(Frame::Redirect(r)) => Step::Attached(self.follow_redirect(&r).await?),
             Some(Frame::Closed(c)) if c.r#final => bail!("closed: {}", c.reason),
             Some(Frame::Closed(c)) => {

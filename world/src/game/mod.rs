@@ -9,6 +9,7 @@
 //! - [`command`]: parsing an input line; the verb table.
 //! - [`zone`]: the live state of one hosted zone: arrival, departure, tick,
 //!   how its rooms read.
+//! - `events`: the structured events beside the text (room, vitals, items).
 //! - `exec`: running a command against a zone, one file per command family.
 //! - `render`: how names and item lists read.
 //! - [`who`]: the `who` list.
@@ -17,6 +18,7 @@
 pub mod alias;
 pub mod character;
 pub mod command;
+mod events;
 mod exec;
 mod render;
 pub mod starter;

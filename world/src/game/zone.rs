@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::character::{Character, Item, can_see, keywords_match};
+use super::events;
 use super::render::{WRAP_WIDTH, item_lines, name_cap};
 use super::text::wrap;
 use super::tier::WIZINVIS;
@@ -170,9 +171,19 @@ impl ZoneState {
             None => format!("{} arrives.\n", ch.name),
         };
         let mut out = self.tell_room(&ch, &key, &text);
-        out.push(Delivery::new(&key, render_room(self, &ch)));
+        let mut view = self.view(&key, &ch);
+        view.events.extend(events::character(&ch));
+        out.push(view);
         self.players.insert(key, ch);
         out
+    }
+
+    /// The room as `ch` sees it: [`render_room`]'s text with the room's
+    /// events.
+    pub(super) fn view(&self, key: &str, ch: &Character) -> Delivery {
+        let mut d = Delivery::new(key, render_room(self, ch));
+        d.events = events::room(self, ch);
+        d
     }
 
     /// Removes a player, telling the room they left (`dir`) or vanished
@@ -231,6 +242,8 @@ impl ZoneState {
         self.ticks += 1;
         let mut out = Vec::new();
         for (key, ch) in &mut self.players {
+            let before = ch.vitals.clone();
+            let affects = ch.affects.len();
             let v = &mut ch.vitals;
             let bonus: u32 = ch.affects.iter().map(|a| a.regen).sum();
             v.hp =
@@ -249,6 +262,18 @@ impl ZoneState {
                 }
                 a.ticks_left > 0
             });
+            // Gauges move only when something changed: a player at full
+            // health costs no bytes per tick.
+            let mut changed = Vec::new();
+            if ch.vitals != before {
+                changed.push(events::vitals(ch));
+            }
+            if ch.affects.len() != affects {
+                changed.push(events::status(ch));
+            }
+            if !changed.is_empty() {
+                out.push(Delivery::events(key, changed));
+            }
         }
         for i in 0..self.mobs.len() {
             if self.mobs[i].wander && roll(WANDER_ODDS).is_multiple_of(WANDER_ODDS) {

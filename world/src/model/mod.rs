@@ -21,6 +21,7 @@
 //! [`Outcome`].
 
 pub mod direction;
+pub mod event;
 pub mod ids;
 pub mod names;
 pub mod outcome;
@@ -30,6 +31,7 @@ use std::any::Any;
 use std::collections::BTreeMap;
 
 pub use direction::Direction;
+pub use event::Event;
 
 /// Longest input line the runtime hands a game; a longer one is refused
 /// with a clear line and applies nothing.

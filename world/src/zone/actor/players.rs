@@ -138,6 +138,9 @@ impl ZoneActor {
         for d in deliveries {
             if let Some(m) = self.sessions.get_mut(&d.to) {
                 m.output(d.text);
+                for event in d.events {
+                    m.event(event);
+                }
             }
         }
     }
