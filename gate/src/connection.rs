@@ -200,9 +200,15 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
         // Only failures spend the address's budget (a busy world is not one).
         shared.ip_limiter.release(ip);
     }
-    if create && matches!(result, Attempt::Unavailable | Attempt::Busy) {
-        // The world made nothing: the creation budget is not spent. A
-        // created character, or a taken name, spends it.
+    let made_nothing = match &result {
+        Attempt::Unavailable | Attempt::Busy => true,
+        Attempt::Failed(reason) => telos_proto::create_made_nothing(reason),
+        _ => false,
+    };
+    if create && made_nothing {
+        // The world made nothing (unreachable, busy, the name taken, the
+        // password refused): the creation budget is not spent. Only a
+        // created character spends it.
         shared.create_limiter.release(ip);
     }
     Ok(result)
