@@ -2,30 +2,34 @@
 //! inventory window read beside the text (see [`crate::model::event`]).
 //! Built from the state, never from the text.
 
+use std::collections::BTreeMap;
+
 use super::character::{Character, Item};
-use super::zone::ZoneState;
+use super::world::Direction;
 use crate::model::event::{Event, Item as EventItem, Location, RoomInfo};
 
-/// The room `ch` stands in, and what lies on its floor.
-pub fn room(zone: &ZoneState, ch: &Character) -> Vec<Event> {
-    let Some(room) = zone.rooms.get(&ch.room) else {
-        return Vec::new();
-    };
-    let def = &zone.def.rooms[room.def];
+/// The room `id` (hosted form) a player stands in, and what lies on its
+/// floor.
+pub fn room(
+    id: &str,
+    name: &str,
+    area: &str,
+    exits: &BTreeMap<Direction, String>,
+    floor: &[Item],
+) -> Vec<Event> {
     vec![
         Event::Room(RoomInfo {
-            id: ch.room.clone(),
-            name: def.name.clone(),
-            area: zone.def.name.clone(),
-            exits: room
-                .exits
+            id: id.to_string(),
+            name: name.to_string(),
+            area: area.to_string(),
+            exits: exits
                 .iter()
                 .map(|(dir, to)| (dir.name().to_string(), to.clone()))
                 .collect(),
         }),
         Event::Items {
             location: Location::Room,
-            items: room.items.iter().map(item).collect(),
+            items: floor.iter().map(item).collect(),
         },
     ]
 }

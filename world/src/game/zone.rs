@@ -182,7 +182,10 @@ impl ZoneState {
     /// events.
     pub(super) fn view(&self, key: &str, ch: &Character) -> Delivery {
         let mut d = Delivery::new(key, render_room(self, ch));
-        d.events = events::room(self, ch);
+        if let Some(room) = self.rooms.get(&ch.room) {
+            let name = &self.def.rooms[room.def].name;
+            d.events = events::room(&ch.room, name, &self.def.name, &room.exits, &room.items);
+        }
         d
     }
 
