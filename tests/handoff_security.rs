@@ -223,7 +223,18 @@ async fn forged_and_replayed_phase_two_messages_are_refused() -> anyhow::Result<
     );
     let (zone, _, shard) = p.where_().await?;
     assert_eq!((zone.as_str(), shard.as_str()), ("forest", "shard-b"));
-    // The source accepted the genuine Commit: a replay of it is refused.
+    // Once the source has accepted the genuine Commit, a replay of it is
+    // refused. The destination saves only after its Commit resolved, so a
+    // line made durable there (its `DurableAck`) means the source has it:
+    // without this wait a loaded machine let the replay arrive first, and
+    // it was accepted as the Commit itself.
+    let noted = p.send("journal committed").await?;
+    p.stream
+        .until(|f| match f {
+            Frame::DurableAck(a) if a.seq >= noted => Some(()),
+            _ => None,
+        })
+        .await?;
     let replay = CommitRequest {
         handoff_token: redirect.token.clone(),
         to_shard_id: "shard-b".into(),

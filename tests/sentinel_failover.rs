@@ -305,7 +305,14 @@ async fn walkers_carry_on_through_a_primary_failover() -> anyhow::Result<()> {
             problems.push(format!("{id} fenced a zone:\n{log}"));
         }
     }
-    assert_eq!(blocking(|| role(old))?, "slave");
+    // The old primary came back as a replica; on a loaded machine Sentinel
+    // may since have failed over again (its down-after is 1 s here) and
+    // elected it once more, which is no defect: then it is the primary.
+    let (role_now, primary_now) = blocking(|| anyhow::Ok((role(old)?, cluster.primary_port()?)))?;
+    assert!(
+        role_now == "slave" || (role_now == "master" && primary_now == old),
+        "the old primary is {role_now}, while Sentinel names {primary_now} (old {old}, new {new})"
+    );
     anyhow::ensure!(problems.is_empty(), "{}", problems.join("\n"));
 
     around.sort();

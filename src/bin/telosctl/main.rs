@@ -213,11 +213,16 @@ async fn reachable(target: &RedisTarget) -> anyhow::Result<()> {
     }
 }
 
-/// The last, most specific words of a Redis error ("Connection refused").
+/// The last, most specific words of a Redis error ("Connection refused");
+/// a one-word last part keeps the words that say what it is about
+/// ("invalid peer certificate: UnknownIssuer").
 fn short_reason(e: &redis::RedisError) -> String {
     let text = e.to_string();
-    let last = text.rsplit(": ").next().unwrap_or(&text).trim();
-    last.split(" (os error").next().unwrap_or(last).to_string()
+    let parts: Vec<&str> = text.split(": ").map(str::trim).collect();
+    let one_word = parts.last().is_some_and(|p| !p.contains(' '));
+    let keep = if one_word && parts.len() >= 2 { 2 } else { 1 };
+    let last = parts[parts.len() - keep.min(parts.len())..].join(": ");
+    last.split(" (os error").next().unwrap_or(&last).to_string()
 }
 
 /// Write whatever of the key folder is missing: a folder written before
