@@ -127,7 +127,8 @@ impl Conn {
             shared.cfg.edge.pre_login_bytes_per_sec,
             PRE_LOGIN_BYTE_BURST,
         );
-        let reader = Reader::new(rd, shared.cfg.max_line_bytes, Some(budget), first_input);
+        let mut reader = Reader::new(rd, shared.cfg.max_line_bytes, Some(budget), first_input);
+        reader.negotiator.mssp = Some(shared.mssp.clone());
         let conn_id = hex::encode(rand::random::<u128>().to_be_bytes());
         let shared_timeout = shared.cfg.pre_login_timeout;
         Conn {

@@ -98,6 +98,10 @@ pub struct GateConfig {
     /// Pre-login places, per-network aggregates, pre-login input rate,
     /// PROXY protocol ([`crate::config_edge`]).
     pub edge: EdgeLimits,
+    /// Operator MSSP variables from the `[mssp]` config section (`NAME`
+    /// replaces the default "Telos"); the gate adds `PLAYERS`, `UPTIME`,
+    /// `CODEBASE` and `PORT` itself.
+    pub mssp: Vec<(String, String)>,
 }
 
 impl Default for GateConfig {
@@ -129,6 +133,7 @@ impl Default for GateConfig {
             shutdown_grace: Duration::from_secs(5),
             tls: None,
             edge: EdgeLimits::default(),
+            mssp: Vec::new(),
         }
     }
 }
@@ -389,6 +394,7 @@ impl Cli {
             ));
         }
         let gate = GateConfig {
+            mssp: crate::config_file::mssp_vars(file.mssp)?,
             tls,
             edge,
             idle_timeout,

@@ -43,6 +43,37 @@ pub struct FileConfig {
     /// Comma-separated, as the flag.
     pub proxy_protocol_from: Option<String>,
     pub upstream_connections: Option<usize>,
+    /// `[mssp]`: what MUD listings are told (`NAME = "..."`, `CONTACT`,
+    /// `WEBSITE`, ...), names in upper case as MSSP spells them.
+    pub mssp: Option<toml::Table>,
+}
+
+/// The `[mssp]` section as MSSP variables: strings as written, numbers as
+/// digits, booleans as `1`/`0`, an array as one variable a value.
+pub fn mssp_vars(table: Option<toml::Table>) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut vars = Vec::new();
+    for (name, value) in table.unwrap_or_default() {
+        let values = match value {
+            toml::Value::Array(a) => a,
+            v => vec![v],
+        };
+        for v in values {
+            let text = match v {
+                toml::Value::String(s) => s,
+                toml::Value::Integer(n) => n.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => u8::from(b).to_string(),
+                other => {
+                    return Err(ConfigError(format!(
+                        "invalid mssp.{name}: a string, number or boolean, not {}",
+                        other.type_str()
+                    )));
+                }
+            };
+            vars.push((name.to_ascii_uppercase(), text));
+        }
+    }
+    Ok(vars)
 }
 
 impl FileConfig {

@@ -86,6 +86,7 @@ async fn login(conn: &mut Conn) -> Result<(String, Established), End> {
                 let hide = conn.reader.negotiator.set_hide_input(true);
                 conn.out.text(PASSWORD_PROMPT)?;
                 conn.out.raw(hide)?;
+                conn.end_prompt()?;
             }
             LoginStep::Attempt(creds) => {
                 let name = creds.name.clone();
@@ -153,6 +154,7 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
         name: creds.name.clone(),
         credential: None,
         client_addr: conn.peer.ip().to_string(),
+        client: conn.reader.negotiator.caps.client_info(),
     };
     let work = async {
         let mut shards = match shared.registry.live_shards().await {
@@ -220,9 +222,15 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
         // Only failures spend the address's budget (a busy world is not one).
         shared.ip_limiter.release(ip);
     }
-    if create && matches!(result, Attempt::Unavailable | Attempt::Busy) {
-        // The world made nothing: the creation budget is not spent. A
-        // created character, or a taken name, spends it.
+    let made_nothing = match &result {
+        Attempt::Unavailable | Attempt::Busy => true,
+        Attempt::Failed(reason) => telos_proto::create_made_nothing(reason),
+        _ => false,
+    };
+    if create && made_nothing {
+        // The world made nothing (unreachable, busy, the name taken, the
+        // password refused): the creation budget is not spent. Only a
+        // created character spends it.
         shared.create_limiter.release(ip);
     }
     Ok(result)

@@ -108,6 +108,25 @@ impl ShardRegistry for DirectoryRegistry {
         })
     }
 
+    fn players_online(&self) -> BoxFuture<'_, Result<usize, RegistryError>> {
+        Box::pin(async move {
+            let read = async {
+                let dir = self
+                    .connect()
+                    .await
+                    .map_err(|e| RegistryError(e.to_string()))?;
+                let online = dir
+                    .online()
+                    .await
+                    .map_err(|e| RegistryError(e.to_string()))?;
+                Ok(online.iter().filter(|p| !p.wizinvis).count())
+            };
+            tokio::time::timeout(REGISTRY_TIMEOUT, read)
+                .await
+                .map_err(|_| no_answer())?
+        })
+    }
+
     fn heartbeating(&self) -> BoxFuture<'_, Result<Vec<LiveShard>, RegistryError>> {
         Box::pin(async move {
             let shards = tokio::time::timeout(REGISTRY_TIMEOUT, self.read())

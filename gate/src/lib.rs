@@ -5,7 +5,8 @@
 //!
 //! # Layout
 //! - [`config`]: settings (flag > env > file > default), every bound named.
-//! - [`telnet`]: IAC parser and option negotiation (ECHO, NAWS, TTYPE).
+//! - [`telnet`]: IAC parser, option negotiation and the MUD client
+//!   protocols (GMCP, MSSP, MCCP2, MTTS, CHARSET, EOR, NAWS, ECHO).
 //! - [`lines`]: line framing, the 4096-byte limit, lossy UTF-8.
 //! - [`login`]: the login dialogue, pure.
 //! - [`buffer`]: the input buffer: seqs, acks, replay, backpressure. Pure.
@@ -26,6 +27,8 @@
 //! - [`liveness`]: noticing a hung shard and condemning it.
 //! - [`client`]: one player's connection: idle clock, how it ends.
 //! - [`hangup`]: a client that hung up with lines still to apply.
+//! - [`mud`]: the negotiated options applied to world output (NAWS
+//!   wrapping, GMCP events, prompt marks).
 //! - [`session`]: the play loop: forward, freeze, re-attach, replay.
 //! - [`connection`]: the per-player task: greeting, login, then the session.
 //! - [`server`]: accept loop and shutdown ([`serve`]).
@@ -45,7 +48,7 @@
 //!    the shards.
 //!    A link holds a watch; the pool of links is shared by every
 //!    connection; the hung-shard watch reads the shared registry and pool.
-//! 4. `client` → `session` → `connection`: one player. The connection runs
+//! 4. `client` → `mud` → `session` → `connection`: one player. The connection runs
 //!    the login on its client, then the session's play loop.
 //! 5. `server`: accepts players and starts the hung-shard watch.
 
@@ -62,6 +65,7 @@ pub mod lines;
 pub mod liveness;
 pub mod login;
 pub mod metrics;
+pub mod mud;
 pub mod output;
 pub mod proxy;
 pub mod ratelimit;

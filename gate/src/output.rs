@@ -25,6 +25,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::telnet::Change;
+use crate::telnet::mccp::Mccp;
+
 /// How long the "slow client" notice may take to write before the socket is
 /// dropped anyway: the client is by definition not reading.
 pub const SLOW_CLIENT_NOTICE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -90,6 +93,9 @@ pub struct Output {
     abort: CancellationToken,
     gone: CancellationToken,
     writer: JoinHandle<()>,
+    /// MCCP2: once on, every queued byte is compressed (one zlib stream
+    /// for the life of the socket).
+    mccp: Mccp,
 }
 
 impl Output {
@@ -124,14 +130,40 @@ impl Output {
             abort,
             gone,
             writer,
+            mccp: Mccp::default(),
         }
     }
 
-    /// Queue raw bytes (telnet negotiation, prompts). Once the socket can
-    /// no longer be written, or output was [`abandon`](Self::abandon)ed,
-    /// bytes are thrown away: nobody can read them.
+    /// Apply a compression change the negotiator asked for, in order with
+    /// what was queued before it (the MCCP2 start marker last of all).
+    pub fn compression(&self, change: Change) -> Result<(), SlowClient> {
+        match change {
+            Change::CompressOn => {
+                self.mccp.start();
+                Ok(())
+            }
+            Change::CompressOff => self.queue(self.mccp.finish()),
+        }
+    }
+
+    pub fn compressing(&self) -> bool {
+        self.mccp.is_on()
+    }
+
+    /// Queue raw bytes (telnet negotiation, prompts), compressed while
+    /// MCCP2 is on. Once the socket can no longer be written, or output was
+    /// [`abandon`](Self::abandon)ed, bytes are thrown away: nobody can read
+    /// them.
     pub fn raw(&self, bytes: Vec<u8>) -> Result<(), SlowClient> {
         if bytes.is_empty() || self.is_dead() {
+            return Ok(());
+        }
+        self.queue(self.mccp.encode(bytes))
+    }
+
+    /// Queue bytes exactly as the socket must carry them.
+    fn queue(&self, bytes: Vec<u8>) -> Result<(), SlowClient> {
+        if bytes.is_empty() {
             return Ok(());
         }
         let queued = self.queued();

@@ -197,6 +197,12 @@ impl Reader {
         let mut reply = Vec::new();
         for ev in &self.events {
             self.negotiator.handle(ev, &mut reply);
+            if let Some(change) = self.negotiator.change.take() {
+                // What was said before the change goes out on its side
+                // of it (the MCCP2 start marker uncompressed).
+                out.raw(std::mem::take(&mut reply))?;
+                out.compression(change)?;
+            }
         }
         out.raw(reply)?;
         if self.events.capacity() > KEPT_EVENT_SLOTS {

@@ -182,6 +182,26 @@ fn admit(
     None
 }
 
+/// How often the MSSP player count is read from the directory: a crawler
+/// polls every few minutes; a count a few seconds old is exact enough, and
+/// a crawler's answer never waits on Redis.
+pub const PLAYER_COUNT_PERIOD: Duration = Duration::from_secs(2);
+
+/// Keep the MSSP `PLAYERS` count (everyone online, every shard) fresh
+/// until `shutdown`. A failed read keeps the last count.
+async fn count_players(shared: Arc<Shared>, shutdown: CancellationToken) {
+    loop {
+        match shared.registry.players_online().await {
+            Ok(n) => shared.mssp.set_players(n),
+            Err(e) => tracing::debug!(error = %e, "player count for MSSP unavailable"),
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(PLAYER_COUNT_PERIOD) => {}
+        }
+    }
+}
+
 /// Serve players on `listener` until `shutdown` is cancelled, then give
 /// every connection `cfg.shutdown_grace` to say goodbye and return.
 pub async fn serve(
@@ -191,13 +211,15 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) {
     let grace = cfg.shutdown_grace;
-    let shared = Arc::new(Shared::new(cfg, registry));
+    let port = listener.local_addr().map_or(0, |a| a.port());
+    let shared = Arc::new(Shared::new(cfg, registry, port));
     let tracker = TaskTracker::new();
     // Ends when `shutdown` does; not on the tracker, which counts players.
     tokio::spawn(crate::liveness::watch_shards(
         shared.clone(),
         shutdown.clone(),
     ));
+    tokio::spawn(count_players(shared.clone(), shutdown.clone()));
     let refusals = Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT));
     // PROXY headers being read at once: as many as strangers may hold.
     let handshakes = Arc::new(Semaphore::new(shared.cfg.edge.max_pre_login));

@@ -29,6 +29,7 @@ use crate::lines::LineEvent;
 use crate::metrics as m;
 use crate::reader::ReadError;
 use crate::shared::Shared;
+use crate::telnet::gmcp;
 use crate::upstream::{EstablishError, Established, Opening, Who, establish};
 use crate::upstream_state::{Attaching, Kind, UpEvent, Upstream, upstream_event};
 
@@ -104,6 +105,7 @@ impl Session {
                 name,
                 credential: est.credential.clone(),
                 client_addr: conn.peer.ip().to_string(),
+                client: conn.reader.negotiator.caps.client_info(),
             },
             buffer: InputBuffer::new(conn.cfg().input_buffer_lines, conn.cfg().input_buffer_bytes),
             // Replaced by `Live` as soon as `run` takes the login's stream.
@@ -120,6 +122,10 @@ impl Session {
     /// Greet the player on the login's stream and play until the end.
     pub async fn run(mut self, conn: &mut Conn, est: Established) -> End {
         if let Err(e) = conn.out.line(&format!("Welcome, {}.", self.who.name)) {
+            return e.into();
+        }
+        let (package, json) = gmcp::char_name(&self.who.name);
+        if let Err(e) = conn.send_gmcp(&package, &json) {
             return e.into();
         }
         tracing::info!(peer = %conn.peer, conn_id = %conn.conn_id, name = %self.who.name,
@@ -157,6 +163,7 @@ impl Session {
                     UpEvent::Attached(Ok(est), kind) => self.on_established(conn, est, Some(kind)),
                     UpEvent::Attached(Err(e), kind) => self.on_attach_failed(conn, e, kind),
                     UpEvent::BackoffOver => {
+                        self.who.client = conn.reader.negotiator.caps.client_info();
                         self.upstream = Upstream::Connecting(self.resume_attempt(conn), Kind::Resume);
                         Ok(())
                     }
@@ -292,6 +299,7 @@ impl Session {
             Err(s) => return self.link_lost(conn, s.message()),
         };
         match frame {
+            Frame::Event(e) => conn.show_event(&e)?,
             Frame::Output(o) => {
                 if o.chatter && conn.out.queued() > chatter_mark(conn) {
                     self.dropped_chatter += o.text.lines().count().max(1) as u64;
@@ -299,7 +307,7 @@ impl Session {
                     return Ok(());
                 }
                 self.tell_dropped_chatter(conn)?;
-                conn.out.text(&o.text)?;
+                conn.show_text(&o.text)?;
                 if let Some(last) = o.text.lines().rev().find(|l| !l.trim().is_empty()) {
                     self.last_line = last.trim().chars().take(LAST_LINE_CHARS).collect();
                 }
@@ -331,6 +339,7 @@ impl Session {
                 };
                 tracing::debug!(conn_id = %conn.conn_id, to = %r.addr, kind = kind.label(), "following redirect");
                 let shared = conn.shared.clone();
+                self.who.client = conn.reader.negotiator.caps.client_info();
                 let who = self.who.clone();
                 // Dropping the old link ends that stream; the input is frozen
                 // until the new `Attached`.
@@ -386,7 +395,7 @@ impl Session {
             self.who.credential = est.credential.clone();
         }
         for text in &est.early_output {
-            conn.out.text(text)?;
+            conn.show_text(text)?;
         }
         let replayed = self.replay_from(conn, est.attached.ack_input_seq);
         if let Some(kind) = kind {
@@ -434,6 +443,7 @@ impl Session {
         match &mut self.outage {
             None => {
                 tracing::info!(conn_id = %conn.conn_id, name = %self.who.name, why, "lost the shard; resuming");
+                self.who.client = conn.reader.negotiator.caps.client_info();
                 conn.out.line(SHIMMER)?;
                 self.outage = Some(Outage {
                     started: Instant::now(),

@@ -7,6 +7,7 @@ use crate::admission::{PreLogin, Seats};
 use crate::config::GateConfig;
 use crate::ratelimit::{ConnectionCounter, IpLimiter};
 use crate::registry::ShardRegistry;
+use crate::telnet::mssp::MsspStatus;
 use crate::upstream::ChannelPool;
 
 /// What every connection task shares.
@@ -26,14 +27,19 @@ pub struct Shared {
     pub pre_login: Arc<PreLogin>,
     /// Seats of logged-in players.
     pub seats: Seats,
+    /// What MSSP crawlers are told (the player count kept fresh by
+    /// [`crate::server`]).
+    pub mssp: Arc<MsspStatus>,
 }
 
 /// Seconds in an hour: `create` refills are configured per hour.
 const SECS_PER_HOUR: f64 = 3600.0;
 
 impl Shared {
-    pub fn new(cfg: GateConfig, registry: Arc<dyn ShardRegistry>) -> Self {
+    /// `port`: the player port crawlers are told.
+    pub fn new(cfg: GateConfig, registry: Arc<dyn ShardRegistry>, port: u16) -> Self {
         Self {
+            mssp: Arc::new(MsspStatus::new(cfg.mssp.clone(), port)),
             pool: ChannelPool::new(cfg.clone()),
             ip_limiter: IpLimiter::new(cfg.login_ip_burst, cfg.login_ip_per_sec),
             create_limiter: IpLimiter::new(

@@ -9,8 +9,8 @@ use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex};
 
 use telos_proto::v1::{
-    Attach, Attached, ClientFrame, Hangup, Input, Login, Resume, ServerFrame, client_frame,
-    play_client::PlayClient, server_frame,
+    Attach, Attached, ClientFrame, ClientInfo, Hangup, Input, Login, Resume, ServerFrame,
+    client_frame, play_client::PlayClient, server_frame,
 };
 use telos_tls::grpc::endpoint;
 use tokio::sync::mpsc;
@@ -126,6 +126,9 @@ pub struct Who {
     pub credential: Option<String>,
     /// The player's IP, sent in `Login` (the shard's failed-login buckets).
     pub client_addr: String,
+    /// What the client negotiated, as of this attempt: every `Login`,
+    /// `Resume` and `Attach` tells the shard.
+    pub client: ClientInfo,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -210,6 +213,7 @@ fn first_frame(opening: Opening, who: &Who) -> Result<client_frame::Frame, Estab
             create: c.create,
             conn_id: who.conn_id.clone(),
             client_addr: who.client_addr.clone(),
+            client: Some(who.client.clone()),
         }),
         Opening::Resume => client_frame::Frame::Resume(Resume {
             name: who.name.clone(),
@@ -218,10 +222,12 @@ fn first_frame(opening: Opening, who: &Who) -> Result<client_frame::Frame, Estab
                 .credential
                 .clone()
                 .ok_or_else(|| EstablishError::Unavailable("resume without a credential".into()))?,
+            client: Some(who.client.clone()),
         }),
         Opening::Attach { token } => client_frame::Frame::Attach(Attach {
             token,
             conn_id: who.conn_id.clone(),
+            client: Some(who.client.clone()),
         }),
     })
 }
@@ -282,9 +288,12 @@ pub async fn establish(
             loop {
                 match link.next().await {
                     Ok(Some(server_frame::Frame::Output(o))) => early_output.push(o.text),
-                    // Acks before Attached have nothing to refer to.
+                    // Acks before Attached have nothing to refer to; an
+                    // event is said again with the room the attach shows.
                     Ok(Some(
-                        server_frame::Frame::InputAck(_) | server_frame::Frame::DurableAck(_),
+                        server_frame::Frame::InputAck(_)
+                        | server_frame::Frame::DurableAck(_)
+                        | server_frame::Frame::Event(_),
                     )) => {}
                     Ok(Some(f)) => return Ok(f),
                     Ok(None) => {

@@ -77,9 +77,12 @@ async fn telnet_client_gets_echo_off_for_the_password_only() {
     let (gate, _stop) = start_gate(test_config(), &[&shard.addr]).await;
     let mut p = Player::connect(gate).await;
     p.expect("<password>").await;
+    // The MUD options are offered first (tests/mudproto.rs checks them).
     assert!(
-        p.raw().starts_with(&[255, 253, 31, 255, 253, 24]),
-        "DO NAWS, DO TTYPE offered"
+        p.raw()
+            .windows(6)
+            .any(|w| w == [255, 253, 31, 255, 253, 24]),
+        "DO NAWS, DO TTYPE asked"
     );
     // WILL NAWS + a window size: a telnet client.
     p.stream
@@ -538,4 +541,41 @@ async fn a_full_gate_says_so_even_to_a_client_that_already_typed() {
             "the close was not orderly: {read:?}"
         );
     }
+}
+
+/// A create the world refuses for a taken name or a weak password makes
+/// nothing, so it does not spend the address's creation allowance: a new
+/// player who tries three names or passwords is not locked out for the hour.
+/// (Before: every refused create spent it, and the third try here was
+/// refused at the gate.)
+#[tokio::test]
+async fn a_refused_create_does_not_spend_the_creation_allowance() {
+    let mut shard = FakeShard::start().await;
+    let cfg = GateConfig {
+        create_ip_burst: 2,
+        create_ip_per_hour: 1.0,
+        ..test_config()
+    };
+    let (gate, _stop) = start_gate(cfg, &[&shard.addr]).await;
+    let mut p = Player::connect(gate).await;
+    p.expect("<password>").await;
+    let refusals = [
+        telos_proto::NAME_TAKEN.to_string(),
+        format!(
+            "{} too weak: a common password",
+            telos_proto::PASSWORD_REFUSED
+        ),
+        telos_proto::NAME_TAKEN.to_string(),
+    ];
+    for reason in &refusals {
+        p.send("create Carol goodpassword\n").await;
+        let mut s = shard.next().await;
+        assert!(matches!(s.recv().await, Some(C::Login(l)) if l.create));
+        s.closed(reason, true).await;
+        p.expect(reason).await;
+    }
+    p.send("create Carol betterpassword\n").await;
+    let (_s, login) = accept_login(&mut shard, "Carol", "c").await;
+    assert!(login.create);
+    p.expect("Welcome, Carol").await;
 }

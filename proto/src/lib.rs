@@ -23,3 +23,19 @@ pub use v1::*;
 /// Not a failed login: the gate tries another shard, and if none has room,
 /// shows the player this line and keeps the connection.
 pub const LOGIN_BUSY: &str = "The world is busy; please try again in a moment.";
+
+/// The final `Closed` reason a shard refuses a `create` with when the name
+/// is taken.
+pub const NAME_TAKEN: &str = "Login failed: that name is taken.";
+
+/// The start of the final `Closed` reason a shard refuses a `create` with
+/// when the new password is too short or too weak (the reason follows).
+pub const PASSWORD_REFUSED: &str = "Login failed: password";
+
+/// Whether a shard's refusal of a `create` made nothing: a taken name or a
+/// refused password. The gate gives the address's creation allowance back
+/// for it, so a player finding a free name and a good password is not
+/// locked out for the hour.
+pub fn create_made_nothing(reason: &str) -> bool {
+    reason == NAME_TAKEN || reason.starts_with(PASSWORD_REFUSED)
+}

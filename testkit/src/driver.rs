@@ -20,8 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use telos_proto::v1::Redirect;
-use telos_proto::v1::server_frame::Frame;
+use telos_proto::v1::{Redirect, server_frame::Frame};
 use telos_tls::TlsKeys;
 use tokio::time::Instant;
 
@@ -383,6 +382,7 @@ impl Driver {
                 self.kept.retain(|(s, _)| *s > a.seq);
                 Step::Other
             }
+            Some(Frame::Event(_)) => Step::Other, // structured events: the gate's
             Some(Frame::Redirect(r)) => Step::Attached(self.follow_redirect(&r).await?),
             Some(Frame::Closed(c)) if c.r#final => bail!("closed: {}", c.reason),
             Some(Frame::Closed(c)) => {

@@ -16,6 +16,7 @@
 //! - [`procfs`]: a process's memory and threads, from `/proc`.
 //! - [`storm`]: login storms through the gate.
 //! - [`bot`]: a player through the gate (telnet lines, timed, pausable).
+//! - [`mudclient`]: a MUD client through the gate (GMCP, MCCP2 inflated).
 //! - [`world`]: facts about the starter world, the path finder.
 //! - [`soak`]: the seeded chaos soak and its history checker (`telos-soak`).
 //! - [`wait`]: waits bounded by progress (nothing happened for N s), not
@@ -29,6 +30,7 @@ pub mod driver;
 pub mod imports;
 pub mod keys;
 pub mod metrics;
+pub mod mudclient;
 pub mod play;
 pub mod process;
 pub mod procfs;

@@ -111,6 +111,7 @@ impl PlayStream {
             create,
             conn_id: conn_id.into(),
             client_addr: String::new(),
+            client: None,
         }))
         .await
     }
@@ -141,6 +142,7 @@ impl PlayStream {
             create,
             conn_id: format!("conn-{client_addr}"),
             client_addr: client_addr.into(),
+            client: None,
         }))
         .await
     }
@@ -150,6 +152,7 @@ impl PlayStream {
             name: name.into(),
             conn_id: conn_id.into(),
             credential: credential.into(),
+            client: None,
         }))
         .await
     }
@@ -158,6 +161,7 @@ impl PlayStream {
         self.send(client_frame::Frame::Attach(Attach {
             token: token.into(),
             conn_id: conn_id.into(),
+            client: None,
         }))
         .await
     }

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use clap::Parser;
 use serde::{Deserialize, Serialize};
 use telos_world::config::{Cli, WorldConfig};
+use telos_world::model::event::{Event, RoomInfo};
 use telos_world::model::ids::zone_of;
 use telos_world::model::names::display_name;
 use telos_world::model::{
@@ -89,16 +90,28 @@ impl Dock {
             .collect()
     }
 
+    /// The dock as text, and as the structured room a client's mapper
+    /// reads (the runtime numbers it from the id, the same on every shard).
     fn look(&self, key: &str) -> Delivery {
-        let way = if self.room == ISLE { "east" } else { "west" };
+        let (way, there) = if self.room == ISLE {
+            ("east", SHORE)
+        } else {
+            ("west", ISLE)
+        };
         let others = self.keepers.len() - 1;
+        let zone = zone_of(self.room);
         Delivery::new(
             key,
             format!(
-                "You stand on the {} dock; {others} other keeper(s) here. A way leads {way}.\n",
-                zone_of(self.room)
+                "You stand on the {zone} dock; {others} other keeper(s) here. A way leads {way}.\n"
             ),
         )
+        .with(Event::Room(RoomInfo {
+            id: self.room.into(),
+            name: format!("The {zone} dock"),
+            area: "Beacon".into(),
+            exits: vec![(way.into(), there.into())],
+        }))
     }
 }
 
@@ -149,7 +162,13 @@ impl ZoneModel for Dock {
                 keeper.lit += 1;
                 let text = format!("You light the beacon ({} times now).\n", keeper.lit);
                 let name = keeper.name.clone();
-                let mut deliveries = reply(text);
+                // The game's own GMCP package: a client that subscribed to
+                // `Beacon` gets `Beacon.Lit {"by":..,"times":..}`.
+                let lit = Event::Custom {
+                    package: "Beacon.Lit".into(),
+                    json: serde_json::json!({ "by": name, "times": keeper.lit }).to_string(),
+                };
+                let mut deliveries = vec![Delivery::new(key, text).with(lit)];
                 deliveries.extend(self.others(key, &format!("{name} lights the beacon.\n")));
                 Outcome {
                     deliveries,

@@ -1,21 +1,40 @@
-//! Telnet (RFC 854) for the player socket: a byte-level parser that strips
-//! every IAC sequence out of the data stream, and a small option negotiator
-//! (RFC 1143 "Q method", reduced to the three options we care about).
+//! Telnet (RFC 854) and the MUD client protocols on it, for the player
+//! socket: a byte-level parser that strips every IAC sequence out of the
+//! data stream, an option negotiator (RFC 1143 "Q method"), and the
+//! options' own formats.
 //!
-//! The gate accepts NAWS and TTYPE from the client, offers ECHO only while a
-//! password is typed, and refuses everything else. A raw line client that
-//! never sends IAC is fine: it just never sees a negotiation answered.
+//! The parser is our own, not libmudtelnet's: that crate keeps an
+//! unterminated subnegotiation in its buffer without a bound (a client
+//! sending `IAC SB` and then megabytes would grow gate memory), its option
+//! model is a client's compatibility table rather than RFC 1143 state, and
+//! ours is small, bounded ([`MAX_SUBNEG_BYTES`]) and fuzzed.
+//!
+//! A raw line client that never sends IAC is fine: it never sees a
+//! negotiation answered, never gets GMCP, compression or prompt marks.
 //!
 //! # Layout
 //! - [`parser`]: the byte stream split into data and [`TelnetEvent`]s, with
 //!   the protocol's command and option bytes.
+//! - [`caps`]: what the client negotiated ([`Capabilities`]), what the
+//!   world is told of it.
+//! - [`gmcp`]: GMCP framing, the client's `Core.*` messages, and
+//!   [`gmcp::render`]: a world event as `Package.Name json`.
+//! - [`mssp`]: the MSSP answer for crawlers.
+//! - [`mccp`]: the MCCP2 zlib stream of one socket's output.
+//! - [`ttype`]: TTYPE cycling and MTTS.
 //! - [`negotiator`]: the option state and the replies it owes (above the
-//!   parser: it reads its events).
+//!   others: it reads the parser's events and fills the capabilities).
 
+pub mod caps;
+pub mod gmcp;
+pub mod mccp;
+pub mod mssp;
 pub mod negotiator;
 pub mod parser;
+pub mod ttype;
 
-pub use self::negotiator::Negotiator;
+pub use self::caps::Capabilities;
+pub use self::negotiator::{Change, Negotiator};
 pub use self::parser::{
     DO, DONT, IAC, MAX_SUBNEG_BYTES, OPT_ECHO, OPT_NAWS, OPT_TTYPE, SB, SE, TelnetEvent,
     TelnetParser, WILL, WONT,

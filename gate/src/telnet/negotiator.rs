@@ -1,13 +1,38 @@
-//! Option negotiation for one connection (RFC 1143 "Q method", reduced to
-//! the three options the gate cares about): accept NAWS and TTYPE, offer
-//! ECHO only while a password is typed, refuse everything else.
+//! Option negotiation for one connection (RFC 1143 "Q method"): which
+//! options are on, on which side, and the replies the client is owed.
+//!
+//! We offer GMCP, MSSP, MCCP2, EOR and CHARSET at connect and ask for NAWS
+//! and TTYPE (CONTRACT.md, "MUD client protocols"); ECHO only while a
+//! password is typed; everything else is refused once per request. A
+//! request that changes nothing gets no answer, so two negotiators never
+//! loop. What the options carry (window, terminal, GMCP subscriptions) is
+//! in [`Capabilities`]; what needs the socket's output (compression on or
+//! off) is left as a [`Change`] for the reader to apply in order.
 
-use super::parser::{
-    DO, DONT, IAC, OPT_ECHO, OPT_NAWS, OPT_TTYPE, SB, SE, TelnetEvent, WILL, WONT,
-};
+use std::sync::Arc;
 
-const TTYPE_IS: u8 = 0;
-const TTYPE_SEND: u8 = 1;
+use super::caps::Capabilities;
+use super::gmcp::{self, OPT_GMCP};
+use super::mccp::{OPT_MCCP2, START as MCCP_START};
+use super::mssp::{MsspStatus, OPT_MSSP};
+use super::parser::{DO, DONT, IAC, OPT_ECHO, OPT_NAWS, SB, SE, TelnetEvent, WILL, WONT};
+use super::ttype::{self, OPT_TTYPE, TTYPE_IS};
+
+/// End of record (RFC 885): marks the end of a prompt.
+pub const OPT_EOR: u8 = 25;
+pub const OPT_CHARSET: u8 = 42;
+/// `IAC EOR` and `IAC GA`, the two ways to mark a prompt's end.
+pub const CMD_EOR: u8 = 239;
+pub const CMD_GA: u8 = 249;
+
+const CHARSET_REQUEST: u8 = 1;
+const CHARSET_ACCEPTED: u8 = 2;
+const CHARSET_REJECTED: u8 = 3;
+
+/// Options we turn on on our side at connect.
+const OFFERED: [u8; 5] = [OPT_GMCP, OPT_MSSP, OPT_MCCP2, OPT_EOR, OPT_CHARSET];
+/// Options we ask the client to turn on on its side.
+const ASKED: [u8; 2] = [OPT_NAWS, OPT_TTYPE];
 
 /// One side of one option (RFC 1143).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -19,18 +44,42 @@ enum Q {
     WantNo,
 }
 
+/// What the output must do, in order with the replies before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// `START` was just written: compress everything after it.
+    CompressOn,
+    /// The client said `DONT MCCP2`: end the stream.
+    CompressOff,
+}
+
 /// Option state for one connection and the replies it owes the client.
 #[derive(Debug, Default)]
 pub struct Negotiator {
-    /// Us: ECHO (we echo = the client hides what is typed).
-    us_echo: Q,
-    him_naws: Q,
-    him_ttype: Q,
+    /// Our side of each option (us: we do it).
+    us: OptionTable,
+    /// The client's side (him: it does it).
+    him: OptionTable,
+    pub caps: Capabilities,
+    ttype: ttype::Cycle,
+    /// Answers `DO MSSP`; a connection without one (a test) sends nothing.
+    pub mssp: Option<Arc<MsspStatus>>,
+    /// Set by [`handle`](Self::handle); the reader applies it right after
+    /// writing the replies so far.
+    pub change: Option<Change>,
     /// True once the client sent any negotiation: it is a telnet client and
     /// can take ECHO toggles (a raw client would print them as garbage).
     pub speaks_telnet: bool,
-    pub window: Option<(u16, u16)>,
-    pub terminal_type: Option<String>,
+}
+
+/// Q states for every option code: 256 bytes, no allocation per option.
+#[derive(Debug)]
+struct OptionTable([Q; 256]);
+
+impl Default for OptionTable {
+    fn default() -> Self {
+        OptionTable([Q::No; 256])
+    }
 }
 
 fn cmd(verb: u8, opt: u8) -> [u8; 3] {
@@ -38,12 +87,18 @@ fn cmd(verb: u8, opt: u8) -> [u8; 3] {
 }
 
 impl Negotiator {
-    /// Bytes to send when the connection opens: ask for window size and
-    /// terminal type.
+    /// Bytes to send when the connection opens: our offers, then what we ask.
     pub fn greeting(&mut self) -> Vec<u8> {
-        self.him_naws = Q::WantYes;
-        self.him_ttype = Q::WantYes;
-        [cmd(DO, OPT_NAWS), cmd(DO, OPT_TTYPE)].concat()
+        let mut out = Vec::new();
+        for opt in OFFERED {
+            self.us.0[opt as usize] = Q::WantYes;
+            out.extend_from_slice(&cmd(WILL, opt));
+        }
+        for opt in ASKED {
+            self.him.0[opt as usize] = Q::WantYes;
+            out.extend_from_slice(&cmd(DO, opt));
+        }
+        out
     }
 
     /// Hide (true) or show (false) what the client types. Returns bytes to
@@ -52,101 +107,202 @@ impl Negotiator {
         if !self.speaks_telnet {
             return Vec::new();
         }
-        match (hide, self.us_echo) {
+        let q = &mut self.us.0[OPT_ECHO as usize];
+        match (hide, *q) {
             (true, Q::No | Q::WantNo) => {
-                self.us_echo = Q::WantYes;
+                *q = Q::WantYes;
                 cmd(WILL, OPT_ECHO).to_vec()
             }
             (false, Q::Yes | Q::WantYes) => {
-                self.us_echo = Q::WantNo;
+                *q = Q::WantNo;
                 cmd(WONT, OPT_ECHO).to_vec()
             }
             _ => Vec::new(),
         }
     }
 
-    /// Process one event; append any reply to `out`.
+    /// Whether the client takes `IAC EOR` after a prompt (else `IAC GA`
+    /// for a telnet client, nothing for a raw one).
+    pub fn prompt_end(&self) -> &'static [u8] {
+        if self.caps.eor {
+            &[IAC, CMD_EOR]
+        } else if self.speaks_telnet {
+            &[IAC, CMD_GA]
+        } else {
+            &[]
+        }
+    }
+
+    /// Process one event; append any reply to `out`. A compression change
+    /// is left in [`change`](Self::change): the caller applies it before
+    /// the next event.
     pub fn handle(&mut self, ev: &TelnetEvent, out: &mut Vec<u8>) {
         match ev {
             TelnetEvent::Negotiate { verb, opt } => {
                 self.speaks_telnet = true;
-                self.negotiate(*verb, *opt, out);
+                self.caps.telnet = true;
+                match *verb {
+                    DO => self.on_do(*opt, out),
+                    DONT => self.on_dont(*opt, out),
+                    WILL => self.on_will(*opt, out),
+                    WONT => self.on_wont(*opt, out),
+                    _ => {}
+                }
             }
-            TelnetEvent::Subnegotiation {
-                opt: OPT_NAWS,
-                data,
-            } if data.len() == 4 => {
-                let w = u16::from_be_bytes([data[0], data[1]]);
-                let h = u16::from_be_bytes([data[2], data[3]]);
-                self.window = Some((w, h));
-            }
-            TelnetEvent::Subnegotiation {
-                opt: OPT_TTYPE,
-                data,
-            } if data.first() == Some(&TTYPE_IS) => {
-                let name: String = String::from_utf8_lossy(&data[1..])
-                    .chars()
-                    .filter(|c| c.is_ascii_graphic())
-                    .collect();
-                self.terminal_type = Some(name);
-            }
-            TelnetEvent::Subnegotiation { .. } => {}
+            TelnetEvent::Subnegotiation { opt, data } => self.on_subnegotiation(*opt, data, out),
         }
     }
 
-    fn negotiate(&mut self, verb: u8, opt: u8, out: &mut Vec<u8>) {
-        match verb {
-            WILL | WONT => {
-                let accept = matches!(opt, OPT_NAWS | OPT_TTYPE);
-                let q = match opt {
-                    OPT_NAWS => &mut self.him_naws,
-                    OPT_TTYPE => &mut self.him_ttype,
-                    _ => {
-                        // Refuse politely; a WONT for something off needs no answer.
-                        if verb == WILL {
-                            out.extend_from_slice(&cmd(DONT, opt));
-                        }
-                        return;
-                    }
-                };
-                let was = *q;
-                *q = match (verb, was) {
-                    (WILL, Q::No) if accept => {
-                        out.extend_from_slice(&cmd(DO, opt));
-                        Q::Yes
-                    }
-                    (WILL, Q::WantYes | Q::Yes) => Q::Yes,
-                    (WILL, _) => Q::No,
-                    (_, Q::Yes) => {
-                        out.extend_from_slice(&cmd(DONT, opt));
-                        Q::No
-                    }
-                    _ => Q::No,
-                };
-                if opt == OPT_TTYPE && was != Q::Yes && *q == Q::Yes {
-                    out.extend_from_slice(&[IAC, SB, OPT_TTYPE, TTYPE_SEND, IAC, SE]);
+    /// `DO opt`: the client wants us to do it.
+    fn on_do(&mut self, opt: u8, out: &mut Vec<u8>) {
+        let q = self.us.0[opt as usize];
+        // ECHO is ours to offer (while a password is typed), never the
+        // client's to demand.
+        let willing = OFFERED.contains(&opt);
+        self.us.0[opt as usize] = match q {
+            Q::No if willing => {
+                out.extend_from_slice(&cmd(WILL, opt));
+                self.local_on(opt, out);
+                Q::Yes
+            }
+            Q::No => {
+                out.extend_from_slice(&cmd(WONT, opt));
+                Q::No
+            }
+            Q::WantYes => {
+                self.local_on(opt, out);
+                Q::Yes
+            }
+            // Answering our WONT with DO is an error (RFC 1143); stay off.
+            Q::WantNo => Q::No,
+            Q::Yes => Q::Yes,
+        };
+    }
+
+    /// `DONT opt`: the client wants us to stop (or refuses our offer).
+    fn on_dont(&mut self, opt: u8, out: &mut Vec<u8>) {
+        let q = self.us.0[opt as usize];
+        if q == Q::Yes {
+            out.extend_from_slice(&cmd(WONT, opt));
+            self.local_off(opt);
+        }
+        self.us.0[opt as usize] = Q::No;
+    }
+
+    /// `WILL opt`: the client offers to do it.
+    fn on_will(&mut self, opt: u8, out: &mut Vec<u8>) {
+        let q = self.him.0[opt as usize];
+        let wanted = ASKED.contains(&opt);
+        self.him.0[opt as usize] = match q {
+            Q::No if wanted => {
+                out.extend_from_slice(&cmd(DO, opt));
+                self.remote_on(opt, out);
+                Q::Yes
+            }
+            Q::No => {
+                out.extend_from_slice(&cmd(DONT, opt));
+                Q::No
+            }
+            Q::WantYes => {
+                self.remote_on(opt, out);
+                Q::Yes
+            }
+            Q::WantNo => Q::No,
+            Q::Yes => Q::Yes,
+        };
+    }
+
+    /// `WONT opt`: the client will not (or no longer) do it.
+    fn on_wont(&mut self, opt: u8, out: &mut Vec<u8>) {
+        if self.him.0[opt as usize] == Q::Yes {
+            out.extend_from_slice(&cmd(DONT, opt));
+        }
+        self.him.0[opt as usize] = Q::No;
+    }
+
+    /// One of our options just turned on.
+    fn local_on(&mut self, opt: u8, out: &mut Vec<u8>) {
+        match opt {
+            OPT_GMCP => self.caps.gmcp = true,
+            OPT_EOR => self.caps.eor = true,
+            OPT_MSSP => {
+                if let Some(m) = &self.mssp {
+                    out.extend(m.frame());
                 }
             }
-            DO | DONT => {
-                if opt != OPT_ECHO {
-                    if verb == DO {
-                        out.extend_from_slice(&cmd(WONT, opt));
-                    }
-                    return;
+            OPT_MCCP2 => {
+                out.extend_from_slice(&MCCP_START);
+                self.change = Some(Change::CompressOn);
+            }
+            OPT_CHARSET => {
+                out.extend_from_slice(&[IAC, SB, OPT_CHARSET, CHARSET_REQUEST]);
+                out.extend_from_slice(b";UTF-8");
+                out.extend_from_slice(&[IAC, SE]);
+            }
+            _ => {}
+        }
+    }
+
+    fn local_off(&mut self, opt: u8) {
+        match opt {
+            OPT_GMCP => self.caps.gmcp = false,
+            OPT_EOR => self.caps.eor = false,
+            OPT_MCCP2 => self.change = Some(Change::CompressOff),
+            _ => {}
+        }
+    }
+
+    /// One of the client's options just turned on.
+    fn remote_on(&mut self, opt: u8, out: &mut Vec<u8>) {
+        if opt == OPT_TTYPE {
+            out.extend_from_slice(&ttype::SEND);
+        }
+    }
+
+    fn on_subnegotiation(&mut self, opt: u8, data: &[u8], out: &mut Vec<u8>) {
+        match opt {
+            OPT_NAWS if data.len() == 4 => {
+                self.caps.width = u16::from_be_bytes([data[0], data[1]]);
+                self.caps.height = u16::from_be_bytes([data[2], data[3]]);
+            }
+            OPT_TTYPE
+                if data.first() == Some(&TTYPE_IS)
+                    && self.ttype.on_answer(&data[1..], &mut self.caps) =>
+            {
+                out.extend_from_slice(&ttype::SEND);
+            }
+            // Only while GMCP is on: a client that never enabled it has
+            // nothing to say in it.
+            OPT_GMCP if self.us.0[OPT_GMCP as usize] == Q::Yes => {
+                gmcp::on_client_message(&mut self.caps, data, out);
+            }
+            OPT_CHARSET => self.on_charset(data, out),
+            _ => {}
+        }
+    }
+
+    /// CHARSET (RFC 2066): UTF-8 is the only one we speak.
+    fn on_charset(&mut self, data: &[u8], out: &mut Vec<u8>) {
+        match data.split_first() {
+            Some((&CHARSET_ACCEPTED, name)) => {
+                self.caps.utf8 = name.eq_ignore_ascii_case(b"UTF-8");
+            }
+            Some((&CHARSET_REJECTED, _)) => self.caps.utf8 = false,
+            Some((&CHARSET_REQUEST, rest)) => {
+                // `<sep><name><sep><name>...`, maybe after "[TTABLE]<v>".
+                let offered = rest.split_first().is_some_and(|(&sep, names)| {
+                    names
+                        .split(|&b| b == sep)
+                        .any(|n| n.eq_ignore_ascii_case(b"UTF-8"))
+                });
+                if offered {
+                    self.caps.utf8 = true;
+                    out.extend_from_slice(&[IAC, SB, OPT_CHARSET, CHARSET_ACCEPTED]);
+                    out.extend_from_slice(b"UTF-8");
+                } else {
+                    out.extend_from_slice(&[IAC, SB, OPT_CHARSET, CHARSET_REJECTED]);
                 }
-                self.us_echo = match (verb, self.us_echo) {
-                    (DO, Q::WantYes | Q::Yes) => Q::Yes,
-                    (DO, Q::No) => {
-                        // The client asks us to echo but no password is being typed.
-                        out.extend_from_slice(&cmd(WONT, OPT_ECHO));
-                        Q::No
-                    }
-                    (DO, Q::WantNo) | (_, Q::WantNo | Q::WantYes | Q::No) => Q::No,
-                    (_, Q::Yes) => {
-                        out.extend_from_slice(&cmd(WONT, OPT_ECHO));
-                        Q::No
-                    }
-                };
+                out.extend_from_slice(&[IAC, SE]);
             }
             _ => {}
         }
@@ -154,104 +310,5 @@ impl Negotiator {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn negotiator_accepts_naws_and_ttype_and_refuses_others() {
-        let mut n = Negotiator::default();
-        assert_eq!(n.greeting(), vec![IAC, DO, OPT_NAWS, IAC, DO, OPT_TTYPE]);
-        let mut out = Vec::new();
-        n.handle(
-            &TelnetEvent::Negotiate {
-                verb: WILL,
-                opt: OPT_NAWS,
-            },
-            &mut out,
-        );
-        assert!(out.is_empty(), "an answer to our own DO needs no reply");
-        n.handle(
-            &TelnetEvent::Negotiate {
-                verb: WILL,
-                opt: OPT_TTYPE,
-            },
-            &mut out,
-        );
-        assert_eq!(out, vec![IAC, SB, OPT_TTYPE, TTYPE_SEND, IAC, SE]);
-        out.clear();
-        n.handle(
-            &TelnetEvent::Negotiate {
-                verb: WILL,
-                opt: 42,
-            },
-            &mut out,
-        );
-        assert_eq!(out, vec![IAC, DONT, 42]);
-        out.clear();
-        n.handle(&TelnetEvent::Negotiate { verb: DO, opt: 3 }, &mut out);
-        assert_eq!(out, vec![IAC, WONT, 3]);
-        out.clear();
-        n.handle(
-            &TelnetEvent::Subnegotiation {
-                opt: OPT_NAWS,
-                data: vec![0, 100, 0, 40],
-            },
-            &mut out,
-        );
-        assert_eq!(n.window, Some((100, 40)));
-        n.handle(
-            &TelnetEvent::Subnegotiation {
-                opt: OPT_TTYPE,
-                data: b"\0XTERM".to_vec(),
-            },
-            &mut out,
-        );
-        assert_eq!(n.terminal_type.as_deref(), Some("XTERM"));
-        assert!(out.is_empty());
-    }
-
-    #[test]
-    fn echo_toggles_only_for_telnet_clients_and_does_not_loop() {
-        let mut raw = Negotiator::default();
-        assert!(raw.set_hide_input(true).is_empty());
-
-        let mut n = Negotiator::default();
-        let mut out = Vec::new();
-        n.handle(
-            &TelnetEvent::Negotiate {
-                verb: WILL,
-                opt: OPT_NAWS,
-            },
-            &mut out,
-        );
-        assert_eq!(n.set_hide_input(true), vec![IAC, WILL, OPT_ECHO]);
-        assert!(n.set_hide_input(true).is_empty());
-        out.clear();
-        n.handle(
-            &TelnetEvent::Negotiate {
-                verb: DO,
-                opt: OPT_ECHO,
-            },
-            &mut out,
-        );
-        assert!(out.is_empty());
-        assert_eq!(n.set_hide_input(false), vec![IAC, WONT, OPT_ECHO]);
-        n.handle(
-            &TelnetEvent::Negotiate {
-                verb: DONT,
-                opt: OPT_ECHO,
-            },
-            &mut out,
-        );
-        assert!(out.is_empty());
-        // Unprompted DO ECHO is refused.
-        n.handle(
-            &TelnetEvent::Negotiate {
-                verb: DO,
-                opt: OPT_ECHO,
-            },
-            &mut out,
-        );
-        assert_eq!(out, vec![IAC, WONT, OPT_ECHO]);
-    }
-}
+#[path = "negotiator_tests.rs"]
+mod tests;

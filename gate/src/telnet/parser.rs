@@ -15,11 +15,12 @@ pub const OPT_ECHO: u8 = 1;
 pub const OPT_TTYPE: u8 = 24;
 pub const OPT_NAWS: u8 = 31;
 
-/// Longest subnegotiation payload kept. NAWS needs 4 bytes (8 with doubled
-/// IACs), a terminal type is a short name; anything longer is hostile or
-/// broken and is dropped (the parser then skips to `IAC SE`) so a client
-/// cannot grow gate memory with an unterminated `IAC SB`.
-pub const MAX_SUBNEG_BYTES: usize = 64;
+/// Longest subnegotiation payload kept. NAWS needs 4 bytes, a terminal
+/// type is a short name, a client's GMCP message (`Core.Supports.Set` with
+/// a few dozen packages, `Core.Hello`) well under 1 KiB; anything longer is
+/// hostile or broken and is dropped (the parser then skips to `IAC SE`) so
+/// a client cannot grow gate memory with an unterminated `IAC SB`.
+pub const MAX_SUBNEG_BYTES: usize = 4096;
 
 /// What the parser found besides plain data.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,6 +11,7 @@
 //!   how its rooms read.
 //! - `zone_save`: what of a zone is durable (floors, mobs, the reset
 //!   timer), its serializer and loader.
+//! - `events`: the structured events beside the text (room, vitals, items).
 //! - `exec`: running a command against a zone, one file per command family.
 //! - `render`: how names and item lists read.
 //! - [`who`]: the `who` list.
@@ -19,6 +20,7 @@
 pub mod alias;
 pub mod character;
 pub mod command;
+mod events;
 mod exec;
 mod render;
 pub mod starter;

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::character::{Character, Item, can_see, keywords_match};
+use super::events;
 use super::render::{WRAP_WIDTH, item_lines, name_cap};
 use super::text::wrap;
 use super::tier::WIZINVIS;
@@ -203,9 +204,22 @@ impl ZoneState {
             None => format!("{} arrives.\n", ch.name),
         };
         let mut out = self.tell_room(&ch, &key, &text);
-        out.push(Delivery::new(&key, render_room(self, &ch)));
+        let mut view = self.room_view(&key, &ch);
+        view.events.extend(events::character(&ch));
+        out.push(view);
         self.players.insert(key, ch);
         out
+    }
+
+    /// The room as `ch` sees it: [`render_room`]'s text with the room's
+    /// events.
+    pub(super) fn room_view(&self, key: &str, ch: &Character) -> Delivery {
+        let mut d = Delivery::new(key, render_room(self, ch));
+        if let Some(room) = self.rooms.get(&ch.room) {
+            let name = &self.def.rooms[room.def].name;
+            d.events = events::room(&ch.room, name, &self.def.name, &room.exits, &room.items);
+        }
+        d
     }
 
     /// Removes a player, telling the room they left (`dir`) or vanished
@@ -224,11 +238,17 @@ impl ZoneState {
         Some((ch, out))
     }
 
-    /// The room `key` stands in, as `look` shows it (nothing when absent).
+    /// The room `key` stands in, as `look` shows it, with the room and
+    /// character events (nothing when absent): all a client needs to redraw
+    /// after a resume.
     pub fn view(&self, key: &str) -> Vec<Delivery> {
         self.players
             .get(key)
-            .map(|ch| vec![Delivery::new(key, render_room(self, ch))])
+            .map(|ch| {
+                let mut view = self.room_view(key, ch);
+                view.events.extend(events::character(ch));
+                vec![view]
+            })
             .unwrap_or_default()
     }
 
@@ -272,6 +292,8 @@ impl ZoneState {
         self.ticks += 1;
         let mut out = Vec::new();
         for (key, ch) in &mut self.players {
+            let before = ch.vitals.clone();
+            let affects = ch.affects.len();
             let v = &mut ch.vitals;
             let bonus: u32 = ch.affects.iter().map(|a| a.regen).sum();
             v.hp =
@@ -290,6 +312,18 @@ impl ZoneState {
                 }
                 a.ticks_left > 0
             });
+            // Gauges move only when something changed: a player at full
+            // health costs no bytes per tick.
+            let mut changed = Vec::new();
+            if ch.vitals != before {
+                changed.push(events::vitals(ch));
+            }
+            if ch.affects.len() != affects {
+                changed.push(events::status(ch));
+            }
+            if !changed.is_empty() {
+                out.push(Delivery::events(key, changed));
+            }
         }
         for i in 0..self.mobs.len() {
             if self.mobs[i].wander && roll(WANDER_ODDS).is_multiple_of(WANDER_ODDS) {

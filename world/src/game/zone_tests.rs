@@ -6,6 +6,7 @@ use crate::game::HUH;
 use crate::game::character::MAX_INVENTORY;
 use crate::game::tier::{Tier, WIZINVIS};
 use crate::game::world::{Food, ItemDef, MobDef, RoomDef, WearSlot};
+use crate::model::event::{Event, Location};
 
 fn room(id: &str, name: &str, exits: &[(Direction, &str)]) -> RoomDef {
     RoomDef {
@@ -164,10 +165,21 @@ A red apple lies here.\nA wool cloak lies here.\nA loaf of bread lies here.\nA g
 fn look_shows_room_exactly() {
     let mut z = town_with(&["alice", "bob"]);
     let out = run(&mut z, "alice", "look");
+    assert_eq!(out.deliveries.len(), 1);
+    assert_eq!(out.deliveries[0].text, format!("{SQUARE}Bob is here.\n"));
+    // Beside the text, the room as a client's mapper reads it.
+    let Event::Room(room) = &out.deliveries[0].events[0] else {
+        panic!("the room first: {:?}", out.deliveries[0].events)
+    };
     assert_eq!(
-        out.deliveries,
-        vec![Delivery::new("alice", format!("{SQUARE}Bob is here.\n"))]
+        (room.id.as_str(), room.area.as_str()),
+        ("town:square", "Town")
     );
+    assert!(room.exits.contains(&("east".into(), "field:gate".into())));
+    assert!(matches!(
+        &out.deliveries[0].events[1],
+        Event::Items { location: Location::Room, items } if items.len() == 3
+    ));
     assert!(!out.dirty);
     assert_eq!(run(&mut z, "alice", "l").deliveries, out.deliveries);
 }
@@ -253,11 +265,18 @@ fn say_exact_shapes() {
     let mut z = town_with(&["alice", "bob"]);
     z.enter(Character::new("carol", "town:lane"), None);
     let out = run(&mut z, "alice", "say Hello  there, é!");
+    let channel = |text: &str| Event::Channel {
+        channel: "say".into(),
+        talker: "Alice".into(),
+        text: text.into(),
+    };
     assert_eq!(
         out.deliveries,
         vec![
-            Delivery::new("alice", "You say, 'Hello  there, é!'\n"),
-            Delivery::new("bob", "Alice says, 'Hello  there, é!'\n"),
+            Delivery::new("alice", "You say, 'Hello  there, é!'\n")
+                .with(channel("You say, 'Hello  there, é!'")),
+            Delivery::new("bob", "Alice says, 'Hello  there, é!'\n")
+                .with(channel("Alice says, 'Hello  there, é!'")),
         ]
     );
     assert_eq!(
@@ -280,11 +299,16 @@ fn say_never_carries_bidi_or_zero_width_characters_to_others() {
         "alice",
         "say see \u{202E}exe.live\u{202C} from B\u{200B}ob \u{2067}x\u{2069}",
     );
+    let texts: Vec<(&str, &str)> = out
+        .deliveries
+        .iter()
+        .map(|d| (d.to.as_str(), d.text.as_str()))
+        .collect();
     assert_eq!(
-        out.deliveries,
+        texts,
         vec![
-            Delivery::new("alice", "You say, 'see exe.live from Bob x'\n"),
-            Delivery::new("bob", "Alice says, 'see exe.live from Bob x'\n"),
+            ("alice", "You say, 'see exe.live from Bob x'\n"),
+            ("bob", "Alice says, 'see exe.live from Bob x'\n"),
         ]
     );
 }
@@ -719,4 +743,42 @@ fn a_player_moved_out_of_the_zone_by_the_actor_is_healed() {
     z.character_mut("alice").unwrap().room = "field:gate".into();
     let out = run(&mut z, "alice", "north");
     assert!(out.deliveries[0].text.starts_with("Narrow Lane\n"));
+}
+
+#[test]
+fn arrival_gives_the_whole_character_and_get_moves_items_between_lists() {
+    let mut z = zone("town");
+    let out = z.enter(Character::new("alice", "town:square"), None);
+    let kinds: Vec<&str> = out[0]
+        .events
+        .iter()
+        .map(|e| match e {
+            Event::Room(_) => "room",
+            Event::Items { location, .. } => location.as_str(),
+            Event::Vitals(_) => "vitals",
+            Event::Status(_) => "status",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["room", "room", "vitals", "status", "inv"]);
+    let out = run(&mut z, "alice", "get apple");
+    let events = &out.deliveries[0].events;
+    assert!(
+        matches!(&events[0], Event::ItemRemoved { location: Location::Room, item } if item.id == "town:apple")
+    );
+    assert!(
+        matches!(&events[1], Event::ItemAdded { location: Location::Inventory, item } if item.id == "town:apple")
+    );
+}
+
+#[test]
+fn a_tick_says_vitals_only_when_they_change() {
+    let mut z = zone("town");
+    z.enter(Character::new("alice", "town:square"), None);
+    let mut never = |_| 1;
+    // Full health: nothing to say.
+    assert!(z.tick(&mut never).iter().all(|d| d.events.is_empty()));
+    z.character_mut("alice").unwrap().vitals.hp = 1;
+    let out = z.tick(&mut never);
+    assert!(matches!(&out[0].events[0], Event::Vitals(v) if v[0] == ("hp".into(), 2)));
 }

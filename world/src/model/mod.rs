@@ -25,6 +25,7 @@
 
 pub mod chat;
 pub mod direction;
+pub mod event;
 pub mod ids;
 pub mod names;
 pub mod outcome;
@@ -34,6 +35,7 @@ use std::any::Any;
 use std::collections::BTreeMap;
 
 pub use direction::Direction;
+pub use event::Event;
 
 /// Longest input line the runtime hands a game; a longer one is refused
 /// with a clear line and applies nothing.

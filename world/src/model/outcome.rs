@@ -3,13 +3,17 @@
 
 use super::chat::ChatAllowance;
 use super::direction::Direction;
+use super::event::Event;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Delivery {
     /// Player key.
     pub to: String,
-    /// One or more lines, each ending in "\n".
+    /// One or more lines, each ending in "\n"; may be empty when the
+    /// delivery carries only events.
     pub text: String,
+    /// Structured events beside the text, sent after it.
+    pub events: Vec<Event>,
 }
 
 impl Delivery {
@@ -17,7 +21,23 @@ impl Delivery {
         Delivery {
             to: to.to_string(),
             text: text.into(),
+            events: Vec::new(),
         }
+    }
+
+    /// Events alone, no text.
+    pub fn events(to: &str, events: Vec<Event>) -> Self {
+        Delivery {
+            to: to.to_string(),
+            text: String::new(),
+            events,
+        }
+    }
+
+    /// This delivery with `event` added.
+    pub fn with(mut self, event: Event) -> Self {
+        self.events.push(event);
+        self
     }
 }
 

@@ -18,6 +18,7 @@ use super::frames::{send_closed, send_login_busy};
 use super::limits::{caller_bucket, source_bucket, too_many_attempts};
 use super::route::enter;
 use super::strength::too_weak;
+use telos_proto::{NAME_TAKEN, PASSWORD_REFUSED};
 
 /// A resume credential lives this long after its last use: long enough to
 /// ride out a shard restart or a long outage, short enough that a leaked one
@@ -53,14 +54,14 @@ pub(super) async fn login_frame(
         if login.password.chars().count() < MIN_PASSWORD {
             send_closed(
                 out,
-                "Login failed: passwords need at least 8 characters.",
+                &format!("{PASSWORD_REFUSED}s need at least 8 characters."),
                 true,
             )
             .await;
             return None;
         }
         if let Some(why) = too_weak(&login.password, &login.name) {
-            let line = format!("Login failed: password too weak: {why}");
+            let line = format!("{PASSWORD_REFUSED} too weak: {why}");
             send_closed(out, &line, true).await;
             return None;
         }
@@ -81,7 +82,7 @@ pub(super) async fn login_frame(
                 }
             }
             Err(StoreError::NameTaken) => {
-                send_closed(out, "Login failed: that name is taken.", true).await;
+                send_closed(out, NAME_TAKEN, true).await;
                 return None;
             }
             Err(e) => return refuse_for_store(out, e, "create failed").await,

@@ -7,6 +7,7 @@
 //! Each module imports only those listed before it:
 //! - [`lease`]: the renew loop and the local lease deadline (the fence).
 //! - [`roster`]: who is online on this shard, published for `who`.
+//! - [`events`]: a game's structured events as the Play stream carries them.
 //! - [`session`]: per-player session state: the `applied_seq` watermark,
 //!   epoch, out channel.
 //! - [`phase`]: where an actor is in its life; a drain's report.
@@ -23,6 +24,7 @@
 
 mod actor;
 pub mod env;
+pub mod events;
 mod frozen;
 pub mod handle;
 pub mod hosted;

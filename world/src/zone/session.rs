@@ -86,6 +86,12 @@ impl SessionMeta {
         }
     }
 
+    /// A structured event, for a client that takes them (the gate
+    /// decides; the world always sends).
+    pub fn event(&mut self, event: crate::model::Event) {
+        self.send(Frame::Event(crate::zone::events::to_wire(event)));
+    }
+
     /// Lines applied but not yet covered by a save.
     pub fn unsaved_lines(&self) -> u64 {
         self.applied_seq.saturating_sub(self.saved_seq)

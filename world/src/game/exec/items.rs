@@ -3,10 +3,12 @@
 //! bounded ([`MAX_INVENTORY`], [`MAX_FLOOR_ITEMS`]) so no player can grow a
 //! character or a zone without limit.
 
-use crate::game::character::{Affect, Character, MAX_INVENTORY};
+use crate::game::character::{Affect, Character, Item, MAX_INVENTORY};
+use crate::game::events;
 use crate::game::render::{count_suffix, group_items, name_cap};
 use crate::game::world::WearSlot;
 use crate::game::zone::{Outcome, ZoneState};
+use crate::model::event::{Event, Location};
 
 /// Items one room's floor holds: dropping is refused beyond it, so a player
 /// can't grow zone memory without bound.
@@ -61,7 +63,8 @@ impl ZoneState {
             mine.push_str("You can't carry any more.\n");
         }
         ch.inventory.extend(taken.iter().cloned());
-        self.act(key, mine, &theirs, !taken.is_empty())
+        let out = self.act(key, mine, &theirs, !taken.is_empty());
+        moved(out, &taken, Location::Room, Location::Inventory)
     }
 
     pub(super) fn drop_item(&mut self, key: &str, arg: &str) -> Outcome {
@@ -99,7 +102,8 @@ impl ZoneState {
             mine.push_str("There is no room here for more clutter.\n");
         }
         room.items.extend(dropped.iter().cloned());
-        self.act(key, mine, &theirs, !dropped.is_empty())
+        let out = self.act(key, mine, &theirs, !dropped.is_empty());
+        moved(out, &dropped, Location::Inventory, Location::Room)
     }
 
     pub(super) fn wear(&mut self, key: &str, arg: &str) -> Outcome {
@@ -129,7 +133,8 @@ impl ZoneState {
             )
         };
         ch.equipment.insert(slot.name().to_string(), item);
-        self.act(key, mine, &theirs, true)
+        let carried = events::inventory(ch);
+        with_mine(self.act(key, mine, &theirs, true), vec![carried])
     }
 
     pub(super) fn remove(&mut self, key: &str, arg: &str) -> Outcome {
@@ -149,7 +154,8 @@ impl ZoneState {
         let mine = format!("You remove {}.\n", item.name);
         let theirs = format!("{} removes {}.\n", ch.name, item.name);
         ch.inventory.push(item);
-        self.act(key, mine, &theirs, true)
+        let carried = events::inventory(ch);
+        with_mine(self.act(key, mine, &theirs, true), vec![carried])
     }
 
     pub(super) fn eat(&mut self, key: &str, arg: &str) -> Outcome {
@@ -174,8 +180,41 @@ impl ZoneState {
         }
         let mine = format!("You eat {}.\nYou feel {}.\n", item.name, food.affect);
         let theirs = format!("{} eats {}.\n", ch.name, item.name);
-        self.act(key, mine, &theirs, true)
+        let now = vec![
+            events::inventory(ch),
+            events::vitals(ch),
+            events::status(ch),
+        ];
+        with_mine(self.act(key, mine, &theirs, true), now)
     }
+}
+
+/// `items` went from one place to another: the actor (the first delivery)
+/// sees both lists change, the rest of the room the floor.
+fn moved(mut out: Outcome, items: &[Item], from: Location, to: Location) -> Outcome {
+    for (n, d) in out.deliveries.iter_mut().enumerate() {
+        for i in items {
+            let item = events::item(i);
+            if n == 0 || from == Location::Room {
+                d.events.push(Event::ItemRemoved {
+                    location: from,
+                    item: item.clone(),
+                });
+            }
+            if n == 0 || to == Location::Room {
+                d.events.push(Event::ItemAdded { location: to, item });
+            }
+        }
+    }
+    out
+}
+
+/// The actor's own delivery (the first) carries `events` too.
+fn with_mine(mut out: Outcome, events: Vec<Event>) -> Outcome {
+    if let Some(d) = out.deliveries.first_mut() {
+        d.events.extend(events);
+    }
+    out
 }
 
 pub(super) fn inventory(ch: &Character) -> String {

@@ -17,6 +17,7 @@ mod room;
 use super::alias::expand;
 use super::character::{Character, is_admin};
 use super::command::{Command, parse};
+use super::events;
 use super::text::{strip_control, truncate_bytes};
 use super::zone::{Action, Ctx, Delivery, Outcome, ZoneState};
 
@@ -101,9 +102,19 @@ impl ZoneState {
                 ),
             ),
             Command::Journal(text) => self.journal(key, &text),
-            Command::Score => Outcome::reply(key, score(ch)),
+            Command::Score => Outcome {
+                deliveries: vec![
+                    Delivery::new(key, score(ch))
+                        .with(events::vitals(ch))
+                        .with(events::status(ch)),
+                ],
+                ..Outcome::default()
+            },
             Command::Wizinvis => self.wizinvis(key),
-            Command::Inventory => Outcome::reply(key, inventory(ch)),
+            Command::Inventory => Outcome {
+                deliveries: vec![Delivery::new(key, inventory(ch)).with(events::inventory(ch))],
+                ..Outcome::default()
+            },
             Command::Equipment => Outcome::reply(key, equipment(ch)),
             Command::Get(arg) => self.get(key, &arg),
             Command::Drop(arg) => self.drop_item(key, &arg),

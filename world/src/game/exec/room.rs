@@ -2,10 +2,11 @@
 //! and speaking to the room.
 
 use crate::game::character::{Character, can_see};
+use crate::game::events;
 use crate::game::render::{WRAP_WIDTH, name_cap};
 use crate::game::text::wrap;
 use crate::game::world::Direction;
-use crate::game::zone::{Action, Delivery, HIT_DAMAGE, Outcome, ZoneState, render_room};
+use crate::game::zone::{Action, Delivery, HIT_DAMAGE, Outcome, ZoneState};
 use crate::model::chat::ChatAllowance;
 
 impl ZoneState {
@@ -31,7 +32,7 @@ impl ZoneState {
         let ch = &self.players[key];
         let arrive = format!("{} arrives from {}.\n", ch.name, dir.from_phrase());
         out.extend(self.tell_room(ch, key, &arrive));
-        out.push(Delivery::new(key, render_room(self, ch)));
+        out.push(self.room_view(key, ch).with(events::vitals(ch)));
         Outcome {
             deliveries: out,
             ..Outcome::default()
@@ -42,7 +43,10 @@ impl ZoneState {
     pub(super) fn look(&self, key: &str, arg: &str) -> Outcome {
         let ch = &self.players[key];
         if arg.is_empty() {
-            return Outcome::reply(key, render_room(self, ch));
+            return Outcome {
+                deliveries: vec![self.room_view(key, ch)],
+                ..Outcome::default()
+            };
         }
         if let Some(dir) = Direction::parse(arg) {
             let text = match self.rooms[&ch.room].exits.get(&dir) {
@@ -143,8 +147,16 @@ impl ZoneState {
                 ),
             );
         }
-        let mut out = vec![Delivery::new(key, format!("You say, '{text}'\n"))];
-        out.extend(self.tell_room(ch, key, &format!("{} says, '{text}'\n", ch.name)));
+        let mine = format!("You say, '{text}'\n");
+        let theirs = format!("{} says, '{text}'\n", ch.name);
+        let mut out =
+            vec![Delivery::new(key, mine.clone()).with(events::channel("say", &ch.name, &mine))];
+        let line = events::channel("say", &ch.name, &theirs);
+        out.extend(
+            self.tell_room(ch, key, &theirs)
+                .into_iter()
+                .map(|d| d.with(line.clone())),
+        );
         Outcome {
             deliveries: out,
             chat_spent: text.len(),

@@ -50,12 +50,10 @@ impl ZoneActor {
             });
         let outcome = if line.len() > MAX_LINE {
             Outcome {
-                deliveries: vec![Delivery {
-                    to: key.to_string(),
-                    text: format!(
-                        "That line is too long (at most {MAX_LINE} bytes); it was ignored.\n"
-                    ),
-                }],
+                deliveries: vec![Delivery::new(
+                    key,
+                    format!("That line is too long (at most {MAX_LINE} bytes); it was ignored.\n"),
+                )],
                 action: Action::None,
                 dirty: false,
                 chat_spent: 0,

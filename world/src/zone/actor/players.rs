@@ -150,6 +150,9 @@ impl ZoneActor {
         for d in deliveries {
             if let Some(m) = self.sessions.get_mut(&d.to) {
                 m.output(d.text);
+                for event in d.events {
+                    m.event(event);
+                }
             }
         }
     }
@@ -164,6 +167,9 @@ impl ZoneActor {
                     m.output(d.text);
                 } else {
                     m.chatter(d.text);
+                }
+                for event in d.events {
+                    m.event(event);
                 }
             }
         }
