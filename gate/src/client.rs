@@ -81,7 +81,7 @@ pub const CLOSE_LINGER: Duration = Duration::from_secs(2);
 /// and everything in it is out of the gate's hands: a player slower than
 /// the room would get their own answers only after minutes of chatter
 /// queued in the kernel. Bounded, the backlog stays in the gate's queue,
-/// where chatter can be dropped for them (`session::CHATTER_DIVISOR`).
+/// where chatter can be dropped for them (`output::CHATTER_DIVISOR`).
 /// 32 KiB per round trip is still hundreds of KiB a second of text.
 pub const PLAYER_SEND_BUFFER: usize = 16 * 1024;
 

@@ -36,6 +36,15 @@ pub const DEFAULT_PRE_LOGIN_BYTES_PER_SEC: u32 = 1024;
 /// negotiation and a pasted login line.
 pub const PRE_LOGIN_BYTE_BURST: u32 = 4096;
 
+/// Commands a player may send at once before the rate applies
+/// ([`crate::command_rate`]): a long
+/// speedwalk or a pasted alias list.
+pub const DEFAULT_COMMAND_BURST: u32 = 60;
+
+/// Commands a second after the burst: faster than anyone types, about what
+/// a client's triggers send in a fight.
+pub const DEFAULT_COMMANDS_PER_SEC: u32 = 10;
+
 /// The edge limits, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EdgeLimits {
@@ -51,6 +60,10 @@ pub struct EdgeLimits {
     /// header naming the player's address; empty: the PROXY protocol is
     /// off.
     pub proxy_protocol_from: Vec<IpNet>,
+    /// Commands a logged-in player may send at once (`--command-burst`).
+    pub command_burst: u32,
+    /// Commands a second after the burst (`--commands-per-sec`).
+    pub commands_per_sec: u32,
 }
 
 impl Default for EdgeLimits {
@@ -61,6 +74,8 @@ impl Default for EdgeLimits {
             max_connections_per_ipv6_48: DEFAULT_MAX_CONNECTIONS_PER_PREFIX,
             pre_login_bytes_per_sec: DEFAULT_PRE_LOGIN_BYTES_PER_SEC,
             proxy_protocol_from: Vec::new(),
+            command_burst: DEFAULT_COMMAND_BURST,
+            commands_per_sec: DEFAULT_COMMANDS_PER_SEC,
         }
     }
 }
@@ -101,6 +116,14 @@ pub struct EdgeCli {
     /// none, the PROXY protocol is off].
     #[arg(long, value_name = "ADDRS", env = "TELOS_GATE_PROXY_PROTOCOL_FROM")]
     pub proxy_protocol_from: Option<String>,
+    /// Commands a logged-in player may send at once, before
+    /// --commands-per-sec applies; commands beyond wait their turn, none is
+    /// dropped [default: 60].
+    #[arg(long, value_name = "N", env = "TELOS_GATE_COMMAND_BURST")]
+    pub command_burst: Option<String>,
+    /// Commands a second one player may send after the burst [default: 10].
+    #[arg(long, value_name = "N", env = "TELOS_GATE_COMMANDS_PER_SEC")]
+    pub commands_per_sec: Option<String>,
 }
 
 impl EdgeCli {
@@ -146,6 +169,20 @@ impl EdgeCli {
                 d.pre_login_bytes_per_sec,
             )?,
             proxy_protocol_from: proxies,
+            command_burst: positive_pick(
+                "command_burst",
+                "TELOS_GATE_COMMAND_BURST",
+                self.command_burst.as_ref(),
+                file.command_burst,
+                d.command_burst,
+            )?,
+            commands_per_sec: positive_pick(
+                "commands_per_sec",
+                "TELOS_GATE_COMMANDS_PER_SEC",
+                self.commands_per_sec.as_ref(),
+                file.commands_per_sec,
+                d.commands_per_sec,
+            )?,
         })
     }
 }

@@ -43,6 +43,8 @@ pub struct FileConfig {
     /// Comma-separated, as the flag.
     pub proxy_protocol_from: Option<String>,
     pub upstream_connections: Option<usize>,
+    pub command_burst: Option<u32>,
+    pub commands_per_sec: Option<u32>,
     /// `[mssp]`: what MUD listings are told (`NAME = "..."`, `CONTACT`,
     /// `WEBSITE`, ...), names in upper case as MSSP spells them.
     pub mssp: Option<toml::Table>,

@@ -29,6 +29,9 @@
 //! - [`hangup`]: a client that hung up with lines still to apply.
 //! - [`mud`]: the negotiated options applied to world output (NAWS
 //!   wrapping, GMCP events, prompt marks).
+//! - [`notices`]: what the gate tells a player about their own session.
+//! - [`command_rate`]: one player's commands per second, a burst then a
+//!   rate; commands over it wait their turn.
 //! - [`session`]: the play loop: forward, freeze, re-attach, replay.
 //! - [`connection`]: the per-player task: greeting, login, then the session.
 //! - [`server`]: accept loop and shutdown ([`serve`]).
@@ -38,12 +41,13 @@
 //! its own, or before it in its own layer's chain (`a → b`: `b` may import
 //! `a`), never one after it (`tests/layers.rs` fails on an import cycle).
 //! 1. `config_file` → `config_edge` → `config`, `metrics`, `lines`,
-//!    `telnet`, `login`, `buffer`, `ratelimit`, `hangup` → `admission`,
+//!    `telnet`, `login`, `buffer`, `notices`, `ratelimit`, `hangup` →
+//!    `admission`,
 //!    `proxy`, `registry`: leaves, no imports of the crate but along their
 //!    chains.
 //! 2. `directory`: the shard list over Redis (a `registry` impl);
 //!    `output` → `reader`: the socket halves (the reader answers telnet
-//!    negotiation through the output).
+//!    negotiation through the output); `output` → `command_rate`.
 //! 3. `watch` → `upstream` → `upstream_state`, `shared` → `liveness`: links to
 //!    the shards.
 //!    A link holds a watch; the pool of links is shared by every
@@ -55,6 +59,7 @@
 pub mod admission;
 pub mod buffer;
 pub mod client;
+pub mod command_rate;
 pub mod config;
 pub mod config_edge;
 pub mod config_file;
@@ -66,6 +71,7 @@ pub mod liveness;
 pub mod login;
 pub mod metrics;
 pub mod mud;
+pub mod notices;
 pub mod output;
 pub mod proxy;
 pub mod ratelimit;

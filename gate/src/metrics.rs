@@ -31,6 +31,9 @@ pub const PROTOCOL_ERRORS_TOTAL: &str = "telos_gate_protocol_errors_total";
 pub const HUNG_SHARDS_TOTAL: &str = "telos_gate_hung_shards_total";
 /// Room chatter frames dropped for players reading slower than the room talks.
 pub const CHATTER_DROPPED_TOTAL: &str = "telos_gate_chatter_dropped_total";
+/// Floods of commands over a player's rate (`--commands-per-sec`): counted
+/// once a flood, when the player is told.
+pub const COMMANDS_THROTTLED_TOTAL: &str = "telos_gate_commands_throttled_total";
 
 pub fn disconnect(reason: &'static str) {
     metrics::counter!(DISCONNECTS_TOTAL, "reason" => reason).increment(1);
@@ -66,6 +69,14 @@ pub fn install_prometheus(addr: SocketAddr) -> Result<(), String> {
     metrics::describe_counter!(
         HUNG_SHARDS_TOTAL,
         "Shards found hung, whose players the gate resumed elsewhere"
+    );
+    metrics::describe_counter!(
+        CHATTER_DROPPED_TOTAL,
+        "Room chatter frames dropped for players reading slower than the room talks"
+    );
+    metrics::describe_counter!(
+        COMMANDS_THROTTLED_TOTAL,
+        "Floods of commands held to a player's rate (one a flood)"
     );
     Ok(())
 }

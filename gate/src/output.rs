@@ -98,6 +98,14 @@ pub struct Output {
     mccp: Mccp,
 }
 
+/// Room chatter (`Output.chatter`: what others did or said) is dropped for
+/// a player while this share of the output bound is queued for them:
+/// 1/16, 16 KiB by default, a few seconds of reading for the slowest honest
+/// client. Their own answers are never dropped and queue behind at most
+/// this much chatter, so a player slower than a flood keeps playing instead
+/// of being cut off as a slow client.
+pub const CHATTER_DIVISOR: usize = 16;
+
 impl Output {
     /// `cap` bounds the queue; `stall` is how long a writer may make no
     /// progress while input is paused before the client counts as slow.
@@ -197,6 +205,12 @@ impl Output {
 
     pub fn line(&self, text: &str) -> Result<(), SlowClient> {
         self.text(&format!("{text}\n"))
+    }
+
+    /// Above this many queued bytes room chatter is dropped
+    /// ([`CHATTER_DIVISOR`]).
+    pub fn chatter_mark(&self) -> usize {
+        self.cap / CHATTER_DIVISOR
     }
 
     /// Bytes queued and not yet written, with [`CHUNK_OVERHEAD`] per chunk.

@@ -54,7 +54,7 @@ impl TokenBucket {
     }
 
     /// Tokens held now.
-    fn level(&mut self, burst: u32, per_sec: f64, now: Instant) -> f64 {
+    pub(crate) fn level(&mut self, burst: u32, per_sec: f64, now: Instant) -> f64 {
         self.refill(burst, per_sec, now);
         self.tokens
     }

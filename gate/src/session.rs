@@ -24,9 +24,11 @@ use telos_proto::v1::server_frame::Frame;
 
 use crate::buffer::InputBuffer;
 use crate::client::{Conn, End};
+use crate::command_rate::Pacer;
 use crate::hangup::{self, HungUp};
 use crate::lines::LineEvent;
 use crate::metrics as m;
+use crate::notices::{INPUT_PAUSED, SHIMMER, chatter_dropped};
 use crate::reader::ReadError;
 use crate::shared::Shared;
 use crate::telnet::gmcp;
@@ -43,29 +45,6 @@ const LAST_LINE_CHARS: usize = 200;
 /// above the high-water mark. A round trip carries 32 lines, so a pasted or
 /// scripted burst still moves thousands of lines a second.
 pub const MAX_LINES_IN_FLIGHT: usize = 32;
-
-pub const SHIMMER: &str = "The world shimmers; reconnecting...";
-
-/// Told once when the input buffer reaches its bound (`--input-buffer-bytes`
-/// or `--input-buffer-lines`): nothing typed is lost, the gate just stops
-/// reading until the world has saved what it has.
-pub const INPUT_PAUSED: &str = "*** Too much input is waiting for the world; the rest of what you typed is read once it catches up.";
-
-/// Room chatter (`Output.chatter`: what others did or said) is dropped for
-/// a player while this share of the output bound is queued for them:
-/// 1/16, 16 KiB by default, a few seconds of reading for the slowest honest
-/// client. Their own answers are never dropped and queue behind at most
-/// this much chatter, so a player slower than a flood keeps playing instead
-/// of being cut off as a slow client.
-pub const CHATTER_DIVISOR: usize = 16;
-
-/// Told (with the count) once the queue has room again after chatter was
-/// dropped.
-pub fn chatter_dropped(lines: u64) -> String {
-    format!(
-        "*** {lines} lines of room chatter were dropped: you are reading slower than the room talks."
-    )
-}
 
 /// An outage being recovered from by resuming.
 struct Outage {
@@ -90,6 +69,7 @@ pub struct Session {
     hung_up: Option<HungUp>,
     /// Chatter lines dropped and not yet told of ([`chatter_dropped`]).
     dropped_chatter: u64,
+    commands: Pacer,
 }
 
 impl Session {
@@ -99,6 +79,7 @@ impl Session {
         } else {
             est.attached.name.clone()
         };
+        let edge = &conn.cfg().edge;
         Self {
             who: Who {
                 conn_id: conn.conn_id.clone(),
@@ -116,6 +97,7 @@ impl Session {
             told_paused: false,
             hung_up: None,
             dropped_chatter: 0,
+            commands: Pacer::new(edge.command_burst, edge.commands_per_sec),
         }
     }
 
@@ -151,7 +133,8 @@ impl Session {
             let can_read =
                 hung_up.is_none() && !paused && !conn.reader.has_lines() && !self.buffer.is_full();
             let idle_at = conn.idle_deadline();
-            let chatter_mark = chatter_mark(conn);
+            let chatter_mark = conn.out.chatter_mark();
+            let command_wait = self.commands.wait.map(tokio::time::Instant::from_std);
             let step = tokio::select! {
                 biased;
                 _ = conn.cancel.cancelled() => Err(End::Shutdown),
@@ -176,6 +159,10 @@ impl Session {
                     Err(ReadError::Closed) => self.hang_up(conn),
                     r => r.map_err(End::from),
                 },
+                _ = tokio::time::sleep_until(command_wait.unwrap_or(idle_at)), if command_wait.is_some() => {
+                    self.commands.wait = None;
+                    Ok(())
+                }
                 _ = tokio::time::sleep_until(idle_at), if hung_up.is_none() => conn.on_idle(),
                 _ = hangup::give_up(hung_up) => {
                     tracing::warn!(conn_id = %conn.conn_id, name = %self.who.name,
@@ -205,7 +192,12 @@ impl Session {
         loop {
             let fits = match conn.reader.peek() {
                 None => break,
-                Some(LineEvent::Line(l)) => self.buffer.fits(l.len()),
+                Some(LineEvent::Line(l)) if l.trim().is_empty() => true,
+                // A client that hung up has said all it will: no pacing.
+                Some(LineEvent::Line(l)) => {
+                    self.buffer.fits(l.len())
+                        && (self.hung_up.is_some() || self.commands.turn(&conn.out)?)
+                }
                 Some(LineEvent::TooLong) => true,
             };
             if !fits {
@@ -301,7 +293,7 @@ impl Session {
         match frame {
             Frame::Event(e) => conn.show_event(&e)?,
             Frame::Output(o) => {
-                if o.chatter && conn.out.queued() > chatter_mark(conn) {
+                if o.chatter && conn.out.queued() > conn.out.chatter_mark() {
                     self.dropped_chatter += o.text.lines().count().max(1) as u64;
                     metrics::counter!(m::CHATTER_DROPPED_TOTAL).increment(1);
                     return Ok(());
@@ -482,11 +474,6 @@ impl Session {
             establish(&shared.pool, &addr, Opening::Resume, who).await
         })
     }
-}
-
-/// Above this many queued bytes room chatter is dropped ([`CHATTER_DIVISOR`]).
-fn chatter_mark(conn: &Conn) -> usize {
-    conn.cfg().output_buffer_bytes / CHATTER_DIVISOR
 }
 
 fn now() -> tokio::time::Instant {

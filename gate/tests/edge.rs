@@ -10,7 +10,7 @@ use std::time::Duration;
 use support::*;
 use telos_gate::GateConfig;
 use telos_gate::buffer::line_cost;
-use telos_gate::session::INPUT_PAUSED;
+use telos_gate::notices::INPUT_PAUSED;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedReadHalf;
 

@@ -377,7 +377,7 @@ pub fn keyed_gate_command(listen: &str, redis_url: &str, keys: &Path, extra: &[&
 /// connects from 127.0.0.1, so a test cluster is one "address" with many
 /// players, and a login storm keeps failing connections open for its whole
 /// run. Tests of these limits pass the flags they test.
-pub const GATE_TEST_EDGE_ENV: [(&str, &str); 8] = [
+pub const GATE_TEST_EDGE_ENV: [(&str, &str); 10] = [
     ("TELOS_GATE_MAX_CONNECTIONS_PER_IP", "100000"),
     ("TELOS_GATE_MAX_CONNECTIONS_PER_IPV4_24", "100000"),
     ("TELOS_GATE_MAX_CONNECTIONS_PER_IPV6_48", "100000"),
@@ -386,6 +386,8 @@ pub const GATE_TEST_EDGE_ENV: [(&str, &str); 8] = [
     ("TELOS_GATE_CREATE_IP_BURST", "1000000"),
     ("TELOS_GATE_CREATE_IP_PER_HOUR", "1000000000"),
     ("TELOS_GATE_PRE_LOGIN_TIMEOUT", "3600"),
+    ("TELOS_GATE_COMMAND_BURST", "1000000"),
+    ("TELOS_GATE_COMMANDS_PER_SEC", "1000000"),
 ];
 
 /// The command that runs a `telos-gate` listening on `listen` (players'

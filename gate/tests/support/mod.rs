@@ -209,15 +209,20 @@ impl IsolatedShard {
     }
 }
 
+/// Short timeouts; no command rate (tests that flood lines measure other
+/// bounds; `command_rate.rs` tests the rate itself).
 pub fn test_config() -> GateConfig {
-    GateConfig {
+    let mut cfg = GateConfig {
         resume_backoff_initial: Duration::from_millis(20),
         resume_backoff_max: Duration::from_millis(200),
         upstream_connect_timeout: Duration::from_secs(2),
         upstream_attach_timeout: Duration::from_secs(5),
         shutdown_grace: Duration::from_secs(1),
         ..GateConfig::default()
-    }
+    };
+    cfg.edge.command_burst = u32::MAX;
+    cfg.edge.commands_per_sec = u32::MAX;
+    cfg
 }
 
 pub async fn start_gate(cfg: GateConfig, shard_addrs: &[&str]) -> (SocketAddr, CancellationToken) {
