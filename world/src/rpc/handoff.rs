@@ -67,9 +67,10 @@ fn handover_status(e: HandoverError) -> Status {
         | HandoverError::NoPeer
         | HandoverError::NotHosted(_) => Status::failed_precondition(e.to_string()),
         HandoverError::Directory(_) => Status::unavailable(e.to_string()),
-        HandoverError::AdoptFailed(_) | HandoverError::FlipRefused | HandoverError::Interrupted => {
-            Status::aborted(e.to_string())
-        }
+        HandoverError::AdoptFailed(_)
+        | HandoverError::FlipRefused
+        | HandoverError::NotSaved
+        | HandoverError::Interrupted => Status::aborted(e.to_string()),
     }
 }
 

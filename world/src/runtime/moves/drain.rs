@@ -84,6 +84,8 @@ pub enum HandoverError {
     NotHosted(String),
     #[error("the lease flip was refused: we are no longer the live owner")]
     FlipRefused,
+    #[error("the zone's state could not be saved before the flip; the zone was fenced")]
+    NotSaved,
     #[error("the hand-over's task ended before it answered (the shard is stopping)")]
     Interrupted,
     #[error("directory: {0}")]
@@ -181,6 +183,7 @@ fn step_of(e: &HandoverError) -> &'static str {
         HandoverError::NotHosted(_) => "lookup",
         HandoverError::AdoptFailed(_) => "rpc",
         HandoverError::FlipRefused | HandoverError::Interrupted => "lease_flip",
+        HandoverError::NotSaved => "seal",
     }
 }
 
@@ -330,20 +333,31 @@ async fn handover_inner(
     // the target, which opens the zone's state once it observes the flip,
     // opens exactly this.
     if !handle.seal().await {
+        // Not handed on: the target would open an older cadence's row and
+        // call it a move that lost nothing. The zone fences instead, as a
+        // crash would (its players resume where it is served next, from
+        // the last save: the documented cost of a crash, not of a move).
         warn!(
             zone,
-            "the zone's state could not be saved before the hand-over: the new owner opens the last cadence's save"
+            "the zone's state could not be saved before the hand-over (lease deadline passed): fencing it instead of flipping"
         );
+        handle.cancel_token().cancel();
+        if reserved {
+            release_hold(shard, &target.id, count).await;
+        }
+        return Err(HandoverError::NotSaved);
     }
     // Stop renewing before the flip: a renew refused after it must not
     // fence the zone we are deliberately handing over.
     lease.renew_stop.cancel();
-    // An error is indeterminate (the flip may have landed and the target be
-    // taking our players), so on `?` this zone's hold stays until its TTL.
-    let flipped = dir
+    let flipped = match dir
         .flip_zone(zone, shard.id(), generation, &target.id, lease.state.ttl())
         .instrument(info_span!("lease_flip", lease_gen = generation))
-        .await?;
+        .await
+    {
+        Ok(flipped) => flipped,
+        Err(e) => flip_outcome(shard, zone, generation, &target.id, &handle, e).await?,
+    };
     if flipped.is_none() {
         // Unexpected lease loss: the fence path, not a drain. Nothing moves
         // to the target, so this zone's reservation is given back.
@@ -357,6 +371,35 @@ async fn handover_inner(
     info!(zone, to_shard = %target.id, generation, "lease flipped; fanning players off");
     let report = handle.drain(deadline).await.unwrap_or_default();
     Ok((target.id, report))
+}
+
+/// A flip that answered with an error is indeterminate: it may have landed
+/// (behind Sentinel, a `WAIT` that missed its bound reports a failure for
+/// a write the primary took) and the target be taking our players. Read
+/// the lease again: flipped to the target, the hand-over goes on (the
+/// players fan off; a sealed zone left alone would answer nobody until
+/// its lease lapsed). Otherwise — still ours, or unreadable — the zone
+/// fences now, as a crash would, and the error stands; its target hold
+/// stays until its TTL (the target may be taking players).
+async fn flip_outcome(
+    shard: &Shard,
+    zone: &str,
+    generation: u64,
+    target: &str,
+    handle: &crate::zone::handle::ZoneHandle,
+    e: DirectoryError,
+) -> Result<Option<u64>, HandoverError> {
+    match shard.env.directory.zone_owner(zone).await {
+        Ok(Some((owner, live))) if owner == target && live > generation => {
+            warn!(zone, error = %e, generation = live, "the flip answered an error but landed; handing over");
+            Ok(Some(live))
+        }
+        _ => {
+            warn!(zone, error = %e, "the flip failed or cannot be confirmed: fencing the zone");
+            handle.cancel_token().cancel();
+            Err(e.into())
+        }
+    }
 }
 
 /// The lease we hold on a hosted `zone`, waiting (bounded) when the zone is

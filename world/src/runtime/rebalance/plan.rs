@@ -145,7 +145,10 @@ impl<'a> Sim<'a> {
         self.live()
             .into_iter()
             .map(|s| {
-                let p = self.players[s] - if s == from { players } else { 0 };
+                // A zone's count may exceed its owner's total while a
+                // drain still fans its players off (both shards report
+                // them): never below zero.
+                let p = self.players[s].saturating_sub(if s == from { players } else { 0 });
                 p as f64 / self.shards[s].capacity.max(1) as f64
             })
             .fold(f64::INFINITY, f64::min)
@@ -233,7 +236,7 @@ pub fn plan(view: &View, knobs: &Rebalance) -> Vec<Move> {
             sim.shards[least].capacity.max(1) as f64,
         );
         let gap_after = |p: u64| {
-            ((sim.players[most] - p) as f64 / cap_most
+            (sim.players[most].saturating_sub(p) as f64 / cap_most
                 - (sim.players[least] + p) as f64 / cap_least)
                 .abs()
         };

@@ -228,3 +228,20 @@ fn the_soft_ceiling_holds() {
         "the zone would not fit"
     );
 }
+
+#[test]
+fn a_zone_counted_twice_during_a_drain_never_makes_a_load_negative() {
+    // `city` just flipped from a draining shard that still fans 8 of its
+    // players off: the zone counts 13 while its new owner reports 5.
+    let view = View {
+        shards: vec![shard("shard-b", 5, 10), shard("shard-c", 0, 10)],
+        zones: vec![
+            zone("city", "shard-b", Some("shard-b"), 13),
+            zone("docks", "shard-b", Some("shard-b"), 1),
+        ],
+        busy: BTreeSet::new(),
+    };
+    // Before the fix this panicked ("attempt to subtract with overflow").
+    let moves = plan(&view, &knobs(RebalanceMode::Load, 2));
+    assert!(moves.len() <= 2, "{moves:?}");
+}

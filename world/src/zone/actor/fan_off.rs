@@ -12,7 +12,9 @@
 //!   closed (the gate resumes them from durable state) and counted
 //!   `reclaimed`.
 
+use std::time::Duration;
 use telos_proto::v1::{Closed, server_frame::Frame};
+
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{info, warn};
@@ -27,6 +29,9 @@ use crate::zone::persist::save_player;
 use crate::zone::phase::{DrainReport, DrainState, Origin, Phase};
 use crate::zone::session::SiblingMove;
 
+/// How soon a final save that failed is tried again.
+const FINAL_SAVE_RETRY: Duration = Duration::from_millis(250);
+
 impl ZoneActor {
     /// Before a hand-over flips the lease ([`Phase::Sealed`]): every
     /// player frozen in place, the game's clock stopped, the zone's state
@@ -37,7 +42,27 @@ impl ZoneActor {
         }
         self.enter_phase(Phase::Sealed);
         self.freeze_everyone_in_place();
-        self.save_state().await
+        self.save_final_state().await
+    }
+
+    /// The zone's last save before it moves: nothing changes it any more,
+    /// so a failed save (a Redis stall, a replica late for `WAIT`) is tried
+    /// again until it lands or the lease's local deadline passes (the
+    /// renew loop keeps moving that while Redis answers). A move must not
+    /// hand on a zone whose state is not saved: the new owner would open
+    /// an older cadence's row.
+    async fn save_final_state(&mut self) -> bool {
+        loop {
+            if self.save_state().await {
+                return true;
+            }
+            let deadline = self.lease.as_ref().map(|l| l.deadline());
+            let retry_at = Instant::now() + FINAL_SAVE_RETRY;
+            if self.handle.cancel.is_cancelled() || deadline.is_none_or(|d| retry_at >= d) {
+                return false;
+            }
+            tokio::time::sleep_until(retry_at).await;
+        }
     }
 
     pub(super) async fn start_drain(
@@ -56,7 +81,9 @@ impl ZoneActor {
             // the zone once everyone is frozen, so its state is final now;
             // saved before anyone reaches the new owner.
             self.freeze_everyone_in_place();
-            self.save_state().await;
+            if !self.save_final_state().await {
+                warn!(zone = %self.id, "the zone's final state could not be saved before the transfer: its new owner opens the last cadence's save");
+            }
         }
         let keys: Vec<String> = self
             .frozen
