@@ -385,6 +385,12 @@ async fn a_callers_addresses_are_trusted_only_up_to_its_budget() -> anyhow::Resu
     let (w, keys) = world(&redis, &flags)?;
     let c = gate_channels(&keys);
     create(&c, &w.addr, "Cyd", PASSWORD).await?;
+    // Cyd's own address, known to the account from a login.
+    let home = "192.0.2.50";
+    assert!(matches!(
+        login_from(&c, &w.addr, home, "cyd", PASSWORD).await?,
+        Answer::Attached { .. }
+    ));
     // Within the budget, each made-up address is a source of its own.
     for i in 0..3 {
         let from = format!("203.0.113.{i}");
@@ -403,6 +409,12 @@ async fn a_callers_addresses_are_trusted_only_up_to_its_budget() -> anyhow::Resu
     assert_eq!(lines[0], "Login failed.", "{lines:?}");
     assert!(lines[1].starts_with(LOCKED), "{lines:?}");
     assert!(lines[2].starts_with(LOCKED), "{lines:?}");
+    // The caller's bucket is locked, but Cyd, back from her own known
+    // address through the same gate, is not locked out with it.
+    assert!(matches!(
+        login_from(&c, &w.addr, home, "cyd", PASSWORD).await?,
+        Answer::Attached { .. }
+    ));
     // Another gate (its own certificate): its player's address is trusted.
     let honest = Channels::tls(keys.cert(Role::Gate, "gate-2"));
     assert_eq!(

@@ -189,6 +189,17 @@ impl Store {
         })
     }
 
+    /// Whether `bucket` logged in to `name` lately (a known source: the
+    /// account's throttle does not apply to it).
+    pub async fn known_source(&self, name: &str, bucket: &str) -> Result<bool, StoreError> {
+        let k = Keys::new(name, bucket)?;
+        let known: bool = redis::cmd("EXISTS")
+            .arg(&k.known)
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(known)
+    }
+
     /// The admitted login for `name` from `bucket` proved the password:
     /// the pair starts afresh and the source is known to the account.
     pub async fn login_succeeded(&self, name: &str, bucket: &str) -> Result<(), StoreError> {

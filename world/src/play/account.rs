@@ -123,10 +123,22 @@ async fn check_password(
             return false;
         }
     };
+    // A spent budget must not lock a returning player out through the
+    // caller's one bucket (an attacker failing through the same gate
+    // would lock every account for everyone behind it): a source that
+    // logged in to this account lately keeps its own bucket.
+    let source = source_bucket(&login.client_addr);
     let bucket = if trusted {
-        source_bucket(&login.client_addr)
+        source
     } else {
-        caller_bucket(caller)
+        match store.known_source(&login.name, &source).await {
+            Ok(true) => source,
+            Ok(false) => caller_bucket(caller),
+            Err(e) => {
+                answer_store_error(out, e, "login limit check failed").await;
+                return false;
+            }
+        }
     };
     let admitted = match store.admit_login(&login.name, &bucket, limits).await {
         Ok(Admission::Wait(wait)) => {
