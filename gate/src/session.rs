@@ -291,6 +291,11 @@ impl Session {
             Err(s) => return self.link_lost(conn, s.message()),
         };
         match frame {
+            // Another player's event, for a reader behind the room: dropped
+            // as their text is (counted, not told: it has no line).
+            Frame::Event(e) if e.chatter && conn.out.queued() > conn.out.chatter_mark() => {
+                metrics::counter!(m::CHATTER_DROPPED_TOTAL).increment(1);
+            }
             Frame::Event(e) => conn.show_event(&e)?,
             Frame::Output(o) => {
                 if o.chatter && conn.out.queued() > conn.out.chatter_mark() {

@@ -214,7 +214,10 @@ fn subnegotiations(bytes: &[u8], opt: u8) -> Vec<Vec<u8>> {
 }
 
 fn event(kind: Kind) -> server_frame::Frame {
-    server_frame::Frame::Event(Event { kind: Some(kind) })
+    server_frame::Frame::Event(Event {
+        kind: Some(kind),
+        ..Event::default()
+    })
 }
 
 fn room(num: u32, id: &str) -> server_frame::Frame {
@@ -545,4 +548,44 @@ async fn malformed_truncated_and_looping_negotiation_loses_nothing() {
     c.line("look").await;
     let mut s = s;
     assert_eq!(s.input().await.1, "look");
+}
+
+/// Another player's channel line (`Event.chatter`).
+fn chatter_channel(text: &str) -> server_frame::Frame {
+    let server_frame::Frame::Event(mut e) = channel(text) else {
+        unreachable!("channel() is an event");
+    };
+    e.chatter = true;
+    server_frame::Frame::Event(e)
+}
+
+#[tokio::test]
+async fn a_slow_gmcp_reader_loses_others_channel_events_not_its_session() {
+    let mut shard = FakeShard::start().await;
+    let cfg = GateConfig {
+        output_buffer_bytes: 64 * 1024,
+        ..test_config()
+    };
+    let addr = gate_with(cfg, &[&shard.addr]).await;
+    let mut c = Client::connect(addr).await;
+    c.expect("create <name>").await;
+    c.send(&[IAC, DO, GMCP]).await;
+    c.gmcp_send(r#"Core.Supports.Set ["Comm 1"]"#).await;
+    let (s, _) = login(&mut c, &mut shard).await;
+    // The room talks far faster than this client reads (it reads nothing
+    // meanwhile): megabytes of other players' lines as GMCP. Before the
+    // events carried the chatter mark, they filled the output bound and
+    // the player was cut off as a slow client.
+    let line = format!("Bob says, '{}'", "x".repeat(100));
+    for _ in 0..20_000 {
+        s.send(chatter_channel(&line)).await;
+    }
+    s.output("your answer\n").await;
+    c.expect("your answer").await;
+    assert!(
+        !String::from_utf8_lossy(&c.plain).contains("slow client"),
+        "cut off as a slow client"
+    );
+    let seen = c.gmcp_of("Comm.Channel.Text").len();
+    assert!(seen < 20_000, "every event was kept ({seen}): none dropped");
 }

@@ -212,6 +212,7 @@ mod tests {
                     id: "city:gate".into(),
                 }],
             })),
+            chatter: false,
         }
     }
 
@@ -233,6 +234,7 @@ mod tests {
                 package: package.into(),
                 json: json.into(),
             })),
+            chatter: false,
         };
         assert_eq!(
             render(&custom("Beacon.Lit", r#"{ "times": 2 }"#)),
@@ -240,7 +242,7 @@ mod tests {
         );
         assert_eq!(render(&custom("Beacon Lit", "{}")), None);
         assert_eq!(render(&custom("Beacon.Lit", "{nope")), None);
-        assert_eq!(render(&Event { kind: None }), None);
+        assert_eq!(render(&Event::default()), None);
     }
 
     #[test]

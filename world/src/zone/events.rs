@@ -40,7 +40,10 @@ pub fn to_wire(event: Event) -> wire::Event {
         }),
         Event::Custom { package, json } => Kind::Custom(wire::Custom { package, json }),
     };
-    wire::Event { kind: Some(kind) }
+    wire::Event {
+        kind: Some(kind),
+        chatter: false,
+    }
 }
 
 fn room_info(room: RoomInfo) -> wire::RoomInfo {

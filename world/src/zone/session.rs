@@ -92,6 +92,13 @@ impl SessionMeta {
         self.send(Frame::Event(crate::zone::events::to_wire(event)));
     }
 
+    /// An event another player caused ([`Self::chatter`]'s kind).
+    pub fn chatter_event(&mut self, event: crate::model::Event) {
+        let mut wire = crate::zone::events::to_wire(event);
+        wire.chatter = true;
+        self.send(Frame::Event(wire));
+    }
+
     /// Lines applied but not yet covered by a save.
     pub fn unsaved_lines(&self) -> u64 {
         self.applied_seq.saturating_sub(self.saved_seq)

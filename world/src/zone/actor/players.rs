@@ -163,13 +163,18 @@ impl ZoneActor {
     pub(super) fn deliver_from(&mut self, actor: &str, deliveries: Vec<Delivery>) {
         for d in deliveries {
             if let Some(m) = self.sessions.get_mut(&d.to) {
-                if d.to == actor {
+                let mine = d.to == actor;
+                if mine {
                     m.output(d.text);
                 } else {
                     m.chatter(d.text);
                 }
                 for event in d.events {
-                    m.event(event);
+                    if mine {
+                        m.event(event);
+                    } else {
+                        m.chatter_event(event);
+                    }
                 }
             }
         }
