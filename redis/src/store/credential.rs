@@ -32,8 +32,17 @@ fn digest(credential: &str) -> String {
 }
 
 impl Store {
-    /// Mints a credential for (`name`, `conn_id`), replacing any earlier one
-    /// for that pair. It lapses after `ttl` unless checked (which restarts it).
+    /// Mints a credential for (`name`, `conn_id`). An earlier one for the
+    /// pair stays valid: two shards may both complete one connection's
+    /// login — the gate gave up on one that stalled and logged in through
+    /// another, and the stalled one finishes when it wakes — and only the
+    /// gate knows which credential it kept (issue 17, overlap seed
+    /// 113178421: the woken shard's credential replaced the one the gate
+    /// held, the next resume was refused and the lines held for replay were
+    /// lost). A connection logs in once, so a pair holds as many as the
+    /// shards its login tried. They lapse together after `ttl` unless
+    /// checked (which restarts it); `h` is the newest, as shards before this
+    /// change read it.
     pub async fn issue_credential(
         &self,
         name: &str,
@@ -50,18 +59,21 @@ impl Store {
         let credential = hex::encode(rand::random::<[u8; CREDENTIAL_BYTES]>());
         redis::pipe()
             .atomic()
-            .del(&key)
             .cmd("HSET")
             .arg(&key)
-            .arg(&[("h", digest(&credential)), ("ttl", ms.to_string())])
+            .arg(&[
+                ("h".to_string(), digest(&credential)),
+                (format!("d:{}", digest(&credential)), "1".to_string()),
+                ("ttl".to_string(), ms.to_string()),
+            ])
             .pexpire(&key, i64::try_from(ms).unwrap_or(i64::MAX))
             .exec_async(&mut self.conn())
             .await?;
         Ok(credential)
     }
 
-    /// Whether `credential` is the live one for (`name`, `conn_id`); a valid
-    /// check restarts its TTL.
+    /// Whether `credential` is one issued for (`name`, `conn_id`) and still
+    /// live; a valid check restarts their TTL.
     pub async fn check_credential(
         &self,
         name: &str,
@@ -76,7 +88,7 @@ impl Store {
         Ok(valid == 1)
     }
 
-    /// Forgets the credential for (`name`, `conn_id`): after a `quit`, a
+    /// Forgets every credential for (`name`, `conn_id`): after a `quit`, a
     /// resume with it is refused. Idempotent (nothing to forget is fine).
     pub async fn revoke_credential(&self, name: &str, conn_id: &str) -> Result<(), StoreError> {
         let _: i64 = redis::cmd("DEL")

@@ -303,28 +303,36 @@ async fn resume_credentials() {
     );
     assert!(pttl(&store, key).await > 1_000);
 
-    // Reissuing replaces the old credential.
+    // A second issue for the pair (a stalled shard finishing a login the
+    // gate abandoned) leaves the first valid: the gate may hold either
+    // (issue 17, overlap seed 113178421). Revoking forgets both.
     let newer = store
         .issue_credential("gus", "conn-1", CRED_TTL)
         .await
         .unwrap();
+    for (which, c) in [("the earlier", &cred), ("the newer", &newer)] {
+        assert!(
+            store.check_credential("gus", "conn-1", c).await.unwrap(),
+            "{which} credential of the pair was refused"
+        );
+    }
     assert!(
         !store
-            .check_credential("gus", "conn-1", &cred)
+            .check_credential("gus", "conn-1", &wrong)
             .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .check_credential("gus", "conn-1", &newer)
-            .await
-            .unwrap()
+            .unwrap(),
+        "wrong credential beside two issued ones"
     );
 
     // Hash-only storage: the raw credential is in no key and no value.
     let dump = dump_everything(&r).await;
     assert!(!dump.contains(&newer), "raw credential stored");
     assert!(!dump.contains(&cred));
+
+    store.revoke_credential("gus", "conn-1").await.unwrap();
+    for c in [&cred, &newer] {
+        assert!(!store.check_credential("gus", "conn-1", c).await.unwrap());
+    }
 }
 
 /// Every key and every value (hash fields included) as one string. On a

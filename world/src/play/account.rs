@@ -28,8 +28,12 @@ const CREDENTIAL_TTL: Duration = Duration::from_secs(24 * 3600);
 /// Bound on a client-chosen connection id.
 const MAX_CONN_ID: usize = 64;
 
-/// What a login hears when the store cannot answer it.
-const UNREACHABLE: &str = "Login failed: the world cannot be reached; try again.";
+/// What a login hears when the store cannot answer it: not `Login failed`,
+/// which is the contract's verdict on a name and password (and which the
+/// gate counts against the connection and its address). Sent non-final,
+/// so the gate tries another shard — one cut from Redis need not speak for
+/// the rest — and shows its own outage line when none can answer.
+const UNREACHABLE: &str = "The world cannot be reached right now.";
 
 /// The shortest password a new character may have.
 const MIN_PASSWORD: usize = 8;
@@ -183,8 +187,9 @@ async fn check_password(
     }
 }
 
-/// A login the store could not answer: "busy" when every hasher is taken
-/// (not a failed login), otherwise the world is unreachable. Logged as `what`.
+/// A login the store could not answer: "busy" when every hasher is taken,
+/// otherwise the world is unreachable from here; neither is a failed
+/// login. Logged as `what`.
 async fn refuse_for_store<T>(
     out: &mpsc::Sender<ServerFrame>,
     e: StoreError,
@@ -199,7 +204,7 @@ async fn answer_store_error(out: &mpsc::Sender<ServerFrame>, e: StoreError, what
         send_login_busy(out).await;
     } else {
         warn!(error = %e, "{what}");
-        send_closed(out, UNREACHABLE, true).await;
+        send_closed(out, UNREACHABLE, false).await;
     }
 }
 

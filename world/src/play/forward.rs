@@ -90,8 +90,14 @@ pub(super) async fn forward_input(
                             // Neither zone can hold the player (both
                             // stopping): the stream ends and the gate
                             // resumes from the durable row, replaying every
-                            // line above it.
+                            // line above it. No zone here holds them, so
+                            // this shard must stop listing them online: a
+                            // stale entry routes their resume back here
+                            // and here on to the zone's new owner, which
+                            // sends it back (issue 17, partition seed
+                            // 4242: redirected until the gate gave up).
                             warn!(player = %key, "both zones refused the player; the session ends");
+                            shard.roster().remove_if_in(&key, &[zone.id(), to.id()]);
                             return;
                         }
                     },

@@ -48,6 +48,18 @@ pub(super) async fn enter(
     // looked: routed there next, whatever the roster or the read said.
     let mut misrouted: Option<String> = None;
     loop {
+        // A newer process of this shard id serves its zones: this one is
+        // stopping and serves nothing again, so an open parked here would
+        // wait out its whole bound for a zone "unserved" only here (the
+        // directory names our shard id as owner), and hold this process's
+        // shutdown up meanwhile. Refused at once, non-final: the gate tries
+        // again and reaches the newer process once this one is gone (issue
+        // 17, overlap seed 91: a resume parked 10 s on the woken
+        // predecessor of a restart-while-paused).
+        if shard.superseded().is_cancelled() {
+            send_closed(out, "The world is restarting; hold on...", false).await;
+            return None;
+        }
         // Online somewhere already: that session is taken over where it is.
         let zone = match misrouted.take().or_else(|| shard.roster().zone_of(&key)) {
             Some(zone) => zone,

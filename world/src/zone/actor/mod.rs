@@ -113,18 +113,18 @@ fn spawn_zone_with(
         phase: Phase::Open,
         origin,
         row: ZoneRow::new(),
+        serving: false,
     };
     slot.install(handle.clone());
-    if actor.lease.is_some() {
-        count_serving(&actor.id, 1.0);
-    }
     tracker.spawn(actor.run(rx));
     handle
 }
 
 /// `telos_zone_serving{zone}`: actors of a leased zone here that take
-/// players ([`Phase::Open`]); `telos_zone_generation{zone}`: the lease
-/// generation they hold. Read from outside (the soak checks that no zone
+/// players ([`Phase::Open`] under a confirmed lease: a zone built ahead of
+/// its lease — a transfer's target, a drain adoption — takes nobody until
+/// the lease is observed to be ours); `telos_zone_generation{zone}`: the
+/// lease generation they hold. Read from outside (the soak checks that no zone
 /// is served twice at once, nor under one generation by two processes).
 fn count_serving(zone: &str, delta: f64) {
     metrics::gauge!("telos_zone_serving", "zone" => zone.to_string()).increment(delta);
@@ -154,6 +154,8 @@ pub(super) struct ZoneActor {
     origin: Origin,
     /// This actor's hold on the zone's durable state row.
     row: ZoneRow,
+    /// Counted in `telos_zone_serving` (see [`ZoneActor::update_serving`]).
+    serving: bool,
 }
 
 impl ZoneActor {
@@ -181,6 +183,7 @@ impl ZoneActor {
             self.enter_phase(Phase::Finished);
         }
         info!(zone = %self.id, "zone started");
+        self.update_serving();
         while !self.phase.is_over() {
             tokio::select! {
                 biased;
@@ -194,10 +197,12 @@ impl ZoneActor {
                         if self.handle_msg(msg).await.is_break() || self.instance_done() || self.phase.is_over() {
                             break;
                         }
+                        self.update_serving();
                     }
                 },
                 _ = tick.tick() => {
                     self.on_tick().await;
+                    self.update_serving();
                     if self.phase.is_over() {
                         break;
                     }
@@ -214,7 +219,7 @@ impl ZoneActor {
             }
         }
         self.env.hosted.remove_if(&self.handle);
-        if self.lease.is_some() && matches!(self.phase, Phase::Open) {
+        if std::mem::take(&mut self.serving) {
             count_serving(&self.id, -1.0);
         }
         // Refuse whatever is still queued so no caller waits forever.
@@ -257,18 +262,34 @@ impl ZoneActor {
     /// players once it leaves [`Phase::Open`] (it never goes back).
     fn enter_phase(&mut self, phase: Phase) {
         let open = matches!(phase, Phase::Open);
-        if !open && self.lease.is_some() && matches!(self.phase, Phase::Open) {
-            count_serving(&self.id, -1.0);
-        }
         self.phase = phase;
         self.handle.stopping.store(!open, Ordering::SeqCst);
+        self.update_serving();
+    }
+
+    /// Keep `telos_zone_serving` (and the generation beside it) to what
+    /// this actor does: counted while open under a confirmed lease. A
+    /// transfer's target counted from its pre-build showed the soak an
+    /// actor "serving" under the generation gauge left from its last
+    /// stint (overlap seed 91: marsh at gen 2 after a peer's gen 3).
+    fn update_serving(&mut self) {
+        let lease = self.lease.as_ref().filter(|l| l.is_confirmed());
+        let serving = matches!(self.phase, Phase::Open) && lease.is_some();
+        if serving == self.serving {
+            return;
+        }
+        if let Some(lease) = lease.filter(|_| serving) {
+            metrics::gauge!("telos_zone_generation", "zone" => self.id.clone())
+                .set(lease.generation() as f64);
+        }
+        count_serving(&self.id, if serving { 1.0 } else { -1.0 });
+        self.serving = serving;
     }
 
     /// Fenced or shutting down: take no more players, keeping a drain under
     /// way (see [`Phase::Stopping`]).
     fn stop(&mut self) {
-        // The placeholder keeps whether the zone was open, which
-        // `enter_phase` reads.
+        // A placeholder while the drain is taken out of the phase.
         let placeholder = match self.phase {
             Phase::Open => Phase::Open,
             _ => Phase::Finished,
