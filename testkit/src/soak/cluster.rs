@@ -127,29 +127,10 @@ impl Cluster {
         let n = shards as usize;
         let pids = Pids::default();
         let redis_addr = format!("127.0.0.1:{}", redis.port);
-        let rt = tokio::runtime::Handle::current();
         let mut slots = Vec::new();
         for i in 0..n {
-            let listen = format!("127.0.0.1:{}", free_port());
-            let front = rt.block_on(Proxy::start(
-                "127.0.0.1:0",
-                &listen,
-                Some(classifier(&pids)),
-            ))?;
-            let redis_link = rt.block_on(Proxy::start("127.0.0.1:0", &redis_addr, None))?;
-            slots.push(ShardSlot {
-                id: format!("shard-{}", (b'a' + i as u8) as char),
-                addr: front.addr.to_string(),
-                boot_zones: zones.iter().skip(i).step_by(n).cloned().collect(),
-                front,
-                redis_link,
-                listen,
-                metrics: format!("127.0.0.1:{}", free_port()),
-                proc_: None,
-                incarnation: 0,
-                old: None,
-                old_log: None,
-            });
+            let boot_zones = zones.iter().skip(i).step_by(n).cloned().collect();
+            slots.push(new_slot(i, boot_zones, &redis_addr, &pids)?);
         }
         let mut cluster = Cluster {
             run_dir: run_dir.to_path_buf(),
@@ -188,6 +169,18 @@ impl Cluster {
 
     pub fn metrics_addrs(&self) -> MetricsAddrs {
         self.metrics.clone()
+    }
+
+    /// A new shard (the next id, `boot_zones` in its `--zones`) joins the
+    /// running cluster; returns its index.
+    pub fn add_shard(&mut self, boot_zones: Vec<String>) -> anyhow::Result<usize> {
+        let i = self.shards.len();
+        anyhow::ensure!(i < 26, "no shard id left (shard-a to shard-z are taken)");
+        let redis_addr = format!("127.0.0.1:{}", self.redis.port);
+        let slot = new_slot(i, boot_zones, &redis_addr, &self.pids)?;
+        self.shards.push(slot);
+        self.start_shard(i)?;
+        Ok(i)
     }
 
     /// Start (or restart) shard `i` behind its front proxy, dialling Redis
@@ -461,6 +454,33 @@ impl Cluster {
         cmd.env("RUST_LOG", &self.log_level);
         cmd
     }
+}
+
+/// Shard `i`'s slot (`shard-a` for 0), its proxies started, no process
+/// yet. Blocks on the current runtime (call it through `block_in_place`).
+fn new_slot(
+    i: usize,
+    boot_zones: Vec<String>,
+    redis_addr: &str,
+    pids: &Pids,
+) -> anyhow::Result<ShardSlot> {
+    let rt = tokio::runtime::Handle::current();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let front = rt.block_on(Proxy::start("127.0.0.1:0", &listen, Some(classifier(pids))))?;
+    let redis_link = rt.block_on(Proxy::start("127.0.0.1:0", redis_addr, None))?;
+    Ok(ShardSlot {
+        id: format!("shard-{}", (b'a' + i as u8) as char),
+        addr: front.addr.to_string(),
+        boot_zones,
+        front,
+        redis_link,
+        listen,
+        metrics: format!("127.0.0.1:{}", free_port()),
+        proc_: None,
+        incarnation: 0,
+        old: None,
+        old_log: None,
+    })
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

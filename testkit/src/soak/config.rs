@@ -190,10 +190,13 @@ pub enum FaultKind {
     Slow,
     /// Reset every connection of one shard's links for a moment.
     Reset,
+    /// A new shard joins the running cluster with one zone in its
+    /// `--zones`: the rebalancer moves that zone to it while bots play.
+    Join,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 14] = [
+    pub const ALL: [FaultKind; 15] = [
         FaultKind::Drain,
         FaultKind::Kill,
         FaultKind::Stop,
@@ -208,6 +211,7 @@ impl FaultKind {
         FaultKind::OneWay,
         FaultKind::Slow,
         FaultKind::Reset,
+        FaultKind::Join,
     ];
 
     pub fn name(self) -> &'static str {
@@ -226,17 +230,19 @@ impl FaultKind {
             FaultKind::OneWay => "one-way",
             FaultKind::Slow => "slow",
             FaultKind::Reset => "reset",
+            FaultKind::Join => "join",
         }
     }
 
     /// Whether a shard's lease is at stake: a player's answer may then
     /// wait for the lease TTL beyond the fault (defect 5's rule: the
-    /// fault's duration plus the lease TTL plus 2 s). A transfer hands a
-    /// lease over in place and a gate crash holds none.
+    /// fault's duration plus the lease TTL plus 2 s). A transfer (a
+    /// join's rebalancer move is one) hands a lease over in place and a
+    /// gate crash holds none.
     pub fn touches_a_lease(self) -> bool {
         !matches!(
             self,
-            FaultKind::Transfer | FaultKind::Retransfer | FaultKind::Gate
+            FaultKind::Transfer | FaultKind::Retransfer | FaultKind::Gate | FaultKind::Join
         )
     }
 }
@@ -267,7 +273,8 @@ pub struct SoakArgs {
     /// Fault kinds to draw from, comma separated [default: the mode's:
     /// healthy drain,kill,stop,transfer,redis,gate; overlap adds
     /// retransfer,restart-paused; partition
-    /// cut-redis,cut-peers,cut-gate,one-way,slow,reset].
+    /// cut-redis,cut-peers,cut-gate,one-way,slow,reset; join only when
+    /// named here].
     #[arg(long, value_enum, value_delimiter = ',')]
     pub faults: Vec<FaultKind>,
     /// Voluntary logouts and logins (`quit`, reconnect, `connect`) the

@@ -7,8 +7,10 @@
 //! - this root: the driver, process faults (drain, kill, stop, Redis, the
 //!   gate) and transfers;
 //! - [`links`]: partitions through the cluster's proxies;
-//! - [`replace`]: a restart while the old process is paused.
+//! - [`replace`]: a restart while the old process is paused;
+//! - [`join`]: a shard added to the running cluster.
 
+mod join;
 mod links;
 mod replace;
 
@@ -99,6 +101,7 @@ impl Driver<'_> {
             | FaultKind::OneWay
             | FaultKind::Slow
             | FaultKind::Reset => self.link(p, &view, &mut rec).await,
+            FaultKind::Join => self.join(p, &mut rec).await,
         };
         if let Err(e) = result {
             rec.problems.push(format!("{e:#}"));
