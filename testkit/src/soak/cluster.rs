@@ -11,6 +11,10 @@
 //! cut the gate from one shard, or one shard from its peers, and nothing
 //! else.
 //!
+//! With the `failover` fault ([`failover`]) Redis is a primary, a replica
+//! and three Sentinels instead, and every process finds the primary
+//! through the Sentinels.
+//!
 //! Everything here blocks (process spawns wait for readiness); the fault
 //! driver calls it through `block_in_place`.
 
@@ -29,6 +33,8 @@ use crate::redis::{RedisOptions, RedisServer, free_port};
 use crate::world::starter_zones;
 
 use super::config::GATE_LOGIN_BURST;
+
+mod failover;
 use super::history::{ProcessEnd, StatusView};
 use super::status::parse_status;
 
@@ -99,7 +105,11 @@ pub struct Cluster {
     pub gate_addr: String,
     pub zones: Vec<String>,
     pub shards: Vec<ShardSlot>,
-    redis: RedisServer,
+    /// The one Redis (append-only file); `None` behind Sentinel.
+    redis: Option<RedisServer>,
+    /// Redis behind Sentinel (the `failover` fault), and the soak's own way
+    /// to its primary.
+    sentinel: Option<failover::SentinelRedis>,
     redis_incarnation: u32,
     keys: PathBuf,
     gate: Option<Proc>,
@@ -110,23 +120,39 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Redis (AOF), keys, `shards` keyed shards splitting the starter
-    /// zones round robin, and the gate, all ready.
-    pub fn start(run_dir: &Path, shards: u32, log_level: &str) -> anyhow::Result<Cluster> {
+    /// Redis (AOF; behind Sentinel with a replica when `sentinel`), keys,
+    /// `shards` keyed shards splitting the starter zones round robin, and
+    /// the gate, all ready.
+    pub fn start(
+        run_dir: &Path,
+        shards: u32,
+        log_level: &str,
+        sentinel: bool,
+    ) -> anyhow::Result<Cluster> {
         let logs = run_dir.join("logs");
         std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
-        let redis = RedisServer::start_with(RedisOptions {
-            aof: true,
-            dir: Some(run_dir.join("redis")),
-            log: Some(logs.join("redis.log")),
-            ..RedisOptions::default()
-        })?;
+        let (redis, sentinel) = if sentinel {
+            (None, Some(failover::SentinelRedis::start()?))
+        } else {
+            let redis = RedisServer::start_with(RedisOptions {
+                aof: true,
+                dir: Some(run_dir.join("redis")),
+                log: Some(logs.join("redis.log")),
+                ..RedisOptions::default()
+            })?;
+            (Some(redis), None)
+        };
+        let (redis_url, redis_port) = match (&redis, &sentinel) {
+            (Some(r), _) => (r.url.clone(), r.port),
+            (None, Some(s)) => (s.url(), s.primary_port()?),
+            (None, None) => unreachable!("one or the other"),
+        };
         let keys = run_dir.join("keys");
         crate::keys::generate(&keys)?;
         let zones = starter_zones();
         let n = shards as usize;
         let pids = Pids::default();
-        let redis_addr = format!("127.0.0.1:{}", redis.port);
+        let redis_addr = format!("127.0.0.1:{redis_port}");
         let mut slots = Vec::new();
         for i in 0..n {
             let boot_zones = zones.iter().skip(i).step_by(n).cloned().collect();
@@ -134,11 +160,12 @@ impl Cluster {
         }
         let mut cluster = Cluster {
             run_dir: run_dir.to_path_buf(),
-            redis_url: redis.url.clone(),
+            redis_url,
             gate_addr: format!("127.0.0.1:{}", free_port()),
             zones,
             shards: slots,
             redis,
+            sentinel,
             redis_incarnation: 1,
             keys,
             gate: None,
@@ -176,7 +203,12 @@ impl Cluster {
     pub fn add_shard(&mut self, boot_zones: Vec<String>) -> anyhow::Result<usize> {
         let i = self.shards.len();
         anyhow::ensure!(i < 26, "no shard id left (shard-a to shard-z are taken)");
-        let redis_addr = format!("127.0.0.1:{}", self.redis.port);
+        let redis_addr = match (&self.redis, &self.sentinel) {
+            (Some(r), _) => format!("127.0.0.1:{}", r.port),
+            // Behind Sentinel the link is not used.
+            (None, Some(s)) => format!("127.0.0.1:{}", s.primary_port()?),
+            (None, None) => unreachable!("one or the other"),
+        };
         let slot = new_slot(i, boot_zones, &redis_addr, &self.pids)?;
         self.shards.push(slot);
         self.start_shard(i)?;
@@ -197,7 +229,12 @@ impl Cluster {
         let slot = &mut self.shards[i];
         slot.incarnation += 1;
         let name = slot.incarnation_name();
-        let url = format!("redis://{}", slot.redis_link.addr);
+        // Behind Sentinel a shard finds the primary itself (its Redis link
+        // proxy is not used).
+        let url = match &self.sentinel {
+            Some(s) => s.url(),
+            None => format!("redis://{}", slot.redis_link.addr),
+        };
         let extra = [
             "--advertise-addr",
             slot.addr.as_str(),
@@ -363,22 +400,31 @@ impl Cluster {
     }
 
     /// SIGKILL Redis (its AOF has every write it acknowledged).
-    pub fn kill_redis(&mut self) {
-        self.redis.kill();
+    pub fn kill_redis(&mut self) -> anyhow::Result<()> {
+        self.redis
+            .as_mut()
+            .context("the redis fault needs the one Redis, not Sentinel")?
+            .kill();
         lock(&self.pids).remove(&format!("redis#{}", self.redis_incarnation));
+        Ok(())
     }
 
     /// Start Redis again on the same port from the same folder.
     pub fn restart_redis(&mut self) -> anyhow::Result<()> {
-        self.redis.restart()?;
+        self.redis
+            .as_mut()
+            .context("the redis fault needs the one Redis, not Sentinel")?
+            .restart()?;
         self.redis_incarnation += 1;
         self.publish_redis_pid();
         Ok(())
     }
 
     fn publish_redis_pid(&self) {
-        let pid = i32::try_from(self.redis.pid()).unwrap_or(-1);
-        lock(&self.pids).insert(format!("redis#{}", self.redis_incarnation), pid);
+        if let Some(redis) = &self.redis {
+            let pid = i32::try_from(redis.pid()).unwrap_or(-1);
+            lock(&self.pids).insert(format!("redis#{}", self.redis_incarnation), pid);
+        }
     }
 
     /// `telosctl transfer ZONE --to SHARD --wait`.
@@ -435,11 +481,13 @@ impl Cluster {
                 alive: false,
             },
         });
-        out.push(ProcessEnd {
-            name: format!("redis#{}", self.redis_incarnation),
-            pid: i32::try_from(self.redis.pid()).unwrap_or(-1),
-            alive: self.redis.is_running() && self.redis.is_ready(),
-        });
+        if let Some(redis) = &mut self.redis {
+            out.push(ProcessEnd {
+                name: format!("redis#{}", self.redis_incarnation),
+                pid: i32::try_from(redis.pid()).unwrap_or(-1),
+                alive: redis.is_running() && redis.is_ready(),
+            });
+        }
         out
     }
 

@@ -91,6 +91,7 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
         .unwrap_or_else(|| crate::process::repo_root().join(default_run_dir(args.mode, seed)));
     // Absolute: Redis opens its log relative to its own data folder.
     let run_dir = std::path::absolute(&run_dir).context("the run directory")?;
+    args.check_kinds()?;
     let schedule = Schedule::draw(seed, &args.kinds(), args.run_length(), args.mode);
     println!(
         "mode {}: {} bots, {} shards, {} min of play, {} faults planned; run directory {}",
@@ -112,10 +113,11 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
             .with_context(|| format!("clearing {}", run_dir.display()))?;
     }
     let clock = Clock::start();
-    let mut cluster =
-        tokio::task::block_in_place(|| Cluster::start(&run_dir, args.shards, &args.log_level))?;
+    let mut cluster = tokio::task::block_in_place(|| {
+        Cluster::start(&run_dir, args.shards, &args.log_level, args.sentinel())
+    })?;
     let shard_ids: Vec<String> = cluster.shards.iter().map(|s| s.id.clone()).collect();
-    let probe = Probe::connect(&cluster.redis_url, cluster.zones.clone(), shard_ids).await?;
+    let probe = Probe::connect(&cluster.probe_url(), cluster.zones.clone(), shard_ids).await?;
     wait_healthy(&probe).await?;
     println!(
         "cluster up at {}: gate {}, redis {}",

@@ -54,6 +54,9 @@ fn hold_range(kind: FaultKind) -> (u64, u64) {
         FaultKind::Reset => (200, 1_500),
         // How long the joined shard's zone may take to reach it.
         FaultKind::Join => (0, 0),
+        // The promoted primary alone (fenced writes wait) before the old
+        // one is back as its replica.
+        FaultKind::Failover => (500, 3_000),
     }
 }
 
@@ -77,6 +80,7 @@ fn expected_extra(kind: FaultKind) -> Duration {
         FaultKind::CutPeers | FaultKind::CutGate | FaultKind::Slow => 4,
         FaultKind::Reset => 3,
         FaultKind::Join => 10,
+        FaultKind::Failover => 6,
     })
 }
 
