@@ -11,30 +11,30 @@
 //! cut the gate from one shard, or one shard from its peers, and nothing
 //! else.
 //!
-//! With the `failover` fault ([`failover`]) Redis is a primary, a replica
-//! and three Sentinels instead, and every process finds the primary
-//! through the Sentinels.
+//! With the `failover` fault Redis is a primary, a replica and three
+//! Sentinels instead ([`SentinelRedis`]), and every process finds the
+//! primary through the Sentinels.
 //!
 //! Everything here blocks (process spawns wait for readiness); the fault
 //! driver calls it through `block_in_place`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 
 use crate::cli::{Finished, clean_command, run_to_exit, telosctl};
 use crate::process::{Proc, keyed_gate_command, keyed_world_command};
-use crate::proxy::{Classifier, Proxy};
 use crate::redis::{RedisOptions, RedisServer, free_port};
 use crate::world::starter_zones;
 
 use super::config::GATE_LOGIN_BURST;
+use super::sentinel_redis::SentinelRedis;
+use super::slot::new_slot;
+pub use super::slot::{MetricsAddrs, Pids, ShardSlot};
 
-mod failover;
 use super::history::{ProcessEnd, StatusView};
 use super::status::parse_status;
 
@@ -43,61 +43,6 @@ use super::status::parse_status;
 const TRANSFER_WAIT_SECS: &str = "30";
 /// A `telosctl transfer --wait` run is killed after this.
 const TRANSFER_EXIT_TIMEOUT: Duration = Duration::from_secs(40);
-
-/// Process name → pid of every process running now (`shard-a#2`), shared
-/// with the sampler that reads their RSS.
-pub type Pids = Arc<Mutex<BTreeMap<String, i32>>>;
-
-/// Shard incarnation (`shard-a#2`) → its metrics address, for every shard
-/// process running now (the sampler scrapes which zones each serves).
-pub type MetricsAddrs = Arc<Mutex<BTreeMap<String, String>>>;
-
-/// One shard's place in the cluster: its id, advertised address (its
-/// front proxy), boot zones and links stay the same across restarts.
-pub struct ShardSlot {
-    pub id: String,
-    /// The advertised address: the front proxy before its gRPC listener.
-    pub addr: String,
-    pub boot_zones: Vec<String>,
-    /// Before the shard's gRPC listener: the gate and the peers dial this.
-    pub front: Proxy,
-    /// The shard's own way to Redis.
-    pub redis_link: Proxy,
-    /// The gRPC listener of the running incarnation (behind `front`).
-    listen: String,
-    metrics: String,
-    proc_: Option<Proc>,
-    incarnation: u32,
-    /// A superseded incarnation still around (restart-paused): paused or
-    /// stopping, never the one the front proxy leads to.
-    old: Option<(String, Proc)>,
-    /// The log of the last superseded incarnation (kept after it exits).
-    old_log: Option<PathBuf>,
-}
-
-impl ShardSlot {
-    /// `shard-a#2`.
-    pub fn incarnation_name(&self) -> String {
-        format!("{}#{}", self.id, self.incarnation)
-    }
-}
-
-/// The process name without its incarnation: `shard-a#2` → `shard-a`.
-fn base_name(name: &str) -> &str {
-    name.split('#').next().unwrap_or(name)
-}
-
-/// Names a proxy's client connection by the process that opened it.
-fn classifier(pids: &Pids) -> Classifier {
-    let pids = pids.clone();
-    Arc::new(move |client, server| {
-        let now: Vec<(String, i32)> = lock(&pids)
-            .iter()
-            .map(|(n, p)| (base_name(n).to_string(), *p))
-            .collect();
-        crate::procfs::socket_owner(client, server, &now)
-    })
-}
 
 pub struct Cluster {
     pub run_dir: PathBuf,
@@ -109,7 +54,7 @@ pub struct Cluster {
     redis: Option<RedisServer>,
     /// Redis behind Sentinel (the `failover` fault), and the soak's own way
     /// to its primary.
-    sentinel: Option<failover::SentinelRedis>,
+    sentinel: Option<SentinelRedis>,
     redis_incarnation: u32,
     keys: PathBuf,
     gate: Option<Proc>,
@@ -132,7 +77,7 @@ impl Cluster {
         let logs = run_dir.join("logs");
         std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
         let (redis, sentinel) = if sentinel {
-            (None, Some(failover::SentinelRedis::start()?))
+            (None, Some(SentinelRedis::start()?))
         } else {
             let redis = RedisServer::start_with(RedisOptions {
                 aof: true,
@@ -180,6 +125,22 @@ impl Cluster {
         }
         cluster.start_gate()?;
         Ok(cluster)
+    }
+
+    /// Where the soak's own reads go: the one Redis, or behind Sentinel a
+    /// proxy to the current primary.
+    pub fn probe_url(&self) -> String {
+        match &self.sentinel {
+            Some(s) => s.probe_url(),
+            None => self.redis_url.clone(),
+        }
+    }
+
+    /// Redis behind Sentinel (the `failover` fault's).
+    pub fn sentinel_mut(&mut self) -> anyhow::Result<&mut SentinelRedis> {
+        self.sentinel
+            .as_mut()
+            .context("the failover fault needs Redis behind Sentinel")
     }
 
     pub fn pids(&self) -> Pids {
@@ -502,33 +463,6 @@ impl Cluster {
         cmd.env("RUST_LOG", &self.log_level);
         cmd
     }
-}
-
-/// Shard `i`'s slot (`shard-a` for 0), its proxies started, no process
-/// yet. Blocks on the current runtime (call it through `block_in_place`).
-fn new_slot(
-    i: usize,
-    boot_zones: Vec<String>,
-    redis_addr: &str,
-    pids: &Pids,
-) -> anyhow::Result<ShardSlot> {
-    let rt = tokio::runtime::Handle::current();
-    let listen = format!("127.0.0.1:{}", free_port());
-    let front = rt.block_on(Proxy::start("127.0.0.1:0", &listen, Some(classifier(pids))))?;
-    let redis_link = rt.block_on(Proxy::start("127.0.0.1:0", redis_addr, None))?;
-    Ok(ShardSlot {
-        id: format!("shard-{}", (b'a' + i as u8) as char),
-        addr: front.addr.to_string(),
-        boot_zones,
-        front,
-        redis_link,
-        listen,
-        metrics: format!("127.0.0.1:{}", free_port()),
-        proc_: None,
-        incarnation: 0,
-        old: None,
-        old_log: None,
-    })
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

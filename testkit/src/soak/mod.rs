@@ -11,7 +11,9 @@
 //! - [`config`]: the command line and every bound, with its reason.
 //! - [`clock`]: one time axis (ms since the start) for records and logs.
 //! - [`schedule`]: the fault schedule, drawn from the seed alone.
-//! - [`cluster`]: the cluster driver (start, kill, pause, restart).
+//! - [`cluster`]: the cluster driver (start, kill, pause, restart);
+//!   [`slot`]: one shard's place in it; [`sentinel_redis`]: Redis behind
+//!   Sentinel for the `failover` fault.
 //! - [`faults`]: carries the schedule out, one fault at a time.
 //! - [`population`] and [`player`]: who plays and how each bot plays.
 //! - [`client`] and [`classify`]: the recording connection, and which line
@@ -40,6 +42,8 @@ pub mod probe;
 pub mod report;
 pub mod sampler;
 pub mod schedule;
+pub mod sentinel_redis;
+pub mod slot;
 pub mod status;
 pub mod stop;
 

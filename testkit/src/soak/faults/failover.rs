@@ -19,15 +19,15 @@ impl Driver<'_> {
         rec: &mut FaultRecord,
     ) -> anyhow::Result<()> {
         rec.target = "redis primary".into();
-        let old = tokio::task::block_in_place(|| self.cluster.kill_primary())?;
+        let old = tokio::task::block_in_place(|| self.cluster.sentinel_mut()?.kill_primary())?;
         let killed = Instant::now();
-        let new = tokio::task::block_in_place(|| self.cluster.wait_promoted(old))?;
+        let new = tokio::task::block_in_place(|| self.cluster.sentinel_mut()?.wait_promoted(old))?;
         rec.notes.push(format!(
             "primary :{old} killed, :{new} promoted after {:.1}s",
             killed.elapsed().as_secs_f64()
         ));
         tokio::time::sleep(p.hold).await;
-        tokio::task::block_in_place(|| self.cluster.rejoin_as_replica(old, new))?;
+        tokio::task::block_in_place(|| self.cluster.sentinel_mut()?.rejoin_as_replica(old, new))?;
         let t = self.clock.now();
         rec.restored = Some(t);
         rec.notes

@@ -7,9 +7,6 @@
 
 use std::time::Duration;
 
-use anyhow::Context;
-
-use super::Cluster;
 use crate::proxy::Proxy;
 use crate::sentinel::SentinelCluster;
 
@@ -44,38 +41,24 @@ impl SentinelRedis {
     pub fn primary_port(&self) -> anyhow::Result<u16> {
         self.nodes.primary_port()
     }
-}
 
-impl Cluster {
-    /// Where the soak's own reads go: the one Redis, or behind Sentinel a
-    /// proxy to the current primary.
+    /// A direct URL of the proxy to the current primary.
     pub fn probe_url(&self) -> String {
-        match &self.sentinel {
-            Some(s) => format!("redis://{}", s.primary.addr),
-            None => self.redis_url.clone(),
-        }
-    }
-
-    fn sentinel_mut(&mut self) -> anyhow::Result<&mut SentinelRedis> {
-        self.sentinel
-            .as_mut()
-            .context("the failover fault needs Redis behind Sentinel")
+        format!("redis://{}", self.primary.addr)
     }
 
     /// SIGKILL the primary; returns its port.
     pub fn kill_primary(&mut self) -> anyhow::Result<u16> {
-        let s = self.sentinel_mut()?;
-        let old = s.nodes.primary_port()?;
-        s.nodes.node(old)?.kill();
+        let old = self.nodes.primary_port()?;
+        self.nodes.node(old)?.kill();
         Ok(old)
     }
 
     /// Wait until the Sentinels promoted a node other than `old`, and lead
     /// the soak's reads to it; returns its port.
     pub fn wait_promoted(&mut self, old: u16) -> anyhow::Result<u16> {
-        let s = self.sentinel_mut()?;
-        let new = s.nodes.wait_for_failover(old, WITHIN)?;
-        s.primary.set_upstream(&format!("127.0.0.1:{new}"));
+        let new = self.nodes.wait_for_failover(old, WITHIN)?;
+        self.primary.set_upstream(&format!("127.0.0.1:{new}"));
         Ok(new)
     }
 
@@ -83,8 +66,7 @@ impl Cluster {
     /// until it is in sync (the promoted primary is alone until then, and
     /// fenced writes wait for a replica).
     pub fn rejoin_as_replica(&mut self, old: u16, new: u16) -> anyhow::Result<()> {
-        let s = self.sentinel_mut()?;
-        s.nodes.node(old)?.restart_as_replica_of(new)?;
-        s.nodes.wait_replica_of(old, new, WITHIN)
+        self.nodes.node(old)?.restart_as_replica_of(new)?;
+        self.nodes.wait_replica_of(old, new, WITHIN)
     }
 }
