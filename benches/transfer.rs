@@ -29,6 +29,13 @@
 //! - **busy only**: each player's longest command round trip overlapping
 //!   the transfer (its stall).
 //!
+//! - **floor items**: quiet again, each on a fresh cluster whose city
+//!   opens from a saved zone state of [`ITEM_CASES`] floor items (spread
+//!   over its rooms, at most 100 a room, so the largest case is capped at
+//!   the city's rooms x 100): what flushing the zone state on close and
+//!   loading it on open adds to a transfer (issue 19), next to the quiet
+//!   case of the same run (the city's own few items).
+//!
 //! Baseline, same run and same load: the probe resumed on the zone's owner
 //! with the zone already open, [`BASELINE_PER_TRANSFER`] times between
 //! transfers. The probe logs out before every measurement (and the bench
@@ -111,8 +118,14 @@ struct Bench {
 
 const SHARD_IDS: [&str; 2] = ["shard-a", "shard-b"];
 
+/// Floor items in the city's saved state, one quiet case each.
+const ITEM_CASES: [usize; 3] = [10, 1_000, 10_000];
+/// `MAX_FLOOR_ITEMS`: a room keeps at most this many (the rest are dropped
+/// on load).
+const PER_ROOM: usize = 100;
+
 async fn run(quiet_reps: usize, busy_reps: usize) -> anyhow::Result<()> {
-    let mut bench = start().await?;
+    let mut bench = start(0).await?;
     println!(
         "zone transfer of `{ZONE}` between two release telos-world shards (each way in turn); redis {}",
         bench.redis.url
@@ -140,6 +153,18 @@ async fn run(quiet_reps: usize, busy_reps: usize) -> anyhow::Result<()> {
         &busy,
     );
     stopped?;
+    drop(bench);
+    for n in ITEM_CASES {
+        let mut bench = start(n).await?;
+        let case = run_case(&mut bench, quiet_reps, &[]).await?;
+        let carried = floor_items(&bench).await?;
+        print_case(
+            &format!(
+                "floor items: {carried} in {ZONE}'s saved state ({n} asked), 0 players, {quiet_reps} transfers"
+            ),
+            &case,
+        );
+    }
     println!();
     println!(
         "propose -> complete: the proposal sent until the completion landed (record gone; transfer channel)."
@@ -156,12 +181,59 @@ async fn run(quiet_reps: usize, busy_reps: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn start() -> anyhow::Result<Bench> {
+/// The city's saved state as a first open reads it: `n` bread loaves on
+/// its floors, at most [`PER_ROOM`] a room.
+async fn seed_items(url: &str, n: usize) -> anyhow::Result<()> {
+    let map = telos_testkit::world::WorldMap::starter();
+    let mut floors = serde_json::Map::new();
+    let mut left = n;
+    for room in map.rooms_in(ZONE) {
+        let here = left.min(PER_ROOM);
+        let items: Vec<serde_json::Value> = (0..here)
+            .map(|_| serde_json::json!({"id": "city:bread", "name": "a loaf of bread", "keywords": ["bread", "loaf"]}))
+            .collect();
+        floors.insert(room.to_string(), items.into());
+        left -= here;
+    }
+    let state = serde_json::to_vec(&serde_json::json!({ "floors": floors }))?;
+    let mut conn = redis::Client::open(url)?
+        .get_multiplexed_async_connection()
+        .await?;
+    let _: () = redis::cmd("HSET")
+        .arg(format!("telos:zone:{ZONE}:state"))
+        .arg("state")
+        .arg(state)
+        .arg("gen")
+        .arg(0)
+        .query_async(&mut conn)
+        .await?;
+    Ok(())
+}
+
+/// Floor items in the city's saved state now (it has moved at least once:
+/// the close saved what the open loaded).
+async fn floor_items(bench: &Bench) -> anyhow::Result<usize> {
+    let store = telos_redis::store::Store::connect(&bench.redis.url).await?;
+    let state = store.zone_state(ZONE).await?.unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_slice(&state)?;
+    Ok(v["floors"].as_object().map_or(0, |f| {
+        f.values().filter_map(|i| i.as_array()).map(Vec::len).sum()
+    }))
+}
+
+/// Redis, the city's saved state with `items` floor items when not 0, and
+/// both shards, ready.
+async fn start(items: usize) -> anyhow::Result<Bench> {
     let redis = RedisServer::start()?;
+    if items > 0 {
+        seed_items(&redis.url, items).await?;
+    }
     let keys = TempKeys::generate()?;
     let others: Vec<String> = starter_zones().into_iter().filter(|z| z != ZONE).collect();
     let others: Vec<&str> = others.iter().map(String::as_str).collect();
-    let no_flags: [&str; 0] = [];
+    // The bench moves the city away from its home: the rebalancer would
+    // move it back in the middle of a case.
+    let no_flags = ["--rebalance", "off"];
     let a = start_keyed_world(
         SHARD_IDS[0],
         &redis.url,

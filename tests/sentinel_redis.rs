@@ -304,3 +304,31 @@ async fn the_latency_wait_adds_to_a_save() -> anyhow::Result<()> {
     eprintln!("save latency over {SAVES} saves: {}", report.join("; "));
     Ok(())
 }
+
+/// `telosctl` reads the cluster through a Sentinel URL as through a direct
+/// one, and with no Sentinel answering fails at once in one line naming
+/// the URL. (Its fail-fast reachability check asked for a direct client
+/// and refused every `redis+sentinel://` URL: "names its primary through
+/// Sentinel: ask it first".)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telosctl_finds_the_primary_through_sentinel() -> anyhow::Result<()> {
+    let cluster = blocking(SentinelCluster::start)?;
+    let url = cluster.url();
+    for args in [&["status", "--json"][..], &["rebalance", "--plan"]] {
+        let out = blocking(|| telos_testkit::cli::telosctl(&url, args))?;
+        assert!(out.success(), "telosctl {args:?}: {}", out.stderr);
+    }
+    let nobody = format!(
+        "redis+sentinel://127.0.0.1:{},127.0.0.1:{}/telos",
+        free_port(),
+        free_port()
+    );
+    let started = Instant::now();
+    let out = blocking(|| telos_testkit::cli::telosctl(&nobody, &["status"]))?;
+    assert!(!out.success());
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {:?}", out.stderr);
+    assert!(lines[0].contains("no Redis answers"), "{}", lines[0]);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    Ok(())
+}

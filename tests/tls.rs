@@ -275,6 +275,19 @@ async fn each_service_is_served_only_to_its_roles() -> anyhow::Result<()> {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"id\":\"shard-a\""));
+
+    // Without the operator certificate the shard refuses the handshake, and
+    // telosctl says in one line what is missing.
+    let mut cmd = telos_testkit::cli::clean_command("telosctl");
+    cmd.args(["--shard", &addr, "status"]);
+    let out = telos_testkit::process::blocking(|| {
+        telos_testkit::cli::run_to_exit("telosctl", cmd, telos_testkit::cli::EXIT_TIMEOUT)
+    })?;
+    assert!(!out.success(), "{}", out.stdout);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {:?}", out.stderr);
+    assert!(lines[0].contains(&addr), "{}", lines[0]);
+    assert!(lines[0].contains("needs --keys"), "{}", lines[0]);
     Ok(())
 }
 

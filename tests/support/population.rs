@@ -53,3 +53,25 @@ pub async fn seed_spread(
     }
     Ok(())
 }
+
+/// Create each `(name, room)` of `placed` (new characters of the starter
+/// world in `world_dir`, standing in `room`) with `password`: a test that
+/// needs players in particular zones places them there.
+pub async fn seed_in_rooms(
+    store: &Store,
+    world_dir: &Path,
+    placed: &[(String, String)],
+    password: &str,
+) -> anyhow::Result<()> {
+    let game = StarterGame::new(load_world(world_dir)?);
+    let phc = cheap_hash(password)?;
+    for (name, room) in placed {
+        let mut player = game.new_player(name);
+        player.set_room(room.clone());
+        store
+            .create_character_hashed(name, &phc, &player.dump_state_json())
+            .await
+            .with_context(|| format!("creating {name}"))?;
+    }
+    Ok(())
+}

@@ -379,15 +379,19 @@ async fn first_contact(client: &redis::Client, target: &RedisTarget) -> Result<(
     }
 }
 
-/// One connection attempt and `PING`, bounded by [`CONNECT_TIMEOUT`]: for
+/// One connection attempt and `PING` (behind Sentinel: to the primary the
+/// Sentinels name), bounded by [`CONNECT_TIMEOUT`]: for
 /// a one-shot tool (`telosctl`) that should say at once that Redis is not
 /// there rather than wait out [`FIRST_CONNECT_TIMEOUT`].
 pub async fn probe(target: &RedisTarget) -> Result<(), ConnectError> {
-    let client = target.client()?;
+    // Bad settings are told as such; a Sentinel URL's primary is looked up
+    // within the attempt's bound.
+    target.check()?;
     let config = AsyncConnectionConfig::new()
         .set_connection_timeout(Some(CONNECT_TIMEOUT))
         .set_response_timeout(Some(RESPONSE_TIMEOUT));
     let attempt = async {
+        let client = target.primary_client().await?;
         let mut conn = client
             .get_multiplexed_async_connection_with_config(&config)
             .await?;

@@ -81,6 +81,13 @@ pub fn zone_rebalanced(zone: &str) -> String {
     format!("{PREFIX}zone:{zone}:rebalanced")
 }
 
+/// Set (with the settle window as its TTL) when a zone move the rebalancer
+/// started, to or from the shard, has completed: the shard's registry entry
+/// does not count the moved players yet.
+pub fn shard_settling(shard: &str) -> String {
+    format!("{PREFIX}shard:{shard}:settling")
+}
+
 /// The rebalancer's leader lease: the id of the one shard deciding.
 pub fn rebalance_leader() -> String {
     format!("{PREFIX}rebalance:leader")

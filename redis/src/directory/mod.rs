@@ -32,7 +32,8 @@
 //! | `telos:zone:{zone}:home` | string | none | the shard whose `--zones` lists the zone |
 //! | `telos:zone:{zone}:rebalanced` | string | hysteresis window | the rebalancer moved the zone lately |
 //! | `telos:rebalance:leader` | string | leader TTL | the one shard deciding placement |
-//! //! | `telos:zones` | set | none | every known zone id |
+//! | `telos:shard:{shard}:settling` | string | settle window | a rebalancer move to or from the shard completed lately: its players are not counted yet |
+//! | `telos:zones` | set | none | every known zone id |
 //! | `telos:shard:{shard}` | hash `id addr state players capacity handoff_version`, `zone:{zone}` → players | presence TTL | a live shard and the players it hosts per zone, replaced whole by each heartbeat |
 //! | `telos:shards` | set | none | ids that may be live; dead ids pruned on read |
 //! | `telos:shard:{shard}:online` | string (JSON list) | presence TTL | players online on `shard` |

@@ -127,6 +127,48 @@ impl Directory {
             .filter_map(|(z, m)| m.map(|_| z.clone()))
             .collect())
     }
+
+    /// A move to or from each of `shards` completed: leave them out of
+    /// the rebalancer's decisions for `window`, until their registry
+    /// entries count the players that moved.
+    pub async fn mark_settling(
+        &self,
+        shards: &[&str],
+        window: Duration,
+    ) -> Result<(), DirectoryError> {
+        let mut pipe = redis::pipe();
+        for shard in shards {
+            check_shard(shard)?;
+            pipe.cmd("SET")
+                .arg(key_names::shard_settling(shard))
+                .arg(1)
+                .arg("PX")
+                .arg(ttl_ms(window)?)
+                .ignore();
+        }
+        pipe.exec_async(&mut self.conn()).await?;
+        Ok(())
+    }
+
+    /// Which of `shards` are settling after a move.
+    pub async fn settling(&self, shards: &[String]) -> Result<HashSet<String>, DirectoryError> {
+        if shards.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let keys: Vec<String> = shards
+            .iter()
+            .map(|s| key_names::shard_settling(s))
+            .collect();
+        let marks: Vec<Option<String>> = redis::cmd("MGET")
+            .arg(keys)
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(shards
+            .iter()
+            .zip(marks)
+            .filter_map(|(s, m)| m.map(|_| s.clone()))
+            .collect())
+    }
 }
 
 #[cfg(test)]
@@ -168,5 +210,17 @@ mod tests {
         assert_eq!(lately, HashSet::from(["forest".to_string()]));
         tokio::time::sleep(ttl * 2).await;
         assert!(dir.rebalanced_lately(&zones).await.unwrap().is_empty());
+
+        let shards: Vec<String> = ["shard-a", "shard-b", "shard-c"].map(String::from).into();
+        dir.mark_settling(&["shard-a", "shard-c"], ttl)
+            .await
+            .unwrap();
+        let settling = dir.settling(&shards).await.unwrap();
+        assert_eq!(
+            settling,
+            HashSet::from(["shard-a".to_string(), "shard-c".to_string()])
+        );
+        tokio::time::sleep(ttl * 2).await;
+        assert!(dir.settling(&shards).await.unwrap().is_empty());
     }
 }

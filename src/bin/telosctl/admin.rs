@@ -17,7 +17,41 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often `transfer --wait` asks the shard again.
 const WAIT_POLL: Duration = Duration::from_millis(100);
 
-pub async fn connect(cli: &Cli) -> anyhow::Result<AdminClient<Channel>> {
+/// Told when a keyless telosctl cannot talk to a shard: a keyed shard
+/// speaks only TLS and wants the operator certificate.
+const NEEDS_KEYS: &str = " (a keyed cluster's shard accepts only TLS with the operator certificate: telosctl needs --keys DIR)";
+
+/// A shard's Admin service, dialled.
+pub struct Admin {
+    client: AdminClient<Channel>,
+    addr: String,
+    /// Dialled without `--keys`, in plaintext.
+    keyless: bool,
+}
+
+impl Admin {
+    /// A call's failure. Plaintext to a TLS listener connects (the HTTP/2
+    /// preface is only sent) and fails at the first call, at the transport:
+    /// that failure says what is missing, as a refused connect does.
+    fn refused(&self, call: &str, s: &tonic::Status) -> anyhow::Error {
+        use tonic::Code;
+        let transport = matches!(
+            s.code(),
+            Code::Unavailable | Code::Unknown | Code::Internal | Code::Cancelled
+        );
+        if self.keyless && transport {
+            anyhow::anyhow!(
+                "cannot reach shard {}: {}{NEEDS_KEYS}",
+                self.addr,
+                s.message()
+            )
+        } else {
+            anyhow::anyhow!("{call} refused: {}", s.message())
+        }
+    }
+}
+
+pub async fn connect(cli: &Cli) -> anyhow::Result<Admin> {
     let addr = cli.shard.as_deref().expect("called with --shard");
     let keys = cli
         .keys
@@ -31,14 +65,14 @@ pub async fn connect(cli: &Cli) -> anyhow::Result<AdminClient<Channel>> {
         .connect()
         .await
         .map_err(|e| {
-            let hint = if cli.keys.is_none() {
-                " (a keyed cluster's shard accepts only TLS with the operator certificate: telosctl needs --keys DIR)"
-            } else {
-                ""
-            };
+            let hint = if cli.keys.is_none() { NEEDS_KEYS } else { "" };
             anyhow::anyhow!("cannot reach shard {addr}: {}{hint}", chain(&e))
         })?;
-    Ok(AdminClient::new(channel))
+    Ok(Admin {
+        client: AdminClient::new(channel),
+        addr: addr.to_string(),
+        keyless: cli.keys.is_none(),
+    })
 }
 
 /// A transport error's whole chain: the TLS reason is at its end.
@@ -53,17 +87,18 @@ fn chain(e: &dyn std::error::Error) -> String {
     out
 }
 
-async fn fetch(client: &AdminClient<Channel>) -> anyhow::Result<ClusterStatus> {
-    let reply = client
+async fn fetch(admin: &Admin) -> anyhow::Result<ClusterStatus> {
+    let reply = admin
+        .client
         .clone()
         .status(StatusRequest {})
         .await
-        .map_err(|s| anyhow::anyhow!("Admin.Status refused: {}", s.message()))?;
+        .map_err(|s| admin.refused("Admin.Status", &s))?;
     Ok(serde_json::from_str(&reply.into_inner().json)?)
 }
 
-pub async fn status(client: &AdminClient<Channel>, json: bool) -> anyhow::Result<()> {
-    let status = fetch(client).await?;
+pub async fn status(admin: &Admin, json: bool) -> anyhow::Result<()> {
+    let status = fetch(admin).await?;
     if json {
         println!("{}", serde_json::to_string(&status)?);
     } else {
@@ -73,19 +108,20 @@ pub async fn status(client: &AdminClient<Channel>, json: bool) -> anyhow::Result
 }
 
 pub async fn transfer(
-    client: &AdminClient<Channel>,
+    admin: &Admin,
     zone: &str,
     to: &str,
     wait: Option<u64>,
 ) -> anyhow::Result<()> {
-    let reply = client
+    let reply = admin
+        .client
         .clone()
         .transfer_zone(TransferZoneRequest {
             zone_id: zone.to_string(),
             to_shard_id: to.to_string(),
         })
         .await
-        .map_err(|s| anyhow::anyhow!("transfer refused: {}", s.message()))?
+        .map_err(|s| admin.refused("transfer", &s))?
         .into_inner();
     let from = reply.from_shard_id;
     match reply.outcome.as_str() {
@@ -99,7 +135,7 @@ pub async fn transfer(
     let Some(secs) = wait else { return Ok(()) };
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
-        let status = fetch(client).await?;
+        let status = fetch(admin).await?;
         if let Some(z) = status.zones.iter().find(|z| z.id == zone)
             && z.transfer.is_none()
             && z.owner.as_deref() == Some(to)

@@ -11,24 +11,30 @@
 //! cut the gate from one shard, or one shard from its peers, and nothing
 //! else.
 //!
+//! With the `failover` fault Redis is a primary, a replica and three
+//! Sentinels instead ([`SentinelRedis`]), and every process finds the
+//! primary through the Sentinels.
+//!
 //! Everything here blocks (process spawns wait for readiness); the fault
 //! driver calls it through `block_in_place`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 
 use crate::cli::{Finished, clean_command, run_to_exit, telosctl};
 use crate::process::{Proc, keyed_gate_command, keyed_world_command};
-use crate::proxy::{Classifier, Proxy};
 use crate::redis::{RedisOptions, RedisServer, free_port};
 use crate::world::starter_zones;
 
 use super::config::GATE_LOGIN_BURST;
+use super::sentinel_redis::SentinelRedis;
+use super::slot::new_slot;
+pub use super::slot::{MetricsAddrs, Pids, ShardSlot};
+
 use super::history::{ProcessEnd, StatusView};
 use super::status::parse_status;
 
@@ -38,68 +44,17 @@ const TRANSFER_WAIT_SECS: &str = "30";
 /// A `telosctl transfer --wait` run is killed after this.
 const TRANSFER_EXIT_TIMEOUT: Duration = Duration::from_secs(40);
 
-/// Process name → pid of every process running now (`shard-a#2`), shared
-/// with the sampler that reads their RSS.
-pub type Pids = Arc<Mutex<BTreeMap<String, i32>>>;
-
-/// Shard incarnation (`shard-a#2`) → its metrics address, for every shard
-/// process running now (the sampler scrapes which zones each serves).
-pub type MetricsAddrs = Arc<Mutex<BTreeMap<String, String>>>;
-
-/// One shard's place in the cluster: its id, advertised address (its
-/// front proxy), boot zones and links stay the same across restarts.
-pub struct ShardSlot {
-    pub id: String,
-    /// The advertised address: the front proxy before its gRPC listener.
-    pub addr: String,
-    pub boot_zones: Vec<String>,
-    /// Before the shard's gRPC listener: the gate and the peers dial this.
-    pub front: Proxy,
-    /// The shard's own way to Redis.
-    pub redis_link: Proxy,
-    /// The gRPC listener of the running incarnation (behind `front`).
-    listen: String,
-    metrics: String,
-    proc_: Option<Proc>,
-    incarnation: u32,
-    /// A superseded incarnation still around (restart-paused): paused or
-    /// stopping, never the one the front proxy leads to.
-    old: Option<(String, Proc)>,
-    /// The log of the last superseded incarnation (kept after it exits).
-    old_log: Option<PathBuf>,
-}
-
-impl ShardSlot {
-    /// `shard-a#2`.
-    pub fn incarnation_name(&self) -> String {
-        format!("{}#{}", self.id, self.incarnation)
-    }
-}
-
-/// The process name without its incarnation: `shard-a#2` → `shard-a`.
-fn base_name(name: &str) -> &str {
-    name.split('#').next().unwrap_or(name)
-}
-
-/// Names a proxy's client connection by the process that opened it.
-fn classifier(pids: &Pids) -> Classifier {
-    let pids = pids.clone();
-    Arc::new(move |client, server| {
-        let now: Vec<(String, i32)> = lock(&pids)
-            .iter()
-            .map(|(n, p)| (base_name(n).to_string(), *p))
-            .collect();
-        crate::procfs::socket_owner(client, server, &now)
-    })
-}
-
 pub struct Cluster {
     pub run_dir: PathBuf,
     pub redis_url: String,
     pub gate_addr: String,
     pub zones: Vec<String>,
     pub shards: Vec<ShardSlot>,
-    redis: RedisServer,
+    /// The one Redis (append-only file); `None` behind Sentinel.
+    redis: Option<RedisServer>,
+    /// Redis behind Sentinel (the `failover` fault), and the soak's own way
+    /// to its primary.
+    sentinel: Option<SentinelRedis>,
     redis_incarnation: u32,
     keys: PathBuf,
     gate: Option<Proc>,
@@ -110,54 +65,52 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Redis (AOF), keys, `shards` keyed shards splitting the starter
-    /// zones round robin, and the gate, all ready.
-    pub fn start(run_dir: &Path, shards: u32, log_level: &str) -> anyhow::Result<Cluster> {
+    /// Redis (AOF; behind Sentinel with a replica when `sentinel`), keys,
+    /// `shards` keyed shards splitting the starter zones round robin, and
+    /// the gate, all ready.
+    pub fn start(
+        run_dir: &Path,
+        shards: u32,
+        log_level: &str,
+        sentinel: bool,
+    ) -> anyhow::Result<Cluster> {
         let logs = run_dir.join("logs");
         std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
-        let redis = RedisServer::start_with(RedisOptions {
-            aof: true,
-            dir: Some(run_dir.join("redis")),
-            log: Some(logs.join("redis.log")),
-            ..RedisOptions::default()
-        })?;
+        let (redis, sentinel) = if sentinel {
+            (None, Some(SentinelRedis::start()?))
+        } else {
+            let redis = RedisServer::start_with(RedisOptions {
+                aof: true,
+                dir: Some(run_dir.join("redis")),
+                log: Some(logs.join("redis.log")),
+                ..RedisOptions::default()
+            })?;
+            (Some(redis), None)
+        };
+        let (redis_url, redis_port) = match (&redis, &sentinel) {
+            (Some(r), _) => (r.url.clone(), r.port),
+            (None, Some(s)) => (s.url(), s.primary_port()?),
+            (None, None) => unreachable!("one or the other"),
+        };
         let keys = run_dir.join("keys");
         crate::keys::generate(&keys)?;
         let zones = starter_zones();
         let n = shards as usize;
         let pids = Pids::default();
-        let redis_addr = format!("127.0.0.1:{}", redis.port);
-        let rt = tokio::runtime::Handle::current();
+        let redis_addr = format!("127.0.0.1:{redis_port}");
         let mut slots = Vec::new();
         for i in 0..n {
-            let listen = format!("127.0.0.1:{}", free_port());
-            let front = rt.block_on(Proxy::start(
-                "127.0.0.1:0",
-                &listen,
-                Some(classifier(&pids)),
-            ))?;
-            let redis_link = rt.block_on(Proxy::start("127.0.0.1:0", &redis_addr, None))?;
-            slots.push(ShardSlot {
-                id: format!("shard-{}", (b'a' + i as u8) as char),
-                addr: front.addr.to_string(),
-                boot_zones: zones.iter().skip(i).step_by(n).cloned().collect(),
-                front,
-                redis_link,
-                listen,
-                metrics: format!("127.0.0.1:{}", free_port()),
-                proc_: None,
-                incarnation: 0,
-                old: None,
-                old_log: None,
-            });
+            let boot_zones = zones.iter().skip(i).step_by(n).cloned().collect();
+            slots.push(new_slot(i, boot_zones, &redis_addr, &pids)?);
         }
         let mut cluster = Cluster {
             run_dir: run_dir.to_path_buf(),
-            redis_url: redis.url.clone(),
+            redis_url,
             gate_addr: format!("127.0.0.1:{}", free_port()),
             zones,
             shards: slots,
             redis,
+            sentinel,
             redis_incarnation: 1,
             keys,
             gate: None,
@@ -172,6 +125,22 @@ impl Cluster {
         }
         cluster.start_gate()?;
         Ok(cluster)
+    }
+
+    /// Where the soak's own reads go: the one Redis, or behind Sentinel a
+    /// proxy to the current primary.
+    pub fn probe_url(&self) -> String {
+        match &self.sentinel {
+            Some(s) => s.probe_url(),
+            None => self.redis_url.clone(),
+        }
+    }
+
+    /// Redis behind Sentinel (the `failover` fault's).
+    pub fn sentinel_mut(&mut self) -> anyhow::Result<&mut SentinelRedis> {
+        self.sentinel
+            .as_mut()
+            .context("the failover fault needs Redis behind Sentinel")
     }
 
     pub fn pids(&self) -> Pids {
@@ -190,6 +159,23 @@ impl Cluster {
         self.metrics.clone()
     }
 
+    /// A new shard (the next id, `boot_zones` in its `--zones`) joins the
+    /// running cluster; returns its index.
+    pub fn add_shard(&mut self, boot_zones: Vec<String>) -> anyhow::Result<usize> {
+        let i = self.shards.len();
+        anyhow::ensure!(i < 26, "no shard id left (shard-a to shard-z are taken)");
+        let redis_addr = match (&self.redis, &self.sentinel) {
+            (Some(r), _) => format!("127.0.0.1:{}", r.port),
+            // Behind Sentinel the link is not used.
+            (None, Some(s)) => format!("127.0.0.1:{}", s.primary_port()?),
+            (None, None) => unreachable!("one or the other"),
+        };
+        let slot = new_slot(i, boot_zones, &redis_addr, &self.pids)?;
+        self.shards.push(slot);
+        self.start_shard(i)?;
+        Ok(i)
+    }
+
     /// Start (or restart) shard `i` behind its front proxy, dialling Redis
     /// through its own link.
     pub fn start_shard(&mut self, i: usize) -> anyhow::Result<()> {
@@ -204,7 +190,12 @@ impl Cluster {
         let slot = &mut self.shards[i];
         slot.incarnation += 1;
         let name = slot.incarnation_name();
-        let url = format!("redis://{}", slot.redis_link.addr);
+        // Behind Sentinel a shard finds the primary itself (its Redis link
+        // proxy is not used).
+        let url = match &self.sentinel {
+            Some(s) => s.url(),
+            None => format!("redis://{}", slot.redis_link.addr),
+        };
         let extra = [
             "--advertise-addr",
             slot.addr.as_str(),
@@ -370,22 +361,31 @@ impl Cluster {
     }
 
     /// SIGKILL Redis (its AOF has every write it acknowledged).
-    pub fn kill_redis(&mut self) {
-        self.redis.kill();
+    pub fn kill_redis(&mut self) -> anyhow::Result<()> {
+        self.redis
+            .as_mut()
+            .context("the redis fault needs the one Redis, not Sentinel")?
+            .kill();
         lock(&self.pids).remove(&format!("redis#{}", self.redis_incarnation));
+        Ok(())
     }
 
     /// Start Redis again on the same port from the same folder.
     pub fn restart_redis(&mut self) -> anyhow::Result<()> {
-        self.redis.restart()?;
+        self.redis
+            .as_mut()
+            .context("the redis fault needs the one Redis, not Sentinel")?
+            .restart()?;
         self.redis_incarnation += 1;
         self.publish_redis_pid();
         Ok(())
     }
 
     fn publish_redis_pid(&self) {
-        let pid = i32::try_from(self.redis.pid()).unwrap_or(-1);
-        lock(&self.pids).insert(format!("redis#{}", self.redis_incarnation), pid);
+        if let Some(redis) = &self.redis {
+            let pid = i32::try_from(redis.pid()).unwrap_or(-1);
+            lock(&self.pids).insert(format!("redis#{}", self.redis_incarnation), pid);
+        }
     }
 
     /// `telosctl transfer ZONE --to SHARD --wait`.
@@ -442,11 +442,13 @@ impl Cluster {
                 alive: false,
             },
         });
-        out.push(ProcessEnd {
-            name: format!("redis#{}", self.redis_incarnation),
-            pid: i32::try_from(self.redis.pid()).unwrap_or(-1),
-            alive: self.redis.is_running() && self.redis.is_ready(),
-        });
+        if let Some(redis) = &mut self.redis {
+            out.push(ProcessEnd {
+                name: format!("redis#{}", self.redis_incarnation),
+                pid: i32::try_from(redis.pid()).unwrap_or(-1),
+                alive: redis.is_running() && redis.is_ready(),
+            });
+        }
         out
     }
 

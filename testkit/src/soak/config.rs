@@ -190,10 +190,17 @@ pub enum FaultKind {
     Slow,
     /// Reset every connection of one shard's links for a moment.
     Reset,
+    /// A new shard joins the running cluster with one zone in its
+    /// `--zones`: the rebalancer moves that zone to it while bots play.
+    Join,
+    /// SIGKILL the Redis primary (Redis runs behind Sentinel with a
+    /// replica when this kind is drawn); Sentinel promotes the replica, the
+    /// old primary comes back as its replica.
+    Failover,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 14] = [
+    pub const ALL: [FaultKind; 16] = [
         FaultKind::Drain,
         FaultKind::Kill,
         FaultKind::Stop,
@@ -208,6 +215,8 @@ impl FaultKind {
         FaultKind::OneWay,
         FaultKind::Slow,
         FaultKind::Reset,
+        FaultKind::Join,
+        FaultKind::Failover,
     ];
 
     pub fn name(self) -> &'static str {
@@ -226,17 +235,20 @@ impl FaultKind {
             FaultKind::OneWay => "one-way",
             FaultKind::Slow => "slow",
             FaultKind::Reset => "reset",
+            FaultKind::Join => "join",
+            FaultKind::Failover => "failover",
         }
     }
 
     /// Whether a shard's lease is at stake: a player's answer may then
     /// wait for the lease TTL beyond the fault (defect 5's rule: the
-    /// fault's duration plus the lease TTL plus 2 s). A transfer hands a
-    /// lease over in place and a gate crash holds none.
+    /// fault's duration plus the lease TTL plus 2 s). A transfer (a
+    /// join's rebalancer move is one) hands a lease over in place and a
+    /// gate crash holds none.
     pub fn touches_a_lease(self) -> bool {
         !matches!(
             self,
-            FaultKind::Transfer | FaultKind::Retransfer | FaultKind::Gate
+            FaultKind::Transfer | FaultKind::Retransfer | FaultKind::Gate | FaultKind::Join
         )
     }
 }
@@ -267,7 +279,9 @@ pub struct SoakArgs {
     /// Fault kinds to draw from, comma separated [default: the mode's:
     /// healthy drain,kill,stop,transfer,redis,gate; overlap adds
     /// retransfer,restart-paused; partition
-    /// cut-redis,cut-peers,cut-gate,one-way,slow,reset].
+    /// cut-redis,cut-peers,cut-gate,one-way,slow,reset; join and failover
+    /// only when named here; failover runs Redis behind Sentinel and goes
+    /// with neither redis nor the partition kinds].
     #[arg(long, value_enum, value_delimiter = ',')]
     pub faults: Vec<FaultKind>,
     /// Voluntary logouts and logins (`quit`, reconnect, `connect`) the
@@ -309,6 +323,32 @@ impl SoakArgs {
         } else {
             self.faults.clone()
         }
+    }
+
+    /// Whether Redis runs behind Sentinel (a `failover` is drawn from).
+    pub fn sentinel(&self) -> bool {
+        self.kinds().contains(&FaultKind::Failover)
+    }
+
+    /// The kinds that cannot run together: behind Sentinel the shards find
+    /// the primary themselves, so there is neither one Redis to kill nor a
+    /// Redis link through the soak's proxies to cut.
+    pub fn check_kinds(&self) -> anyhow::Result<()> {
+        use FaultKind::*;
+        let kinds = self.kinds();
+        if let Some(k) = kinds.iter().find(|k| {
+            self.sentinel()
+                && matches!(
+                    k,
+                    Redis | CutRedis | CutPeers | CutGate | OneWay | Slow | Reset
+                )
+        }) {
+            anyhow::bail!(
+                "--faults: failover (Redis behind Sentinel) does not go with {}",
+                k.name()
+            );
+        }
+        Ok(())
     }
 
     pub fn run_length(&self) -> Duration {

@@ -11,7 +11,9 @@
 //! - [`config`]: the command line and every bound, with its reason.
 //! - [`clock`]: one time axis (ms since the start) for records and logs.
 //! - [`schedule`]: the fault schedule, drawn from the seed alone.
-//! - [`cluster`]: the cluster driver (start, kill, pause, restart).
+//! - [`cluster`]: the cluster driver (start, kill, pause, restart);
+//!   [`slot`]: one shard's place in it; [`sentinel_redis`]: Redis behind
+//!   Sentinel for the `failover` fault.
 //! - [`faults`]: carries the schedule out, one fault at a time.
 //! - [`population`] and [`player`]: who plays and how each bot plays.
 //! - [`client`] and [`classify`]: the recording connection, and which line
@@ -40,6 +42,8 @@ pub mod probe;
 pub mod report;
 pub mod sampler;
 pub mod schedule;
+pub mod sentinel_redis;
+pub mod slot;
 pub mod status;
 pub mod stop;
 
@@ -91,6 +95,7 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
         .unwrap_or_else(|| crate::process::repo_root().join(default_run_dir(args.mode, seed)));
     // Absolute: Redis opens its log relative to its own data folder.
     let run_dir = std::path::absolute(&run_dir).context("the run directory")?;
+    args.check_kinds()?;
     let schedule = Schedule::draw(seed, &args.kinds(), args.run_length(), args.mode);
     println!(
         "mode {}: {} bots, {} shards, {} min of play, {} faults planned; run directory {}",
@@ -112,10 +117,11 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
             .with_context(|| format!("clearing {}", run_dir.display()))?;
     }
     let clock = Clock::start();
-    let mut cluster =
-        tokio::task::block_in_place(|| Cluster::start(&run_dir, args.shards, &args.log_level))?;
+    let mut cluster = tokio::task::block_in_place(|| {
+        Cluster::start(&run_dir, args.shards, &args.log_level, args.sentinel())
+    })?;
     let shard_ids: Vec<String> = cluster.shards.iter().map(|s| s.id.clone()).collect();
-    let probe = Probe::connect(&cluster.redis_url, cluster.zones.clone(), shard_ids).await?;
+    let probe = Probe::connect(&cluster.probe_url(), cluster.zones.clone(), shard_ids).await?;
     wait_healthy(&probe).await?;
     println!(
         "cluster up at {}: gate {}, redis {}",

@@ -3,6 +3,7 @@
 //! zone, which shards are live, what the fences and durable rows say.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -90,7 +91,8 @@ pub struct Round {
 pub struct Probe {
     conn: ConnectionManager,
     zones: Vec<String>,
-    shards: Vec<String>,
+    /// Grows when a shard joins (the `join` fault).
+    shards: Arc<Mutex<Vec<String>>>,
 }
 
 impl Probe {
@@ -107,8 +109,24 @@ impl Probe {
         Ok(Probe {
             conn,
             zones,
-            shards,
+            shards: Arc::new(Mutex::new(shards)),
         })
+    }
+
+    /// A shard joined: from now on it must be live for the cluster to be
+    /// healthy.
+    pub fn add_shard(&self, id: &str) {
+        let mut shards = self.shards.lock().unwrap_or_else(|p| p.into_inner());
+        if !shards.iter().any(|s| s == id) {
+            shards.push(id.to_string());
+        }
+    }
+
+    fn shard_ids(&self) -> Vec<String> {
+        self.shards
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Leases, registry and transfers in one round trip.
@@ -117,7 +135,8 @@ impl Probe {
         for z in &self.zones {
             pipe.hget(format!("telos:zone:{z}:lease"), "owner");
         }
-        for s in &self.shards {
+        let shard_ids = self.shard_ids();
+        for s in &shard_ids {
             pipe.hget(format!("telos:shard:{s}"), "state");
         }
         pipe.scard("telos:transfers");
@@ -131,10 +150,9 @@ impl Probe {
             .iter()
             .map(|z| (z.clone(), opt_string(values.next())))
             .collect();
-        let shards = self
-            .shards
-            .iter()
-            .map(|s| (s.clone(), opt_string(values.next())))
+        let shards = shard_ids
+            .into_iter()
+            .map(|s| (s, opt_string(values.next())))
             .collect();
         Ok(View {
             owners,

@@ -52,6 +52,11 @@ fn hold_range(kind: FaultKind) -> (u64, u64) {
         FaultKind::OneWay => (2_000, ttl + 4_000),
         FaultKind::Slow => (5_000, 12_000),
         FaultKind::Reset => (200, 1_500),
+        // How long the joined shard's zone may take to reach it.
+        FaultKind::Join => (0, 0),
+        // The promoted primary alone (fenced writes wait) before the old
+        // one is back as its replica.
+        FaultKind::Failover => (500, 3_000),
     }
 }
 
@@ -74,6 +79,8 @@ fn expected_extra(kind: FaultKind) -> Duration {
         FaultKind::CutRedis | FaultKind::OneWay => 6,
         FaultKind::CutPeers | FaultKind::CutGate | FaultKind::Slow => 4,
         FaultKind::Reset => 3,
+        FaultKind::Join => 10,
+        FaultKind::Failover => 6,
     })
 }
 
@@ -111,7 +118,7 @@ impl fmt::Display for Planned {
         )?;
         let hold = self.hold.as_secs_f64();
         match self.kind {
-            FaultKind::Transfer => write!(f, " zone_pick={}", self.zone_pick),
+            FaultKind::Transfer | FaultKind::Join => write!(f, " zone_pick={}", self.zone_pick),
             FaultKind::Retransfer => {
                 write!(f, " zone_pick={} second after {hold:.1}s", self.zone_pick)
             }

@@ -7,8 +7,12 @@
 //! - this root: the driver, process faults (drain, kill, stop, Redis, the
 //!   gate) and transfers;
 //! - [`links`]: partitions through the cluster's proxies;
-//! - [`replace`]: a restart while the old process is paused.
+//! - [`replace`]: a restart while the old process is paused;
+//! - [`join`]: a shard added to the running cluster;
+//! - [`failover`]: the Redis primary lost, Sentinel promoting the replica.
 
+mod failover;
+mod join;
 mod links;
 mod replace;
 
@@ -99,6 +103,8 @@ impl Driver<'_> {
             | FaultKind::OneWay
             | FaultKind::Slow
             | FaultKind::Reset => self.link(p, &view, &mut rec).await,
+            FaultKind::Join => self.join(p, &mut rec).await,
+            FaultKind::Failover => self.failover(p, &mut rec).await,
         };
         if let Err(e) = result {
             rec.problems.push(format!("{e:#}"));
@@ -364,7 +370,7 @@ impl Driver<'_> {
 
     async fn redis(&mut self, p: &Planned, rec: &mut FaultRecord) -> anyhow::Result<()> {
         rec.target = "redis".into();
-        self.cluster.kill_redis();
+        self.cluster.kill_redis()?;
         tokio::time::sleep(p.hold).await;
         tokio::task::block_in_place(|| self.cluster.restart_redis())?;
         rec.restored = Some(self.clock.now());

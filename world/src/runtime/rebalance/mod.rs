@@ -6,7 +6,12 @@
 //! target opens — toward their homes and an even load ([`plan`] says which
 //! and why). Every move is logged with its reason and counted in
 //! `telos_rebalance_moves_total{reason}`; a zone it moved is left alone
-//! for the hysteresis window, whichever shard leads next.
+//! for the hysteresis window, whichever shard leads next. The two shards
+//! of a move are left out of decisions while it runs and for [`SETTLE`]
+//! after it completed: their registry entries count the moved players
+//! only once the players have followed the zone and a heartbeat has
+//! published them, and a decision on the old counts overshoots (a shard
+//! that joins empty would keep looking empty and receive every zone).
 //! `telosctl rebalance --plan | --apply` runs the same planner.
 //!
 //! - [`plan`]: the pure decision.
@@ -31,6 +36,11 @@ use telos_redis::directory::{Directory, DirectoryError, ShardState};
 /// hands the decision to another shard; a dead leader is replaced within it.
 const LEADER_INTERVALS: u32 = 3;
 
+/// How long the shards of a completed move stay out of decisions: the
+/// presence TTL, three registry heartbeats, so the entries count the
+/// players who followed the zone.
+pub const SETTLE: Duration = super::presence::PRESENCE_TTL;
+
 /// The cluster as the rebalancer of a shard speaking `handoff_version`
 /// sees it: shards of another version (a rolling upgrade's skew) are
 /// neither sources nor targets.
@@ -40,6 +50,8 @@ pub async fn view(dir: &Directory, handoff_version: u32) -> Result<View, Directo
     let ids: Vec<String> = zones.iter().map(|z| z.id.clone()).collect();
     let homes = dir.homes(&ids).await?;
     let recent = dir.rebalanced_lately(&ids).await?;
+    let shard_ids: Vec<String> = shards.iter().map(|s| s.id.clone()).collect();
+    let settling = dir.settling(&shard_ids).await?;
     let moving: BTreeSet<&str> = transfers.iter().map(|t| t.zone.as_str()).collect();
     Ok(View {
         shards: shards
@@ -66,6 +78,7 @@ pub async fn view(dir: &Directory, handoff_version: u32) -> Result<View, Directo
         busy: transfers
             .iter()
             .flat_map(|t| [t.from.clone(), t.to.clone()])
+            .chain(settling)
             .collect(),
     })
 }
@@ -108,6 +121,8 @@ pub async fn rebalance_loop(shard: &Shard) {
     let knobs: Rebalance = shard.cfg.rebalance;
     let dir = &shard.env.directory;
     let mut homes_recorded = false;
+    // Moves this shard started and has not yet seen complete.
+    let mut in_flight: Vec<Move> = Vec::new();
     loop {
         if !homes_recorded {
             match dir.set_homes(shard.id(), &shard.cfg.zones).await {
@@ -138,16 +153,36 @@ pub async fn rebalance_loop(shard: &Shard) {
                 continue;
             }
         }
-        let view = match view(dir, shard.cfg.handoff_version).await {
+        let mut view = match view(dir, shard.cfg.handoff_version).await {
             Ok(v) => v,
             Err(e) => {
                 warn!(error = %e, "rebalance: reading the cluster failed");
                 continue;
             }
         };
+        in_flight = settle_completed(dir, &mut view, in_flight).await;
         let moves = plan::plan(&view, &knobs);
         if !moves.is_empty() {
-            start_moves(dir, &moves, knobs.hysteresis).await;
+            in_flight.extend(start_moves(dir, &moves, knobs.hysteresis).await);
         }
     }
+}
+
+/// Mark the shards of each move of `in_flight` that `view` shows complete
+/// (no transfer of its zone pending) as settling, in Redis for whichever
+/// shard leads next and in `view` for this round; returns the rest.
+async fn settle_completed(dir: &Directory, view: &mut View, in_flight: Vec<Move>) -> Vec<Move> {
+    let mut still = Vec::new();
+    for m in in_flight {
+        let pending = view.zones.iter().any(|z| z.id == m.zone && z.moving);
+        if pending {
+            still.push(m);
+            continue;
+        }
+        if let Err(e) = dir.mark_settling(&[&m.from, &m.to], SETTLE).await {
+            warn!(zone = %m.zone, error = %e, "rebalance: marking a move's shards as settling failed");
+        }
+        view.busy.extend([m.from, m.to]);
+    }
+    still
 }
