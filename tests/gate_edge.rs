@@ -216,6 +216,54 @@ async fn creating_characters_is_limited_per_address_while_logins_work() -> anyho
     Ok(())
 }
 
+/// A create the real world refuses (a weak password, a taken name) makes
+/// nothing and spends none of the address's creation allowance (issue 20:
+/// three weak tries used to lock a new player out for the hour). With an
+/// allowance of two: one character made, then four refusals, and the
+/// second character is still made; only then is creation refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_the_world_refuses_spends_no_creation_allowance() -> anyhow::Result<()> {
+    let s = stack(&[
+        "--create-ip-burst",
+        "2",
+        "--create-ip-per-hour",
+        "1",
+        "--login-ip-burst",
+        "20",
+    ])?;
+    Bot::create_at(&s.gate.addr, "Firstborn", PASSWORD)
+        .await?
+        .quit()
+        .await?;
+    let refusals = [
+        ("Newcomer", "password", "Login failed: password"),
+        ("Newcomer", "12345678", "Login failed: password"),
+        ("Newcomer", "qwertyuiop", "Login failed: password"),
+        ("Firstborn", PASSWORD, "Login failed: that name is taken."),
+    ];
+    for (name, password, refusal) in refusals {
+        // A connection each: refusals count toward the per-connection
+        // failure limit, which is not what this test is about.
+        let mut bot = Bot::open(&s.gate.addr).await?;
+        match bot.login("create", name, password).await? {
+            LoginReply::Refused(line) => assert!(line.starts_with(refusal), "{line}"),
+            LoginReply::Welcome { .. } => panic!("{name}/{password} was created"),
+        }
+    }
+    Bot::create_at(&s.gate.addr, "Newcomer", PASSWORD)
+        .await?
+        .quit()
+        .await?;
+    let mut third = Bot::open(&s.gate.addr).await?;
+    match third.login("create", "Latecomer", PASSWORD).await? {
+        LoginReply::Refused(line) => {
+            assert!(line.starts_with("Character creation refused"), "{line}")
+        }
+        LoginReply::Welcome { .. } => panic!("a third character was created"),
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bare_metrics_port_listens_on_loopback_only() -> anyhow::Result<()> {
     let s = stack(&[])?;

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::admission::PreLoginPlace;
 use crate::client::{Conn, End};
 use crate::lines::LineEvent;
-use crate::login::{BANNER, Credentials, LoginDialog, LoginStep, PASSWORD_PROMPT};
+use crate::login::{BANNER, Credentials, LoginDialog, LoginStep, PASSWORD_PROMPT, REPEAT_PROMPT};
 use crate::metrics as m;
 use crate::proxy;
 use crate::ratelimit::ip_bucket;
@@ -82,12 +82,8 @@ async fn login(conn: &mut Conn) -> Result<(String, Established), End> {
             LoginStep::Nothing => {}
             LoginStep::Say(msg) => conn.out.line(&msg)?,
             LoginStep::Quit => return Err(End::Quit),
-            LoginStep::AskPassword => {
-                let hide = conn.reader.negotiator.set_hide_input(true);
-                conn.out.text(PASSWORD_PROMPT)?;
-                conn.out.raw(hide)?;
-                conn.end_prompt()?;
-            }
+            LoginStep::AskPassword => ask_password(conn, PASSWORD_PROMPT)?,
+            LoginStep::AskPasswordAgain => ask_password(conn, REPEAT_PROMPT)?,
             LoginStep::Attempt(creds) => {
                 let name = creds.name.clone();
                 if conn.shared.seats.full() {
@@ -117,6 +113,16 @@ async fn login(conn: &mut Conn) -> Result<(String, Established), End> {
             }
         }
     }
+}
+
+/// A password prompt, echo off for a telnet client (back on when the line
+/// comes in).
+fn ask_password(conn: &mut Conn, prompt: &str) -> Result<(), End> {
+    let hide = conn.reader.negotiator.set_hide_input(true);
+    conn.out.text(prompt)?;
+    conn.out.raw(hide)?;
+    conn.end_prompt()?;
+    Ok(())
 }
 
 enum Attempt {

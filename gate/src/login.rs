@@ -3,8 +3,10 @@
 //!
 //! `create <name> <password>` / `connect <name> <password>` in one line, or
 //! the command with a name only, after which the next line (typed with echo
-//! off) is the password. Names and passwords are checked here for a clear
-//! message; the world checks them again.
+//! off) is the password — for `create`, asked twice, so a typo made unseen
+//! does not lock the player out of their new character. Names and
+//! passwords are checked here for a clear message; the world checks them
+//! again.
 
 use std::fmt;
 
@@ -19,6 +21,13 @@ Type `connect <name> <password>` to log in,\n\
 or `create <name> <password>` to make a new character.\n";
 
 pub const PASSWORD_PROMPT: &str = "Password: ";
+
+/// The second asking of a new password.
+pub const REPEAT_PROMPT: &str = "Password again: ";
+
+/// The two typings of a new password differed.
+pub const MISMATCH: &str =
+    "The passwords did not match; nothing was created. Try `create <name>` again.";
 
 const USAGE: &str = "Type `connect <name> <password>` or `create <name> <password>` (or `quit`).";
 
@@ -49,6 +58,8 @@ pub enum LoginStep {
     Say(String),
     /// Prompt for the password with echo off.
     AskPassword,
+    /// Prompt for the new password a second time, echo off.
+    AskPasswordAgain,
     /// Try these credentials against the world.
     Attempt(Credentials),
     /// The player wants to leave.
@@ -57,8 +68,21 @@ pub enum LoginStep {
 
 #[derive(Debug, Default)]
 pub struct LoginDialog {
-    /// `(name, create)` while the next line is a password.
-    pending: Option<(String, bool)>,
+    pending: Option<Pending>,
+}
+
+/// What the next line is, when it is a password.
+#[derive(Debug)]
+enum Pending {
+    Password {
+        name: String,
+        create: bool,
+    },
+    /// A new character's password, to be typed again.
+    Repeat {
+        name: String,
+        password: String,
+    },
 }
 
 pub fn valid_name(name: &str) -> bool {
@@ -71,8 +95,31 @@ impl LoginDialog {
     }
 
     pub fn on_line(&mut self, line: &str) -> LoginStep {
-        if let Some((name, create)) = self.pending.take() {
-            return Self::check(name, line.to_string(), create);
+        match self.pending.take() {
+            Some(Pending::Password { name, create }) => {
+                let step = Self::check(name, line.to_string(), create);
+                return match step {
+                    LoginStep::Attempt(c) if c.create => {
+                        self.pending = Some(Pending::Repeat {
+                            name: c.name,
+                            password: c.password,
+                        });
+                        LoginStep::AskPasswordAgain
+                    }
+                    step => step,
+                };
+            }
+            Some(Pending::Repeat { name, password }) => {
+                if line != password {
+                    return LoginStep::Say(MISMATCH.into());
+                }
+                return LoginStep::Attempt(Credentials {
+                    name,
+                    password,
+                    create: true,
+                });
+            }
+            None => {}
         }
         let line = line.trim();
         let mut words = line.splitn(2, char::is_whitespace);
@@ -97,7 +144,7 @@ impl LoginDialog {
             ));
         }
         if password.is_empty() {
-            self.pending = Some((name, create));
+            self.pending = Some(Pending::Password { name, create });
             return LoginStep::AskPassword;
         }
         Self::check(name, password.to_string(), create)
@@ -192,6 +239,33 @@ mod tests {
         assert_eq!(d.on_line("create Alice"), LoginStep::AskPassword);
         assert!(matches!(d.on_line(""), LoginStep::Say(_)));
         assert!(!d.awaiting_password());
+    }
+
+    #[test]
+    fn create_asks_for_the_password_twice() {
+        let mut d = LoginDialog::default();
+        assert_eq!(d.on_line("create Alice"), LoginStep::AskPassword);
+        assert_eq!(d.on_line("correct horse"), LoginStep::AskPasswordAgain);
+        assert!(d.awaiting_password());
+        assert_eq!(
+            d.on_line("correct horse"),
+            attempt("Alice", "correct horse", true)
+        );
+        assert!(!d.awaiting_password());
+        // A mismatch creates nothing and starts over.
+        assert_eq!(d.on_line("create Alice"), LoginStep::AskPassword);
+        assert_eq!(d.on_line("correct horse"), LoginStep::AskPasswordAgain);
+        assert_eq!(d.on_line("correct hors"), LoginStep::Say(MISMATCH.into()));
+        assert!(!d.awaiting_password());
+        // A short one is refused at once, before the second asking.
+        assert_eq!(d.on_line("create Alice"), LoginStep::AskPassword);
+        assert!(matches!(d.on_line("short"), LoginStep::Say(m) if m.starts_with("Passwords")));
+        assert!(!d.awaiting_password());
+        // The one-line form stays one line (scripts and the contract).
+        assert_eq!(
+            d.on_line("create Alice correct horse"),
+            attempt("Alice", "correct horse", true)
+        );
     }
 
     #[test]

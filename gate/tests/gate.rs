@@ -104,6 +104,51 @@ async fn telnet_client_gets_echo_off_for_the_password_only() {
     assert!(contains(p.raw(), &[255, 252, 1]), "WONT ECHO after it");
 }
 
+/// `create <name>` asks for the password twice, echo off for each asking
+/// and back on after each line; the world sees one create with it. A
+/// mismatch creates nothing and sends nothing to the world.
+#[tokio::test]
+async fn create_asks_twice_with_echo_off_each_time() {
+    let mut shard = FakeShard::start().await;
+    let (gate, _stop) = start_gate(test_config(), &[&shard.addr]).await;
+    let mut p = Player::connect(gate).await;
+    p.expect("<password>").await;
+    // WILL NAWS + a window size: a telnet client.
+    p.stream
+        .write_all(&[255, 251, 31, 255, 250, 31, 0, 80, 0, 24, 255, 240])
+        .await
+        .unwrap();
+    p.send("create Hana\r\n").await;
+    p.expect("Password: ").await;
+    p.stream.write_all(&[255, 253, 1]).await.unwrap(); // DO ECHO
+    p.send("password1\r\n").await;
+    p.expect("Password again: ").await;
+    p.send("password2\r\n").await;
+    p.expect("did not match").await;
+    p.send("create Hana\r\n").await;
+    p.expect("Password: ").await;
+    p.send("password1\r\n").await;
+    p.expect("Password again: ").await;
+    p.send("password1\r\n").await;
+    let (_s, login) = accept_login(&mut shard, "Hana", "c").await;
+    assert!(login.create);
+    assert_eq!(login.password, "password1");
+    p.expect("Welcome, Hana").await;
+    // Every asking turns echo off, every password line turns it back on,
+    // in that order.
+    let echo: Vec<u8> = p
+        .raw()
+        .windows(3)
+        .filter(|w| w[0] == 255 && (w[1] == 251 || w[1] == 252) && w[2] == 1)
+        .map(|w| w[1])
+        .collect();
+    assert_eq!(
+        echo,
+        [251, 252].repeat(4),
+        "WILL/WONT ECHO around each password line"
+    );
+}
+
 #[tokio::test]
 async fn too_many_failures_disconnect() {
     let mut shard = FakeShard::start().await;

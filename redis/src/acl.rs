@@ -60,7 +60,8 @@ pub const COMMANDS: &[&str] = &[
 /// script names: `EVALSHA` and, after a Redis restart emptied its script
 /// cache, `SCRIPT LOAD` (every `Script::invoke_async`); `MULTI`/`EXEC`
 /// (an atomic pipeline); `SELECT` (a URL naming a database other than 0);
-/// `SUBSCRIBE`/`UNSUBSCRIBE` (the transfer channel's pub/sub connection).
+/// `SUBSCRIBE`/`UNSUBSCRIBE` (the transfer and comm channels' pub/sub
+/// connections).
 /// `AUTH` needs no grant.
 pub const SENT_BY_THE_LIBRARY: &[&str] = &[
     "evalsha",
@@ -75,7 +76,7 @@ pub const SENT_BY_THE_LIBRARY: &[&str] = &[
 /// Every key Telos touches starts with `telos:`.
 pub const KEY_PATTERN: &str = "~telos:*";
 
-/// The one pub/sub channel, `telos:transfers:changed`.
+/// The pub/sub channels: `telos:transfers:changed` and `telos:comm`.
 pub const CHANNEL_PATTERN: &str = "&telos:*";
 
 /// The ACL rules after `on >PASSWORD`: the key and channel patterns, then

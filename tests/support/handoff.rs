@@ -111,5 +111,6 @@ pub fn request(s: &PlayerSnapshot, key: &SigningKey) -> PrepareRequest {
         handoff_version: telos_world::handoff::HANDOFF_VERSION,
         // No source address: the destination looks "shard-a" up instead.
         from_shard_addr: String::new(),
+        arrived_from: String::new(),
     }
 }

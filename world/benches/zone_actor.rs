@@ -323,6 +323,7 @@ async fn join(
         character: Box::new(character),
         meta,
         attached,
+        arrived_from: None,
     })
     .await?;
     Ok((key, conn_id))

@@ -65,6 +65,12 @@ pub fn transfer_cancelled(zone: &str) -> String {
     format!("{PREFIX}transfer:{zone}:cancelled")
 }
 
+/// Pub/sub channel of the words between shards (`tell`, `chat`): every
+/// shard subscribes, every shard publishes.
+pub fn comm_channel() -> String {
+    format!("{PREFIX}comm")
+}
+
 /// Pub/sub channel announcing every change to a transfer record.
 pub fn transfer_channel() -> String {
     format!("{PREFIX}transfers:changed")

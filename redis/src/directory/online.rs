@@ -1,5 +1,6 @@
 //! The online-player list behind `who`: each shard publishes its own list
-//! with a TTL, and a reader merges the lists of every live shard.
+//! with a TTL, and a reader merges the lists of every live shard. Also the
+//! words between players on different shards (`publish_comm`).
 
 use std::time::Duration;
 
@@ -63,5 +64,16 @@ impl Directory {
                 .then_with(|| a.name.cmp(&b.name))
         });
         Ok(players)
+    }
+
+    /// Publish `payload` on the comm channel ([`key_names::comm_channel`]);
+    /// how many subscribers (shards) received it.
+    pub async fn publish_comm(&self, payload: &str) -> Result<u64, DirectoryError> {
+        let receivers: u64 = redis::cmd("PUBLISH")
+            .arg(key_names::comm_channel())
+            .arg(payload)
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(receivers)
     }
 }

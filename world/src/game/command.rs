@@ -15,6 +15,12 @@ pub enum Command {
     Look(String),
     Move(Direction),
     Say(String),
+    /// `emote <text>` (`:<text>`): the room reads `<Name> <text>`.
+    Emote(String),
+    /// `tell <name> <text>`: one player, on any shard; either may be empty.
+    Tell(String, String),
+    /// `chat <text>` (`ooc`): everyone online, on every shard.
+    Chat(String),
     Who,
     Where,
     /// `journal [text]`: empty lists, text appends.
@@ -46,6 +52,9 @@ enum Verb {
     Get,
     Drop,
     Say,
+    Emote,
+    Tell,
+    Chat,
     Score,
     Who,
     Where,
@@ -77,6 +86,10 @@ const VERBS: &[(&str, usize, Verb)] = &[
     ("take", 2, Verb::Get),
     ("drop", 2, Verb::Drop),
     ("say", 2, Verb::Say),
+    ("tell", 2, Verb::Tell),
+    ("chat", 2, Verb::Chat),
+    ("ooc", 3, Verb::Chat),
+    ("emote", 2, Verb::Emote),
     ("score", 2, Verb::Score),
     ("who", 2, Verb::Who),
     ("where", 3, Verb::Where),
@@ -118,6 +131,9 @@ pub fn parse(line: &str) -> Command {
     if let Some(text) = line.strip_prefix('\'') {
         return Command::Say(text.trim().to_string());
     }
+    if let Some(text) = line.strip_prefix(':') {
+        return Command::Emote(text.trim().to_string());
+    }
     let (word, rest) = split_word(line);
     if word.is_empty() {
         return Command::Empty;
@@ -133,6 +149,12 @@ pub fn parse(line: &str) -> Command {
         Verb::Get => Command::Get(arg),
         Verb::Drop => Command::Drop(arg),
         Verb::Say => Command::Say(arg),
+        Verb::Emote => Command::Emote(arg),
+        Verb::Tell => {
+            let (name, text) = split_word(&arg);
+            Command::Tell(name.to_string(), text.trim().to_string())
+        }
+        Verb::Chat => Command::Chat(arg),
         Verb::Score => Command::Score,
         Verb::Who => Command::Who,
         Verb::Where => Command::Where,
@@ -182,6 +204,15 @@ mod tests {
         );
         assert_eq!(parse("'hi there"), Command::Say("hi there".into()));
         assert_eq!(parse("sa"), Command::Say(String::new()));
+        assert_eq!(parse("emote waves."), Command::Emote("waves.".into()));
+        assert_eq!(parse(":grins"), Command::Emote("grins".into()));
+        assert_eq!(
+            parse("tell Bob  hello  there "),
+            Command::Tell("Bob".into(), "hello  there".into())
+        );
+        assert_eq!(parse("te"), Command::Tell(String::new(), String::new()));
+        assert_eq!(parse("chat hi all"), Command::Chat("hi all".into()));
+        assert_eq!(parse("ooc hi"), Command::Chat("hi".into()));
         assert_eq!(parse("who"), Command::Who);
         assert_eq!(parse("wh"), Command::Who);
         assert_eq!(parse("where"), Command::Where);

@@ -782,3 +782,6 @@ fn a_tick_says_vitals_only_when_they_change() {
     let out = z.tick(&mut never);
     assert!(matches!(&out[0].events[0], Event::Vitals(v) if v[0] == ("hp".into(), 2)));
 }
+
+#[path = "comm_tests.rs"]
+mod comm;

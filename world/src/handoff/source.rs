@@ -58,6 +58,9 @@ pub struct HandoffRequest {
     /// The player arrived by a handoff whose `Commit` is still in flight:
     /// `epoch` and `state_version` are final only once it resolves.
     pub commit: Option<CommitFence>,
+    /// The way the player walked (`None`: a drain's fan-off), so the
+    /// destination's room reads `Bob arrives from the west.`
+    pub arrived_from: Option<crate::model::Direction>,
 }
 
 /// Every refused move starts with this (the project contract, player protocol): a
@@ -272,6 +275,10 @@ async fn begin_handoff_inner(
         to_shard_id: dest.id.clone(),
         handoff_version: h.version,
         from_shard_addr: h.addr.clone(),
+        arrived_from: req
+            .arrived_from
+            .map(|d| d.name().to_string())
+            .unwrap_or_default(),
     };
     // `Err((why, transient))`.
     let prepared = async {

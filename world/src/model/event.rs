@@ -6,7 +6,7 @@
 
 /// One structured event for one player. The text it goes with travels as
 /// the same [`super::Delivery`]'s text.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Event {
     /// The room the player stands in now (GMCP `Room.Info`).
     Room(RoomInfo),
@@ -37,7 +37,7 @@ pub enum Event {
 }
 
 /// Where an item list is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Location {
     /// Carried by the player (`"inv"`).
     Inventory,
@@ -54,7 +54,7 @@ impl Location {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Item {
     pub id: String,
     pub name: String,
@@ -62,7 +62,7 @@ pub struct Item {
     pub attrib: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RoomInfo {
     /// The room id (`<zone>:<room>`); its client number is
     /// [`super::ids::room_num`] of it.

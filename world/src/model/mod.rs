@@ -40,7 +40,7 @@ pub use event::Event;
 /// Longest input line the runtime hands a game; a longer one is refused
 /// with a clear line and applies nothing.
 pub const MAX_LINE: usize = 4096;
-pub use outcome::{Action, Ctx, Delivery, Outcome};
+pub use outcome::{Action, Broadcast, Ctx, Delivery, Outcome, Tell};
 pub use tier::Tier;
 
 /// A player as the runtime holds it: boxed, moved between zone actors and

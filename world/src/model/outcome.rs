@@ -5,7 +5,7 @@ use super::chat::ChatAllowance;
 use super::direction::Direction;
 use super::event::Event;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Delivery {
     /// Player key.
     pub to: String,
@@ -65,6 +65,44 @@ pub enum Action {
     /// The actor gathers the online list and replies with
     /// [`super::Game::render_who`].
     Who { viewer_is_admin: bool },
+    /// Words for one player wherever they play (`tell`): the runtime finds
+    /// them on any shard, mid-move included, and answers the speaker either
+    /// way ([`Tell`]).
+    Tell(Box<Tell>),
+    /// A channel line for everyone online on every shard but the speaker
+    /// (`chat`): what the speaker sees of it is already in the deliveries.
+    Broadcast(Box<Broadcast>),
+}
+
+/// A `tell` as the game words it; the runtime carries it (CONTRACT.md
+/// leaves the wording to the game, so every line is the game's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tell {
+    /// What the listener gets; `heard.to` is their key.
+    pub heard: Delivery,
+    /// The speaker's answer once the listener has it; `said.to` is the
+    /// speaker's key.
+    pub said: Delivery,
+    /// ... when nobody of that name is online (or, to a speaker who is no
+    /// admin, when they are concealed).
+    pub absent: String,
+    /// ... when they are online but could not be reached in time (on the
+    /// move the whole while, or their shard did not answer).
+    pub unreachable: String,
+    /// The speaker may see concealed players.
+    pub speaker_is_admin: bool,
+}
+
+/// A line for every player on every shard but `from`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Broadcast {
+    /// The speaker's key (they are not sent it again).
+    pub from: String,
+    pub text: String,
+    pub events: Vec<Event>,
+    /// What the speaker is told when the line could not go out.
+    #[serde(skip)]
+    pub unsent: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -111,6 +111,7 @@ pub(super) async fn attach_local(
             character,
             meta,
             attached,
+            arrived_from: None,
         })
         .await
         .map(|_| ())
@@ -183,6 +184,7 @@ pub(super) async fn attach_frame(
         character: activated.character.clone_player(),
         meta,
         attached,
+        arrived_from: activated.arrived_from,
     };
     while let Some(handle) = shard.hosted().get(&zone) {
         match handle.join_or_return(joining).await {

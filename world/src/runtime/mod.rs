@@ -3,6 +3,7 @@
 //! their leases, the registry, and the zone moves. Inside, each module
 //! imports only those listed before it:
 //! - [`closing`]: the zones being closed for a transfer right now.
+//! - [`comm`]: `tell` and `chat` between shards (Redis pub/sub).
 //! - [`leases`]: one hosted zone's lease lifecycle, claim | confirm → renew
 //!   → release, for every zone whichever way it came.
 //! - [`shard`]: the [`Shard`]: hosted zones, routing, shutdown.
@@ -14,6 +15,7 @@
 //!   spread), through the transfer path.
 
 pub mod closing;
+pub mod comm;
 pub mod leases;
 pub mod moves;
 pub mod placement;
@@ -28,7 +30,7 @@ pub use shard::Shard;
 /// Start the shard's background loops: registry heartbeat, online list,
 /// the boot-zone claimer (which also re-claims a boot zone whose lease came
 /// free again, e.g. after a fence), the orphan claimer, the transfer
-/// watcher and the rebalancer. Every one runs in the shard's tracker and stops with its root.
+/// watcher, the comm task and the rebalancer. Every one runs in the shard's tracker and stops with its root.
 pub fn start(shard: &Arc<Shard>) {
     let me = shard.clone();
     shard
@@ -54,6 +56,12 @@ pub fn start(shard: &Arc<Shard>) {
         .env
         .tracker
         .spawn(moves::transfer::transfer_watcher(shard.clone()));
+    if let Some(out) = shard.comm.lock().expect("comm lock").take() {
+        shard
+            .env
+            .tracker
+            .spawn(comm::run(shard.env.clone(), shard.cfg.redis.clone(), out));
+    }
     let me = shard.clone();
     shard
         .env

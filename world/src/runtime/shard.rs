@@ -21,6 +21,7 @@ use crate::handoff::context::{Handoff, Shared, Tasks};
 use crate::handoff::keys;
 use crate::model::ids::{is_instance_id, template_of};
 use crate::model::{Game, ZoneModel};
+use crate::zone::comm::{Comm, Outgoing};
 use crate::zone::lease::LeaseState;
 use crate::zone::{
     Hosted, Opening, Taken, ZoneEnv, ZoneHandle, roster::Roster, spawn_adopted_zone, spawn_zone,
@@ -47,6 +48,9 @@ pub struct Shard {
     /// Cancelled when a newer process of this shard id has taken over the
     /// registry entry: this process stops (see [`Shard::superseded`]).
     pub(super) superseded: CancellationToken,
+    /// What the zones send beyond the shard (`tell`, `chat`), until
+    /// [`super::start`] hands it to the comm task.
+    pub(super) comm: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<Outgoing>>>,
 }
 
 /// Why a zone could not be hosted here.
@@ -138,6 +142,7 @@ impl Shard {
                 },
             },
         ));
+        let (comm, comm_rx) = Comm::new();
         let env = ZoneEnv {
             shard_id: cfg.shard_id.clone(),
             game,
@@ -151,6 +156,7 @@ impl Shard {
             tracker: tracker.clone(),
             root: root.clone(),
             chat_limit: cfg.chat_limit,
+            comm,
             instances: Arc::default(),
         };
         let leases = LeaseKeeper::new(
@@ -168,6 +174,7 @@ impl Shard {
             leases,
             transfer_closing: Default::default(),
             handing_over: Default::default(),
+            comm: std::sync::Mutex::new(Some(comm_rx)),
         }))
     }
 

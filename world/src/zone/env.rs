@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::comm::Comm;
 use super::hosted::Hosted;
 use super::roster::Roster;
 use crate::handoff::context::Handoff;
@@ -31,6 +32,8 @@ pub struct ZoneEnv {
     pub root: CancellationToken,
     /// How much a player may say to others ([`crate::model::chat`]).
     pub chat_limit: crate::model::chat::ChatLimit,
+    /// Where `tell` and `chat` leave the zone ([`Comm`]).
+    pub comm: Comm,
     /// Numbers private instances (`<zone>#<n>`) on this shard.
     pub instances: Arc<AtomicU64>,
 }

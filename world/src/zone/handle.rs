@@ -109,6 +109,17 @@ pub(crate) enum Msg {
     Unadopt {
         reply: oneshot::Sender<Unadopted>,
     },
+    /// Words for one player of this zone (a `tell`): `true` once they
+    /// have them, `false` when they are not here to hear (gone, or frozen
+    /// mid-move).
+    Hear {
+        delivery: Box<crate::model::Delivery>,
+        reply: oneshot::Sender<bool>,
+    },
+    /// A channel line for every player here but its speaker.
+    Broadcast {
+        line: Arc<crate::model::Broadcast>,
+    },
     /// `begin_handoff` for a frozen player finished. `departure` tells it
     /// from a later departure of the same player (the first was taken over).
     HandoffDone {
@@ -312,6 +323,29 @@ impl ZoneHandle {
             .await
             .map_err(|_| self.unavailable())?;
         rx.await.map_err(|_| self.unavailable())
+    }
+
+    /// Give `delivery` to its player if they play here now; `false` when
+    /// they do not (or the zone stopped).
+    pub async fn hear(&self, delivery: crate::model::Delivery) -> bool {
+        let (reply, rx) = oneshot::channel();
+        let msg = Msg::Hear {
+            delivery: Box::new(delivery),
+            reply,
+        };
+        if self.tx.send(msg).await.is_err() {
+            return false;
+        }
+        rx.await.unwrap_or(false)
+    }
+
+    /// Tell every player here `line` (but its speaker). Never waits: a zone
+    /// whose mailbox is full misses a channel line rather than stall every
+    /// other zone's.
+    pub fn broadcast(&self, line: Arc<crate::model::Broadcast>) {
+        if self.tx.try_send(Msg::Broadcast { line }).is_err() {
+            metrics::counter!("telos_channel_lines_dropped_total").increment(1);
+        }
     }
 
     /// The player's stream ended: save them and take them out of play.

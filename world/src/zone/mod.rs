@@ -11,6 +11,7 @@
 //! - [`session`]: per-player session state: the `applied_seq` watermark,
 //!   epoch, out channel.
 //! - [`phase`]: where an actor is in its life; a drain's report.
+//! - [`comm`]: the queue of words leaving a zone (`tell`, `chat`).
 //! - [`handle`]: [`ZoneHandle`], its messages and replies.
 //! - [`hosted`]: [`Hosted`], the zones running here, and the one place it
 //!   is decided that a zone opens here ([`Opening`]).
@@ -23,6 +24,7 @@
 //!   player's departure and the drain.
 
 mod actor;
+pub mod comm;
 pub mod env;
 pub mod events;
 mod frozen;

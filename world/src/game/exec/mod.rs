@@ -4,12 +4,14 @@
 //! # Layout
 //! - `room`: the room around the player: walking, looking, exits, speaking.
 //! - `items`: carrying things: get, drop, wear, remove, eat, inventory.
+//! - `comm`: words beyond the room's `say`: emote, tell, chat.
 //! - `player`: the player's own character: score, journal, aliases,
 //!   wizinvis.
 //!
 //! This file holds the dispatch and what every family answers with
 //! (`Outcome` replies, `ZoneState::act`).
 
+mod comm;
 mod items;
 mod player;
 mod room;
@@ -36,6 +38,9 @@ Commands:
   north south east west up down (n s e w u d)
   exits                        where the exits lead
   say <text> ('<text>)         speak to the room
+  emote <text> (:<text>)       act before the room: `emote waves.`
+  tell <name> <text>           speak to one player, on any shard
+  chat <text> (ooc)            speak to everyone online
   who                          everyone online
   where                        where you are, precisely
   inventory (i)                what you carry
@@ -88,6 +93,9 @@ impl ZoneState {
             Command::Look(arg) => self.look(key, &arg),
             Command::Move(dir) => self.walk(key, dir),
             Command::Say(text) => self.say(key, &text, &ctx.chat),
+            Command::Emote(text) => self.emote(key, &text, &ctx.chat),
+            Command::Tell(name, text) => self.tell(key, &name, &text, &ctx.chat),
+            Command::Chat(text) => self.chat(key, &text, &ctx.chat),
             Command::Who => Outcome {
                 action: Action::Who {
                     viewer_is_admin: is_admin(ch),

@@ -138,14 +138,8 @@ impl ZoneState {
         if text.is_empty() {
             return Outcome::reply(key, "Say what?\n");
         }
-        if let Err(wait) = chat.check(text.len()) {
-            return Outcome::reply(
-                key,
-                format!(
-                    "You are talking too fast; nobody heard that. Try again in {} s.\n",
-                    wait.as_secs()
-                ),
-            );
+        if let Some(refused) = super::comm::too_fast(key, chat, text.len()) {
+            return refused;
         }
         let mine = format!("You say, '{text}'\n");
         let theirs = format!("{} says, '{text}'\n", ch.name);

@@ -36,6 +36,7 @@ impl ZoneActor {
             conn_id: f.meta.conn_id.clone(),
             claim: f.departure,
             commit,
+            arrived_from: f.walk.as_ref().and_then(|w| w.dir),
         };
         let (handoff, tx, key, departure) = (
             self.env.handoff.clone(),

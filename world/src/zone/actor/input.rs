@@ -12,6 +12,7 @@ use crate::handoff::source::MOVE_REFUSED;
 use crate::model::chat::ChatAllowance;
 use crate::model::ids::{instance_room, is_instance_id, zone_of};
 use crate::model::{Action, Ctx, Delivery, Direction, MAX_LINE, Outcome, WhoEntry};
+use crate::zone::comm::Outgoing;
 use crate::zone::frozen::WALK_RETRY_WINDOW;
 use crate::zone::handle::InputReply;
 
@@ -81,6 +82,25 @@ impl ZoneActor {
                 let text = self.who(viewer_is_admin).await;
                 if let Some(m) = self.sessions.get_mut(key) {
                     m.output(text);
+                }
+                InputReply::Applied
+            }
+            Action::Tell(tell) => {
+                // Answered by the comm task once the listener has it (or
+                // cannot); refused here only when it cannot even be queued.
+                if let Err(Outgoing::Tell(tell)) = self.env.comm.send(Outgoing::Tell(tell))
+                    && let Some(m) = self.sessions.get_mut(key)
+                {
+                    m.output(tell.unreachable);
+                }
+                InputReply::Applied
+            }
+            Action::Broadcast(line) => {
+                if let Err(Outgoing::Broadcast(line)) =
+                    self.env.comm.send(Outgoing::Broadcast(line))
+                    && let Some(m) = self.sessions.get_mut(key)
+                {
+                    m.output(line.unsent);
                 }
                 InputReply::Applied
             }

@@ -363,6 +363,10 @@ impl ZoneActor {
                 }
             }
             Msg::RetryDeparture { key, departure } => self.retry_departure(&key, departure).await,
+            Msg::Hear { delivery, reply } => {
+                let _ = reply.send(self.hear(*delivery));
+            }
+            Msg::Broadcast { line } => self.hear_channel(&line),
             Msg::HandoffDone {
                 key,
                 departure,

@@ -41,6 +41,7 @@ impl ZoneActor {
             character,
             meta,
             mut attached,
+            arrived_from,
         } = player;
         let key = character.key();
         // A second login of an online character takes over: the old session
@@ -81,7 +82,7 @@ impl ZoneActor {
         attached.ack_input_seq = ack;
         self.seat(&key, meta, attached);
         self.occupy();
-        let deliveries = self.state.enter(character, None);
+        let deliveries = self.state.enter(character, arrived_from);
         self.deliver_from(&key, deliveries);
         self.publish(&key);
         Ok(ack)
@@ -153,6 +154,34 @@ impl ZoneActor {
                 for event in d.events {
                     m.event(event);
                 }
+            }
+        }
+    }
+
+    /// Words from beyond the zone for one player (a `tell`): given only to
+    /// a player in play here, never to one frozen mid-move, whose stream
+    /// is about to be redirected.
+    pub(super) fn hear(&mut self, d: Delivery) -> bool {
+        let Some(m) = self.sessions.get_mut(&d.to) else {
+            return false;
+        };
+        m.output(d.text);
+        for event in d.events {
+            m.event(event);
+        }
+        true
+    }
+
+    /// A channel line for everyone here but its speaker: chatter, which a
+    /// gate may drop for a player who reads slower than the world talks.
+    pub(super) fn hear_channel(&mut self, line: &crate::model::Broadcast) {
+        for (key, m) in &mut self.sessions {
+            if *key == line.from {
+                continue;
+            }
+            m.chatter(line.text.clone());
+            for event in &line.events {
+                m.event(event.clone());
             }
         }
     }

@@ -66,6 +66,7 @@ async fn city_with_a_player(
         tracker: tracker.clone(),
         root: root.clone(),
         chat_limit: crate::model::chat::ChatLimit::DEFAULT,
+        comm: crate::zone::comm::Comm::none(),
         instances: Arc::default(),
     };
     let model = game.open_zone("city").expect("the starter has a city");
@@ -104,6 +105,7 @@ async fn city_with_a_player(
         character: game.new_player("Ada"),
         meta,
         attached,
+        arrived_from: None,
     })
     .await?;
     Ok((zone, frames))
@@ -184,6 +186,7 @@ async fn a_join_from_a_row_in_another_zone_is_routed_again() -> anyhow::Result<(
             character,
             meta,
             attached,
+            arrived_from: None,
         })
         .await;
     match joined {

@@ -1,0 +1,451 @@
+//! Words between players on different shards: `tell` and `chat`, over
+//! Redis pub/sub on one channel every shard subscribes to
+//! (`telos:comm`; docs/architecture.md says why Redis and not peer gRPC or
+//! the gates).
+//!
+//! - **chat**: one `PUBLISH`; every shard (this one too) gives the line to
+//!   every zone it hosts. Nobody subscribed (Redis unreachable): the
+//!   speaker is told nobody heard it.
+//! - **tell**: tried here first (the roster says which zone holds the
+//!   listener); otherwise published, and the shard whose zone gives it to
+//!   the listener answers `Heard`. A listener frozen mid-move hears nobody
+//!   until they land, so the tell is tried again every [`TELL_ROUND`] until
+//!   [`TELL_DEADLINE`]; each shard remembers the tells it delivered, so a
+//!   retry whose answer crossed it is answered, not delivered twice. The
+//!   speaker always gets one line: what they said, "no one called X is
+//!   online" (the online list names nobody of that name twice in a row, or
+//!   only a concealed one to a speaker who is no admin), or "could not be
+//!   reached".
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_stream::StreamExt;
+use tracing::{debug, info, warn};
+
+use crate::model::{Broadcast, Delivery, Tell};
+use crate::zone::comm::Outgoing;
+use crate::zone::roster::Roster;
+use crate::zone::{Hosted, ZoneEnv};
+use telos_redis::directory::Directory;
+use telos_redis::directory::connection::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
+use telos_redis::directory::key_names;
+use telos_redis::target::RedisTarget;
+
+/// A tell is tried again this often while nobody has answered: a move
+/// between zones or shards takes well under it.
+pub const TELL_ROUND: Duration = Duration::from_millis(250);
+
+/// ... for this long, then the speaker hears it could not be delivered:
+/// the walk window (2 s, `WALK_RETRY_WINDOW`) plus a round, so a listener
+/// whose move is retried to its end is still reached.
+pub const TELL_DEADLINE: Duration = Duration::from_millis(2250);
+
+/// Rounds the speaker's answer waits for them to land, if they are
+/// mid-move when it comes (a walk between zones of this shard).
+const SPEAKER_ROUNDS: u32 = 8;
+
+/// Tells in flight from this shard at once; past it the speaker is told
+/// at once (the chat limit keeps a player to a few a second, so only a
+/// crowd with Redis down gets here).
+const MAX_PENDING: usize = 4096;
+
+/// Tells this shard delivered, remembered so a retry is answered rather
+/// than delivered twice: about a deadline's worth at a busy shard's rate.
+const DELIVERED_MEMORY: usize = 4096;
+
+/// How long the subscription waits before it is made again after a loss.
+const RESUBSCRIBE: Duration = Duration::from_secs(1);
+
+/// One message on the comm channel (JSON).
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Wire {
+    /// A tell looking for its listener (`heard.to`).
+    Tell {
+        from_shard: String,
+        id: u64,
+        heard: Delivery,
+        speaker_is_admin: bool,
+    },
+    /// The listener's shard to the speaker's: given (`heard`), or the
+    /// listener is concealed from this speaker.
+    Answer {
+        to_shard: String,
+        id: u64,
+        heard: bool,
+    },
+    Chat(Broadcast),
+}
+
+/// What became of one tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    Heard,
+    Absent,
+    Unreachable,
+}
+
+/// What the comm task shares with the tasks it spawns.
+struct Hub {
+    shard: String,
+    directory: Directory,
+    hosted: Hosted,
+    roster: Roster,
+    next_id: AtomicU64,
+    /// Tells of ours waiting for an answer, by id.
+    pending: Mutex<HashMap<u64, oneshot::Sender<Fate>>>,
+    /// Tells we delivered: (speaker's shard, id).
+    delivered: Mutex<VecDeque<(String, u64)>>,
+}
+
+/// Run the shard's comm: what its zones send out, and what the channel
+/// brings in. Ends with the shard's root token.
+pub async fn run(env: ZoneEnv, redis: RedisTarget, mut out: mpsc::Receiver<Outgoing>) {
+    let hub = Arc::new(Hub {
+        shard: env.shard_id.clone(),
+        directory: env.directory.clone(),
+        hosted: env.hosted.clone(),
+        roster: env.roster.clone(),
+        next_id: AtomicU64::new(1),
+        pending: Mutex::default(),
+        delivered: Mutex::default(),
+    });
+    let (h, root) = (hub.clone(), env.root.clone());
+    env.tracker
+        .spawn(async move { subscribe(h, redis, root).await });
+    loop {
+        let words = tokio::select! {
+            _ = env.root.cancelled() => return,
+            w = out.recv() => match w {
+                Some(w) => w,
+                None => return,
+            },
+        };
+        match words {
+            Outgoing::Tell(tell) => {
+                let h = hub.clone();
+                env.tracker.spawn(async move { h.tell(*tell).await });
+            }
+            // In order: one speaker's lines are read as they said them.
+            Outgoing::Broadcast(line) => hub.chat(*line).await,
+        }
+    }
+}
+
+impl Hub {
+    /// Give `d` to its player if a zone of this shard holds them.
+    async fn give_here(&self, d: &Delivery) -> bool {
+        let Some(zone) = self.roster.zone_of(&d.to) else {
+            return false;
+        };
+        match self.hosted.get(&zone) {
+            Some(handle) => handle.hear(d.clone()).await,
+            None => false,
+        }
+    }
+
+    /// Whether this shard's roster shows `key` concealed.
+    fn concealed_here(&self, key: &str) -> bool {
+        self.roster
+            .snapshot()
+            .iter()
+            .any(|p| p.name.eq_ignore_ascii_case(key) && p.wizinvis)
+    }
+
+    async fn chat(&self, line: Broadcast) {
+        let unsent = line.unsent.clone();
+        let from = line.from.clone();
+        let sent = match serde_json::to_string(&Wire::Chat(line)) {
+            Ok(json) => self.publish(&json).await,
+            Err(_) => false,
+        };
+        if !sent {
+            self.give_here(&Delivery::new(&from, unsent)).await;
+        }
+    }
+
+    /// `PUBLISH`; true when some shard received it (this one subscribes
+    /// too, so none means the subscription, or Redis, is down).
+    async fn publish(&self, json: &str) -> bool {
+        match tokio::time::timeout(RESPONSE_TIMEOUT, self.directory.publish_comm(json)).await {
+            Ok(Ok(n)) => n > 0,
+            Ok(Err(e)) => {
+                warn!(error = %e, "publishing on the comm channel failed");
+                false
+            }
+            Err(_) => false,
+        }
+    }
+
+    async fn tell(&self, tell: Tell) {
+        let fate = self.find(&tell).await;
+        metrics::counter!("telos_tells_total", "outcome" => match fate {
+            Fate::Heard => "heard",
+            Fate::Absent => "absent",
+            Fate::Unreachable => "unreachable",
+        })
+        .increment(1);
+        let answer = match fate {
+            Fate::Heard => tell.said,
+            Fate::Absent => Delivery::new(&tell.said.to, tell.absent),
+            Fate::Unreachable => Delivery::new(&tell.said.to, tell.unreachable),
+        };
+        // The speaker may be mid-move themselves: a few rounds for them to
+        // land (on this shard; one who left it meanwhile misses the line).
+        for _ in 0..SPEAKER_ROUNDS {
+            if self.give_here(&answer).await {
+                return;
+            }
+            tokio::time::sleep(TELL_ROUND).await;
+        }
+        debug!(speaker = %answer.to, "the speaker of a tell left before its answer");
+    }
+
+    /// Round after round until the listener has it, the online list says
+    /// nobody of that name plays (twice in a row: a handoff may briefly
+    /// list them nowhere), or the deadline.
+    async fn find(&self, tell: &Tell) -> Fate {
+        let key = tell.heard.to.clone();
+        let deadline = Instant::now() + TELL_DEADLINE;
+        let mut unlisted = 0;
+        loop {
+            if self.concealed_here(&key) && !tell.speaker_is_admin {
+                return Fate::Absent;
+            }
+            if self.give_here(&tell.heard).await {
+                return Fate::Heard;
+            }
+            match self.listed(&key).await {
+                Some(None) => {
+                    unlisted += 1;
+                    if unlisted >= 2 {
+                        return Fate::Absent;
+                    }
+                }
+                Some(Some(concealed)) if concealed && !tell.speaker_is_admin => {
+                    return Fate::Absent;
+                }
+                _ => unlisted = 0,
+            }
+            let round = (Instant::now() + TELL_ROUND).min(deadline);
+            if let Some(fate) = self.ask_elsewhere(tell, round).await {
+                return fate;
+            }
+            tokio::time::sleep_until(round).await;
+            if Instant::now() >= deadline {
+                return Fate::Unreachable;
+            }
+        }
+    }
+
+    /// `Some(Some(concealed))`: the online list names `key`; `Some(None)`:
+    /// it does not; `None`: it cannot be read now.
+    async fn listed(&self, key: &str) -> Option<Option<bool>> {
+        let here = self.roster.snapshot();
+        let list = match tokio::time::timeout(RESPONSE_TIMEOUT, self.directory.online()).await {
+            Ok(Ok(list)) => list,
+            _ => return None,
+        };
+        Some(
+            here.iter()
+                .chain(&list)
+                .find(|p| p.name.eq_ignore_ascii_case(key))
+                .map(|p| p.wizinvis),
+        )
+    }
+
+    /// Publish the tell and wait for an answer until `until`.
+    async fn ask_elsewhere(&self, tell: &Tell, until: Instant) -> Option<Fate> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut pending = self.pending.lock().expect("comm pending lock");
+            if pending.len() >= MAX_PENDING {
+                return Some(Fate::Unreachable);
+            }
+            pending.insert(id, tx);
+        }
+        let wire = Wire::Tell {
+            from_shard: self.shard.clone(),
+            id,
+            heard: tell.heard.clone(),
+            speaker_is_admin: tell.speaker_is_admin,
+        };
+        let fate = match serde_json::to_string(&wire) {
+            Ok(json) if self.publish(&json).await => tokio::time::timeout_at(until, rx)
+                .await
+                .ok()
+                .and_then(Result::ok),
+            _ => None,
+        };
+        self.pending.lock().expect("comm pending lock").remove(&id);
+        fate
+    }
+
+    /// One message from the channel. Channel lines and answers are
+    /// handled in order, never waiting; a tell waits on a zone's mailbox,
+    /// so it gets a task of its own and holds up nothing behind it.
+    fn on_message(self: &Arc<Self>, json: String) {
+        let wire: Wire = match serde_json::from_str(&json) {
+            Ok(w) => w,
+            Err(e) => {
+                // A newer build's message: skipped, never fatal.
+                debug!(error = %e, "an unreadable comm message");
+                return;
+            }
+        };
+        match wire {
+            Wire::Chat(line) => {
+                let line = Arc::new(line);
+                for zone in self.hosted.all() {
+                    zone.broadcast(line.clone());
+                }
+            }
+            Wire::Answer {
+                to_shard,
+                id,
+                heard,
+            } if to_shard == self.shard => {
+                let fate = if heard { Fate::Heard } else { Fate::Absent };
+                if let Some(tx) = self.pending.lock().expect("comm pending lock").remove(&id) {
+                    let _ = tx.send(fate);
+                }
+            }
+            Wire::Answer { .. } => {}
+            // Our own tells were tried here before they were published.
+            Wire::Tell { from_shard, .. } if from_shard == self.shard => {}
+            Wire::Tell {
+                from_shard,
+                id,
+                heard,
+                speaker_is_admin,
+            } => {
+                let hub = self.clone();
+                tokio::spawn(async move {
+                    hub.deliver_tell(from_shard, id, heard, speaker_is_admin)
+                        .await
+                });
+            }
+        }
+    }
+
+    /// A tell from another shard: given here if the listener plays here,
+    /// and answered; not answered when they do not.
+    async fn deliver_tell(
+        &self,
+        from_shard: String,
+        id: u64,
+        heard: Delivery,
+        speaker_is_admin: bool,
+    ) {
+        let seen = (from_shard.clone(), id);
+        let heard_now = if self.concealed_here(&heard.to) && !speaker_is_admin {
+            Some(false)
+        } else if self.already_delivered(&seen) {
+            Some(true)
+        } else if self.give_here(&heard).await {
+            self.remember(seen);
+            Some(true)
+        } else {
+            // Not here: the shard that holds them answers.
+            None
+        };
+        if let Some(heard) = heard_now {
+            self.answer(from_shard, id, heard).await;
+        }
+    }
+
+    fn already_delivered(&self, seen: &(String, u64)) -> bool {
+        self.delivered
+            .lock()
+            .expect("comm delivered lock")
+            .contains(seen)
+    }
+
+    fn remember(&self, seen: (String, u64)) {
+        let mut d = self.delivered.lock().expect("comm delivered lock");
+        if d.len() >= DELIVERED_MEMORY {
+            d.pop_front();
+        }
+        d.push_back(seen);
+    }
+
+    async fn answer(&self, to_shard: String, id: u64, heard: bool) {
+        let wire = Wire::Answer {
+            to_shard,
+            id,
+            heard,
+        };
+        if let Ok(json) = serde_json::to_string(&wire) {
+            self.publish(&json).await;
+        }
+    }
+}
+
+/// Keep a subscription to the comm channel, made again after every loss.
+async fn subscribe(hub: Arc<Hub>, target: RedisTarget, root: tokio_util::sync::CancellationToken) {
+    let mut was_lost = false;
+    loop {
+        let e = tokio::select! {
+            _ = root.cancelled() => return,
+            e = follow(&hub, &target, was_lost) => e,
+        };
+        if std::mem::replace(&mut was_lost, true) {
+            debug!(error = %e, "comm subscription still lost");
+        } else {
+            warn!(error = %e, "comm subscription lost: tell and chat reach only this shard until it is back");
+        }
+        tokio::select! {
+            _ = root.cancelled() => return,
+            _ = tokio::time::sleep(RESUBSCRIBE) => {}
+        }
+    }
+}
+
+/// Subscribe and handle every message until the subscription is lost;
+/// returns why.
+async fn follow(hub: &Arc<Hub>, target: &RedisTarget, was_lost: bool) -> redis::RedisError {
+    let subscribed = async {
+        let client = target.primary_client().await?;
+        let mut pubsub = client.get_async_pubsub().await?;
+        pubsub.subscribe(key_names::comm_channel()).await?;
+        Ok::<_, redis::RedisError>(pubsub)
+    };
+    let pubsub = match tokio::time::timeout(CONNECT_TIMEOUT, subscribed).await {
+        Ok(Ok(pubsub)) => pubsub,
+        Ok(Err(e)) => return e,
+        Err(_) => return lost(format!("no answer to SUBSCRIBE in {CONNECT_TIMEOUT:?}")),
+    };
+    if was_lost {
+        info!("comm subscription made again");
+    }
+    let (mut sink, mut messages) = pubsub.split();
+    let mut health = tokio::time::interval(RESUBSCRIBE);
+    loop {
+        tokio::select! {
+            m = messages.next() => match m {
+                Some(msg) => {
+                    let Ok(json) = msg.get_payload::<String>() else { continue };
+                    hub.on_message(json);
+                }
+                None => return lost("the connection closed".into()),
+            },
+            _ = health.tick() => {
+                match tokio::time::timeout(RESPONSE_TIMEOUT, sink.ping::<redis::Value>()).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => return e,
+                    Err(_) => return lost(format!("no answer to PING in {RESPONSE_TIMEOUT:?}")),
+                }
+            }
+        }
+    }
+}
+
+fn lost(why: String) -> redis::RedisError {
+    std::io::Error::new(std::io::ErrorKind::ConnectionAborted, why).into()
+}
