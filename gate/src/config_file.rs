@@ -43,6 +43,9 @@ pub struct FileConfig {
     /// Comma-separated, as the flag.
     pub proxy_protocol_from: Option<String>,
     pub upstream_connections: Option<usize>,
+    pub tls_listen: Option<String>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
     /// `[mssp]`: what MUD listings are told (`NAME = "..."`, `CONTACT`,
     /// `WEBSITE`, ...), names in upper case as MSSP spells them.
     pub mssp: Option<toml::Table>,

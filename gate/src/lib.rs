@@ -4,7 +4,10 @@
 //! unacknowledged lines across handoffs and shard crashes. No game state.
 //!
 //! # Layout
-//! - [`config`]: settings (flag > env > file > default), every bound named.
+//! - [`config`]: settings (flag > env > file > default), every bound named;
+//!   [`config_tls`]: TLS for players' flags.
+//! - [`player_tls`]: the certificate shown to players, reloaded on SIGHUP.
+//! - [`stream`]: a player's byte stream (plain TCP or TLS) in halves.
 //! - [`telnet`]: IAC parser, option negotiation and the MUD client
 //!   protocols (GMCP, MSSP, MCCP2, MTTS, CHARSET, EOR, NAWS, ECHO).
 //! - [`lines`]: line framing, the 4096-byte limit, lossy UTF-8.
@@ -28,7 +31,8 @@
 //! - [`client`]: one player's connection: idle clock, how it ends.
 //! - [`hangup`]: a client that hung up with lines still to apply.
 //! - [`mud`]: the negotiated options applied to world output (NAWS
-//!   wrapping, GMCP events, prompt marks).
+//!   wrapping, GMCP events, the status prompt and its EOR/GA mark);
+//!   [`prompt`]: the status prompt from the world's vitals, pure.
 //! - [`session`]: the play loop: forward, freeze, re-attach, replay.
 //! - [`connection`]: the per-player task: greeting, login, then the session.
 //! - [`server`]: accept loop and shutdown ([`serve`]).
@@ -37,12 +41,12 @@
 //! From the bottom up: a module imports only modules of the layers before
 //! its own, or before it in its own layer's chain (`a → b`: `b` may import
 //! `a`), never one after it (`tests/layers.rs` fails on an import cycle).
-//! 1. `config_file` → `config_edge` → `config`, `metrics`, `lines`,
-//!    `telnet`, `login`, `buffer`, `ratelimit`, `hangup` → `admission`,
-//!    `proxy`, `registry`: leaves, no imports of the crate but along their
-//!    chains.
+//! 1. `player_tls` → `config_file` → `config_edge` → `config_tls` →
+//!    `config`, `metrics`, `lines`, `telnet`, `login`, `buffer`,
+//!    `ratelimit`, `hangup`, `stream`, `prompt` → `admission`, `proxy`, `registry`:
+//!    leaves, no imports of the crate but along their chains.
 //! 2. `directory`: the shard list over Redis (a `registry` impl);
-//!    `output` → `reader`: the socket halves (the reader answers telnet
+//!    `stream` → `output` → `reader`: the socket halves (the reader answers telnet
 //!    negotiation through the output).
 //! 3. `watch` → `upstream` → `upstream_state`, `shared` → `liveness`: links to
 //!    the shards.
@@ -58,6 +62,7 @@ pub mod client;
 pub mod config;
 pub mod config_edge;
 pub mod config_file;
+pub mod config_tls;
 pub mod connection;
 pub mod directory;
 pub mod hangup;
@@ -67,6 +72,8 @@ pub mod login;
 pub mod metrics;
 pub mod mud;
 pub mod output;
+pub mod player_tls;
+pub mod prompt;
 pub mod proxy;
 pub mod ratelimit;
 pub mod reader;
@@ -74,6 +81,7 @@ pub mod registry;
 pub mod server;
 pub mod session;
 pub mod shared;
+pub mod stream;
 pub mod telnet;
 pub mod upstream;
 pub mod upstream_state;
@@ -81,4 +89,4 @@ pub mod watch;
 
 pub use config::{Cli, GateConfig, Settings};
 pub use registry::{LiveShard, ShardRegistry, StaticRegistry};
-pub use server::serve;
+pub use server::{Listeners, serve, serve_all};
