@@ -60,10 +60,13 @@ impl Conn {
     }
 
     /// A command's output is complete (the world acknowledged applying
-    /// it): the status prompt, marked, for a client that speaks telnet;
-    /// nothing for a raw line client, which sees only the world's lines.
+    /// it): the status prompt, marked, for a client that asked for
+    /// prompts: it accepted EOR, or it named itself through TTYPE (a MUD
+    /// client, marked with GA). Nothing for any other client: a line
+    /// reader would find the prompt in front of the next answer's line.
     pub fn show_prompt(&mut self) -> Result<(), SlowClient> {
-        if !self.reader.negotiator.speaks_telnet {
+        let n = &self.reader.negotiator;
+        if !(n.caps.eor || (n.speaks_telnet && !n.caps.client_name.is_empty())) {
             return Ok(());
         }
         match self.prompt.show() {

@@ -5,8 +5,9 @@
 //! caller. The names are the game's, not the gate's: a stat `x` with a
 //! `maxx` partner shows as `x v/max`, one without as `x v`. Pure.
 //!
-//! Only clients that speak telnet get it: a raw line client (a bot, the
-//! contract's test clients) sees exactly the world's lines.
+//! Only clients that asked for prompts get it (`Conn::show_prompt`): a raw
+//! line client (a bot, the contract's test clients) sees exactly the
+//! world's lines.
 
 /// Stats shown at most; a game that sends more gets the first ones (a
 /// prompt is one line).

@@ -1,6 +1,7 @@
 //! The status prompt: after each command's output (the world's
-//! `InputAck`), a telnet client gets its vitals as a prompt marked with
-//! EOR (or GA), and a raw line client gets nothing but the world's lines.
+//! `InputAck`), a client that asked for prompts (EOR, or a MUD client
+//! that named itself through TTYPE) gets its vitals as a prompt marked
+//! with EOR (or GA); any other client gets nothing but the world's lines.
 
 mod support;
 
@@ -15,6 +16,9 @@ const EOR_OPT: u8 = 25;
 const EOR_CMD: u8 = 239;
 const GA: u8 = 249;
 const NAWS: u8 = 31;
+const TTYPE: u8 = 24;
+const SB: u8 = 250;
+const SE: u8 = 240;
 
 fn vitals(hp: i64) -> server_frame::Frame {
     let stat = |name: &str, value| Stat {
@@ -69,21 +73,25 @@ async fn a_telnet_client_gets_the_prompt_after_each_command_marked() {
 }
 
 #[tokio::test]
-async fn another_telnet_client_gets_ga_and_a_raw_client_no_prompt() {
+async fn a_named_mud_client_gets_ga_and_a_line_client_no_prompt() {
     let mut shard = FakeShard::start().await;
     let addr = start_gate(test_config(), &[&shard.addr]).await.0;
 
-    // Telnet, but no EOR: GA.
+    // A MUD client that names itself, but no EOR: GA.
     let mut t = Player::connect(addr).await;
-    t.stream_write(&[IAC, WILL, NAWS]).await;
+    t.stream_write(&[IAC, WILL, TTYPE]).await;
+    let name = [&[IAC, SB, TTYPE, 0][..], b"TINTIN++", &[IAC, SE]].concat();
+    t.stream_write(&name).await;
     let alice = login(&mut t, &mut shard).await;
     alice.send(vitals(20)).await;
     alice.send(ack(1)).await;
     t.expect("<hp 20/20 moves 50> ").await;
     t.until_raw(&[IAC, GA]).await;
 
-    // A raw line client: the world's lines exactly, no prompt between.
+    // A line client that speaks a little telnet (NAWS) but asked for no
+    // prompt: the world's lines exactly, no prompt between.
     let mut r = Player::connect(addr).await;
+    r.stream_write(&[IAC, WILL, NAWS]).await;
     r.expect("create <name> <password>").await;
     r.send("connect Bob password1\r\n").await;
     let (s, _) = accept_login(&mut shard, "Bob", "cred2").await;
