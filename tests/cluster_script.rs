@@ -52,7 +52,8 @@ impl Drop for ClusterDir {
 }
 
 /// `scripts/cluster` on the debug binaries (no release build), in `dir`,
-/// with no metrics listeners (fixed ports) and the given ports.
+/// with no metrics listeners (fixed ports), players' TLS on any port and
+/// the given ports.
 fn cluster_command(dir: &Path, redis_port: u16, shard_ports: &str, gate: &str) -> Command {
     let bin_dir = bin("telos-world").parent().expect("bin dir").to_path_buf();
     let mut cmd = Command::new(repo_root().join("scripts/cluster"));
@@ -61,6 +62,8 @@ fn cluster_command(dir: &Path, redis_port: u16, shard_ports: &str, gate: &str) -
         .env("TELOS_REDIS_PORT", redis_port.to_string())
         .env("TELOS_SHARD_PORTS", shard_ports)
         .env("TELOS_GATE_LISTEN", gate)
+        // Players' TLS on any free port (its certificate made by openssl).
+        .env("TELOS_GATE_TLS_LISTEN", "127.0.0.1:0")
         .env("TELOS_METRICS", "0");
     cmd
 }

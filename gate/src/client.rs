@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::admission::{PreLoginPlace, Seat};
@@ -16,8 +15,10 @@ use crate::config_edge::PRE_LOGIN_BYTE_BURST;
 use crate::lines::LineEvent;
 use crate::metrics as m;
 use crate::output::{Output, SlowClient};
+use crate::prompt::PromptState;
 use crate::reader::{ByteBudget, ReadError, Reader};
 use crate::shared::Shared;
+use crate::stream::PlayerIo;
 
 /// Why a connection ends. Each carries its goodbye line and metric.
 #[derive(Debug)]
@@ -76,15 +77,6 @@ const PROXY_REFUSED: &str =
 /// the close and hang up; one that does not is not waited for longer.
 pub const CLOSE_LINGER: Duration = Duration::from_secs(2);
 
-/// The kernel's send buffer for a player socket (Linux doubles it: 32 KiB).
-/// Left to autotuning it grows to megabytes for a client that reads slowly,
-/// and everything in it is out of the gate's hands: a player slower than
-/// the room would get their own answers only after minutes of chatter
-/// queued in the kernel. Bounded, the backlog stays in the gate's queue,
-/// where chatter can be dropped for them (`output::CHATTER_DIVISOR`).
-/// 32 KiB per round trip is still hundreds of KiB a second of text.
-pub const PLAYER_SEND_BUFFER: usize = 16 * 1024;
-
 /// The per-connection state both phases use.
 pub struct Conn {
     pub shared: Arc<Shared>,
@@ -100,24 +92,24 @@ pub struct Conn {
     /// Held until the login; then a seat instead.
     pre_login: Option<PreLoginPlace>,
     seat: Option<Seat>,
+    /// The status prompt after each command ([`crate::mud`]).
+    pub prompt: PromptState,
 }
 
 impl Conn {
-    /// Take over an accepted socket: start its writer and reader and give
-    /// the connection its id.
+    /// Take over an accepted stream (plain or TLS, see [`PlayerIo`]): start
+    /// its writer and reader and give the connection its id.
     /// `first_input`: bytes already read (past a PROXY header), parsed
     /// before the socket's.
     pub fn open(
-        stream: TcpStream,
+        io: PlayerIo,
         peer: SocketAddr,
         shared: Arc<Shared>,
         cancel: CancellationToken,
         pre_login: PreLoginPlace,
         first_input: Vec<u8>,
     ) -> Conn {
-        let _ = stream.set_nodelay(true);
-        let _ = socket2::SockRef::from(&stream).set_send_buffer_size(PLAYER_SEND_BUFFER);
-        let (rd, wr) = stream.into_split();
+        let PlayerIo { rd, wr } = io;
         let out = Output::spawn(
             wr,
             shared.cfg.output_buffer_bytes,
@@ -143,6 +135,7 @@ impl Conn {
             login_deadline: tokio::time::Instant::now() + shared_timeout,
             pre_login: Some(pre_login),
             seat: None,
+            prompt: PromptState::default(),
         }
     }
 
@@ -176,6 +169,7 @@ impl Conn {
 
     /// A line arrived: the player is not idle.
     pub fn touch(&mut self) {
+        self.prompt.answered();
         self.last_input = Instant::now();
         self.warned = false;
     }

@@ -15,6 +15,7 @@ use telos_redis::target::{RedisTarget, redact};
 pub use crate::config_edge::{EdgeCli, EdgeLimits};
 pub use crate::config_file::{ConfigError, FileConfig};
 use crate::config_file::{pick, positive, positive_pick};
+use crate::config_tls::{PlayersTls, TlsCli};
 
 /// Runtime behaviour of every connection. `Default` is what the binary uses
 /// when nothing is configured; tests shorten the timeouts.
@@ -145,6 +146,8 @@ pub struct Settings {
     /// Redis and its credentials; prints redacted.
     pub redis: RedisTarget,
     pub metrics_listen: Option<SocketAddr>,
+    /// `--tls-listen`: players over TLS and the certificate ([`PlayersTls`]).
+    pub tls_players: Option<PlayersTls>,
     pub gate: GateConfig,
 }
 
@@ -269,6 +272,8 @@ pub struct Cli {
     pub upstream_connections: Option<String>,
     #[command(flatten)]
     pub edge: EdgeCli,
+    #[command(flatten)]
+    pub tls_players: TlsCli,
 }
 
 impl Cli {
@@ -285,6 +290,7 @@ impl Cli {
     pub fn resolve_with(&self, file: FileConfig) -> Result<Settings, ConfigError> {
         let d = GateConfig::default();
         let edge = self.edge.resolve(&file)?;
+        let tls_players = self.tls_players.resolve(&file)?;
         let listen = pick::<String>(
             "listen",
             "TELOS_GATE_LISTEN",
@@ -484,6 +490,7 @@ impl Cli {
             listen,
             redis,
             metrics_listen,
+            tls_players,
             gate,
         })
     }

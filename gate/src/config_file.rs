@@ -45,6 +45,9 @@ pub struct FileConfig {
     pub upstream_connections: Option<usize>,
     pub command_burst: Option<u32>,
     pub commands_per_sec: Option<u32>,
+    pub tls_listen: Option<String>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
     /// `[mssp]`: what MUD listings are told (`NAME = "..."`, `CONTACT`,
     /// `WEBSITE`, ...), names in upper case as MSSP spells them.
     pub mssp: Option<toml::Table>,

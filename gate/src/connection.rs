@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rand::seq::SliceRandom;
-use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::admission::PreLoginPlace;
@@ -19,6 +18,7 @@ use crate::proxy;
 use crate::ratelimit::ip_bucket;
 use crate::session::Session;
 use crate::shared::Shared;
+use crate::stream::PlayerIo;
 use crate::upstream::{EstablishError, Established, Opening, Who, establish};
 
 const RATE_LIMITED: &str =
@@ -30,14 +30,14 @@ const WORLD_UNAVAILABLE: &str = "The world is not reachable right now; please tr
 /// `peer` is the player's address (a PROXY header's, behind a balancer);
 /// `first_input` what the player sent with the header.
 pub async fn run(
-    stream: TcpStream,
+    io: PlayerIo,
     peer: SocketAddr,
     shared: Arc<Shared>,
     cancel: CancellationToken,
     pre_login: PreLoginPlace,
     first_input: Vec<u8>,
 ) {
-    let mut conn = Conn::open(stream, peer, shared, cancel, pre_login, first_input);
+    let mut conn = Conn::open(io, peer, shared, cancel, pre_login, first_input);
     tracing::debug!(%peer, conn_id = %conn.conn_id, "connection opened");
 
     let greeting = conn.reader.negotiator.greeting();

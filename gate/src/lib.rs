@@ -4,7 +4,10 @@
 //! unacknowledged lines across handoffs and shard crashes. No game state.
 //!
 //! # Layout
-//! - [`config`]: settings (flag > env > file > default), every bound named.
+//! - [`config`]: settings (flag > env > file > default), every bound named;
+//!   [`config_tls`]: TLS for players' flags.
+//! - [`player_tls`]: the certificate shown to players, reloaded on SIGHUP.
+//! - [`stream`]: a player's byte stream (plain TCP or TLS) in halves.
 //! - [`telnet`]: IAC parser, option negotiation and the MUD client
 //!   protocols (GMCP, MSSP, MCCP2, MTTS, CHARSET, EOR, NAWS, ECHO).
 //! - [`lines`]: line framing, the 4096-byte limit, lossy UTF-8.
@@ -28,7 +31,8 @@
 //! - [`client`]: one player's connection: idle clock, how it ends.
 //! - [`hangup`]: a client that hung up with lines still to apply.
 //! - [`mud`]: the negotiated options applied to world output (NAWS
-//!   wrapping, GMCP events, prompt marks).
+//!   wrapping, GMCP events, the status prompt and its EOR/GA mark);
+//!   [`prompt`]: the status prompt from the world's vitals, pure.
 //! - [`notices`]: what the gate tells a player about their own session.
 //! - [`command_rate`]: one player's commands per second, a burst then a
 //!   rate; commands over it wait their turn.
@@ -40,14 +44,13 @@
 //! From the bottom up: a module imports only modules of the layers before
 //! its own, or before it in its own layer's chain (`a → b`: `b` may import
 //! `a`), never one after it (`tests/layers.rs` fails on an import cycle).
-//! 1. `config_file` → `config_edge` → `config`, `metrics`, `lines`,
-//!    `telnet`, `login`, `buffer`, `notices`, `ratelimit`, `hangup` →
-//!    `admission`,
-//!    `proxy`, `registry`: leaves, no imports of the crate but along their
-//!    chains.
+//! 1. `player_tls` → `config_file` → `config_edge` → `config_tls` →
+//!    `config`, `metrics`, `lines`, `telnet`, `login`, `buffer`, `notices`,
+//!    `ratelimit`, `hangup`, `stream`, `prompt` → `admission`, `proxy`,
+//!    `registry`: leaves, no imports of the crate but along their chains.
 //! 2. `directory`: the shard list over Redis (a `registry` impl);
-//!    `output` → `reader`: the socket halves (the reader answers telnet
-//!    negotiation through the output); `output` → `command_rate`.
+//!    `stream` → `output` → `reader`: the socket halves (the reader answers
+//!    telnet negotiation through the output); `output` → `command_rate`.
 //! 3. `watch` → `upstream` → `upstream_state`, `shared` → `liveness`: links to
 //!    the shards.
 //!    A link holds a watch; the pool of links is shared by every
@@ -63,6 +66,7 @@ pub mod command_rate;
 pub mod config;
 pub mod config_edge;
 pub mod config_file;
+pub mod config_tls;
 pub mod connection;
 pub mod directory;
 pub mod hangup;
@@ -73,6 +77,8 @@ pub mod metrics;
 pub mod mud;
 pub mod notices;
 pub mod output;
+pub mod player_tls;
+pub mod prompt;
 pub mod proxy;
 pub mod ratelimit;
 pub mod reader;
@@ -80,6 +86,7 @@ pub mod registry;
 pub mod server;
 pub mod session;
 pub mod shared;
+pub mod stream;
 pub mod telnet;
 pub mod upstream;
 pub mod upstream_state;
@@ -87,4 +94,4 @@ pub mod watch;
 
 pub use config::{Cli, GateConfig, Settings};
 pub use registry::{LiveShard, ShardRegistry, StaticRegistry};
-pub use server::serve;
+pub use server::{Listeners, serve, serve_all};

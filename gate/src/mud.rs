@@ -5,6 +5,7 @@
 //! exactly as before.
 
 use telos_proto::v1::Event;
+use telos_proto::v1::event::Kind;
 
 use crate::client::Conn;
 use crate::output::SlowClient;
@@ -20,7 +21,11 @@ pub const WORLD_WRAP_WIDTH: usize = 78;
 
 impl Conn {
     /// World text for the player, re-wrapped to a narrower client.
-    pub fn show_text(&self, text: &str) -> Result<(), SlowClient> {
+    pub fn show_text(&mut self, text: &str) -> Result<(), SlowClient> {
+        if self.prompt.take_pending() {
+            // Past the prompt the last command left on the line.
+            self.out.text("\n")?;
+        }
         let width = usize::from(self.reader.negotiator.caps.width);
         if (MIN_WRAP_WIDTH..WORLD_WRAP_WIDTH).contains(&width) {
             self.out.text(&wrap(text, width))
@@ -30,7 +35,11 @@ impl Conn {
     }
 
     /// A world event, as GMCP if the client subscribed to its package.
-    pub fn show_event(&self, event: &Event) -> Result<(), SlowClient> {
+    pub fn show_event(&mut self, event: &Event) -> Result<(), SlowClient> {
+        if let Some(Kind::Vitals(v)) = &event.kind {
+            self.prompt
+                .set_vitals(v.stats.iter().map(|s| (s.name.clone(), s.value)));
+        }
         let caps = &self.reader.negotiator.caps;
         if !caps.gmcp {
             return Ok(());
@@ -47,6 +56,25 @@ impl Conn {
             self.out.raw(gmcp::frame(package, json))
         } else {
             Ok(())
+        }
+    }
+
+    /// A command's output is complete (the world acknowledged applying
+    /// it): the status prompt, marked, for a client that asked for
+    /// prompts: it accepted EOR, or it named itself through TTYPE (a MUD
+    /// client, marked with GA). Nothing for any other client: a line
+    /// reader would find the prompt in front of the next answer's line.
+    pub fn show_prompt(&mut self) -> Result<(), SlowClient> {
+        let n = &self.reader.negotiator;
+        if !(n.caps.eor || (n.speaks_telnet && !n.caps.client_name.is_empty())) {
+            return Ok(());
+        }
+        match self.prompt.show() {
+            Some(prompt) => {
+                self.out.text(&prompt)?;
+                self.end_prompt()
+            }
+            None => Ok(()),
         }
     }
 

@@ -19,12 +19,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::stream::WriteHalf;
 use crate::telnet::Change;
 use crate::telnet::mccp::Mccp;
 
@@ -109,7 +109,7 @@ pub const CHATTER_DIVISOR: usize = 16;
 impl Output {
     /// `cap` bounds the queue; `stall` is how long a writer may make no
     /// progress while input is paused before the client counts as slow.
-    pub fn spawn(wr: OwnedWriteHalf, cap: usize, stall: Duration) -> Self {
+    pub fn spawn(wr: WriteHalf, cap: usize, stall: Duration) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let progress = Arc::new(Progress {
             pending: AtomicUsize::new(0),
@@ -322,7 +322,7 @@ impl Output {
 }
 
 async fn write_loop(
-    mut wr: OwnedWriteHalf,
+    mut wr: WriteHalf,
     mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
     progress: Arc<Progress>,
     abort: CancellationToken,
@@ -360,6 +360,19 @@ async fn write_loop(
                         .fetch_sub(bytes.len() - at + CHUNK_OVERHEAD, Ordering::AcqRel);
                     break 'chunks;
                 }
+            }
+        }
+        if rx.is_empty() {
+            // TLS holds what it encrypted until flushed (plain TCP has
+            // nothing to flush): out before the writer waits for more.
+            let flushed = tokio::select! {
+                biased;
+                _ = abort.cancelled() => break 'chunks,
+                r = wr.flush() => r,
+            };
+            if flushed.is_err() {
+                progress.pending.fetch_sub(CHUNK_OVERHEAD, Ordering::AcqRel);
+                break 'chunks;
             }
         }
         progress.pending.fetch_sub(CHUNK_OVERHEAD, Ordering::AcqRel);

@@ -8,11 +8,11 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
-use tokio::net::tcp::OwnedReadHalf;
 use tokio::time::Instant;
 
 use crate::lines::{LineEvent, LineFramer};
 use crate::output::{Output, SlowClient};
+use crate::stream::ReadHalf;
 use crate::telnet::{Negotiator, TelnetEvent, TelnetParser};
 
 /// Bytes per socket read. At most this many line events come out of one
@@ -86,9 +86,8 @@ impl ByteBudget {
     }
 }
 
-#[derive(Debug)]
 pub struct Reader {
-    rd: OwnedReadHalf,
+    rd: ReadHalf,
     /// Set until login: input is read no faster than this.
     budget: Option<ByteBudget>,
     /// Bytes read before the reader took over (past a PROXY header),
@@ -105,7 +104,7 @@ pub struct Reader {
 
 impl Reader {
     pub fn new(
-        rd: OwnedReadHalf,
+        rd: ReadHalf,
         max_line_bytes: usize,
         budget: Option<ByteBudget>,
         first: Vec<u8>,

@@ -1,5 +1,8 @@
-//! The listener: accept players, one task each, and the shutdown story
-//! (stop accepting, cancel every connection, wait a bounded time).
+//! The listeners: accept players (plain telnet, and telnet over TLS with
+//! `--tls-listen`), one task each, and the shutdown story (stop accepting,
+//! cancel every connection, wait a bounded time). Both listeners share
+//! every limit: a player's seat, the per-address and per-network caps and
+//! the pre-login places count connections, whatever carries them.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,10 +18,12 @@ use crate::admission::{PreLoginFull, PreLoginPlace};
 use crate::config::GateConfig;
 use crate::connection;
 use crate::metrics as m;
+use crate::player_tls::{HANDSHAKE_TIMEOUT, PlayerTls};
 use crate::proxy;
 use crate::ratelimit::{ConnectionSlot, ip_bucket, prefix_bucket};
 use crate::registry::ShardRegistry;
 use crate::shared::Shared;
+use crate::stream::{PlayerIo, Prefixed, tune};
 
 /// Pause after a failed `accept` (e.g. out of file descriptors) so the loop
 /// does not spin while the condition lasts.
@@ -82,7 +87,32 @@ async fn proxied(
     }
 }
 
-/// One admitted connection, start to end.
+/// The TLS handshake over an admitted socket (holding its places), bounded
+/// by [`HANDSHAKE_TIMEOUT`]; `first_input` (read past a PROXY header) is
+/// where the handshake starts. `None`: it failed and the socket is closed.
+async fn handshake(
+    stream: TcpStream,
+    client: SocketAddr,
+    tls: &PlayerTls,
+    cancel: &CancellationToken,
+    first_input: Vec<u8>,
+) -> Option<PlayerIo> {
+    tune(&stream);
+    let accept = tls.acceptor().accept(Prefixed::new(first_input, stream));
+    let why = tokio::select! {
+        _ = cancel.cancelled() => return None,
+        r = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept) => match r {
+            Ok(Ok(tls)) => return Some(PlayerIo::split(tls)),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no handshake within {HANDSHAKE_TIMEOUT:?}"),
+        },
+    };
+    m::disconnect("tls_handshake");
+    tracing::debug!(%client, why, "TLS handshake failed");
+    None
+}
+
+/// One admitted connection, start to end; `tls` for the TLS listener's.
 async fn run_connection(
     stream: TcpStream,
     client: SocketAddr,
@@ -90,6 +120,7 @@ async fn run_connection(
     cancel: CancellationToken,
     admitted: Admitted,
     first_input: Vec<u8>,
+    tls: Option<Arc<PlayerTls>>,
 ) {
     metrics::gauge!(m::CONNECTIONS_OPEN).increment(1.0);
     let Admitted {
@@ -97,7 +128,15 @@ async fn run_connection(
         _ip,
         _prefix,
     } = admitted;
-    connection::run(stream, client, shared, cancel, pre_login, first_input).await;
+    let opened = match tls {
+        None => Some((PlayerIo::tcp(stream), first_input)),
+        Some(tls) => handshake(stream, client, &tls, &cancel, first_input)
+            .await
+            .map(|io| (io, Vec::new())),
+    };
+    if let Some((io, first_input)) = opened {
+        connection::run(io, client, shared, cancel, pre_login, first_input).await;
+    }
     metrics::gauge!(m::CONNECTIONS_OPEN).decrement(1.0);
 }
 
@@ -125,12 +164,15 @@ pub struct Admitted {
 /// Count a connection from `client` (the player's address: the peer's,
 /// or a PROXY header's) in every limit, or refuse it with its line. Holds
 /// nothing for a refused one but (for the "full" kinds) a bounded,
-/// lingering notice task.
+/// lingering notice task. `plain`: the socket speaks plain telnet; a TLS
+/// one is closed without the line (its client would read plain text as a
+/// broken handshake).
 fn admit(
     shared: &Shared,
     stream: TcpStream,
     client: SocketAddr,
     refusals: &Arc<Semaphore>,
+    plain: bool,
 ) -> Option<(TcpStream, Admitted)> {
     let cfg = &shared.cfg;
     // Counted before the connection has any state: a flood of sockets
@@ -138,10 +180,12 @@ fn admit(
     let Some(ip) = shared.per_ip.try_open(ip_bucket(client.ip())) else {
         m::disconnect("ip_cap");
         tracing::debug!(%client, "connection over the per-address cap refused");
-        refuse_per_ip(
-            &stream,
-            per_ip_refusal(cfg.max_connections_per_ip).as_bytes(),
-        );
+        if plain {
+            refuse_per_ip(
+                &stream,
+                per_ip_refusal(cfg.max_connections_per_ip).as_bytes(),
+            );
+        }
         return None;
     };
     let prefix = prefix_bucket(client.ip());
@@ -149,7 +193,9 @@ fn admit(
         m::disconnect("prefix_cap");
         tracing::debug!(%client, %prefix, "connection over the per-network cap refused");
         let line = per_prefix_refusal(shared.per_prefix.cap(prefix));
-        refuse_per_ip(&stream, line.as_bytes());
+        if plain {
+            refuse_per_ip(&stream, line.as_bytes());
+        }
         return None;
     };
     // Strangers never take a player's seat, but a gate whose seats are
@@ -172,7 +218,7 @@ fn admit(
     m::disconnect(reason);
     // Not on the tracker: a refusal is not a connection. Bounded: a flood
     // of refused connections beyond it is closed at once.
-    if let Ok(permit) = refusals.clone().try_acquire_owned() {
+    if plain && let Ok(permit) = refusals.clone().try_acquire_owned() {
         let mut stream = stream;
         tokio::spawn(async move {
             let _ = tokio::time::timeout(FULL_NOTICE_TIMEOUT, refuse_full(&mut stream, line)).await;
@@ -202,16 +248,40 @@ async fn count_players(shared: Arc<Shared>, shutdown: CancellationToken) {
     }
 }
 
-/// Serve players on `listener` until `shutdown` is cancelled, then give
-/// every connection `cfg.shutdown_grace` to say goodbye and return.
+/// What the gate accepts players on.
+pub struct Listeners {
+    /// Plain telnet (`--listen`).
+    pub telnet: TcpListener,
+    /// Telnet over TLS (`--tls-listen`), with the certificate it shows.
+    pub tls: Option<(TcpListener, Arc<PlayerTls>)>,
+}
+
+/// Serve players on `listener` (plain telnet only) until `shutdown` is
+/// cancelled; see [`serve_all`].
 pub async fn serve(
     listener: TcpListener,
     cfg: GateConfig,
     registry: Arc<dyn ShardRegistry>,
     shutdown: CancellationToken,
 ) {
+    let listeners = Listeners {
+        telnet: listener,
+        tls: None,
+    };
+    serve_all(listeners, cfg, registry, shutdown).await
+}
+
+/// Serve players on every listener until `shutdown` is cancelled, then
+/// give every connection `cfg.shutdown_grace` to say goodbye and return.
+pub async fn serve_all(
+    listeners: Listeners,
+    cfg: GateConfig,
+    registry: Arc<dyn ShardRegistry>,
+    shutdown: CancellationToken,
+) {
     let grace = cfg.shutdown_grace;
-    let port = listener.local_addr().map_or(0, |a| a.port());
+    // MSSP's PORT: the plain telnet port, where crawlers look.
+    let port = listeners.telnet.local_addr().map_or(0, |a| a.port());
     let shared = Arc::new(Shared::new(cfg, registry, port));
     let tracker = TaskTracker::new();
     // Ends when `shutdown` does; not on the tracker, which counts players.
@@ -220,57 +290,20 @@ pub async fn serve(
         shutdown.clone(),
     ));
     tokio::spawn(count_players(shared.clone(), shutdown.clone()));
-    let refusals = Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT));
-    // PROXY headers being read at once: as many as strangers may hold.
-    let handshakes = Arc::new(Semaphore::new(shared.cfg.edge.max_pre_login));
-    loop {
-        let accepted = tokio::select! {
-            _ = shutdown.cancelled() => break,
-            r = listener.accept() => r,
-        };
-        let (stream, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
-                continue;
-            }
-        };
-        metrics::counter!(m::CONNECTIONS_TOTAL).increment(1);
-        if shared.cfg.edge.is_proxy(peer.ip()) {
-            // The player's address is in the header: read it (bounded in
-            // time and size) before any limit counts the connection.
-            let Ok(permit) = handshakes.clone().try_acquire_owned() else {
-                m::disconnect("pre_login_full");
-                continue;
-            };
-            let (shared, refusals) = (shared.clone(), refusals.clone());
-            let cancel = shutdown.child_token();
-            tracker.spawn(async move {
-                let Some((stream, client, rest)) = proxied(stream, peer).await else {
-                    return;
-                };
-                drop(permit);
-                if let Some((stream, admitted)) = admit(&shared, stream, client, &refusals) {
-                    run_connection(stream, client, shared, cancel, admitted, rest).await;
-                }
-            });
-            continue;
+    let accept = Accept {
+        // PROXY headers being read at once: as many as strangers may hold.
+        handshakes: Arc::new(Semaphore::new(shared.cfg.edge.max_pre_login)),
+        shared,
+        tracker: tracker.clone(),
+        refusals: Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT)),
+        shutdown,
+    };
+    let tls = async {
+        if let Some((listener, tls)) = listeners.tls {
+            accept.run(listener, Some(tls)).await;
         }
-        let Some((stream, admitted)) = admit(&shared, stream, peer, &refusals) else {
-            continue;
-        };
-        let shared = shared.clone();
-        let cancel = shutdown.child_token();
-        tracker.spawn(run_connection(
-            stream,
-            peer,
-            shared,
-            cancel,
-            admitted,
-            Vec::new(),
-        ));
-    }
+    };
+    tokio::join!(accept.run(listeners.telnet, None), tls);
     tracker.close();
     tracing::info!(connections = tracker.len(), "gate stopping");
     // Each connection already bounds its goodbye by `grace`; the extra grace
@@ -283,5 +316,74 @@ pub async fn serve(
             left = tracker.len(),
             "connections still open after the shutdown grace"
         );
+    }
+}
+
+/// What every accept loop shares.
+struct Accept {
+    shared: Arc<Shared>,
+    tracker: TaskTracker,
+    refusals: Arc<Semaphore>,
+    handshakes: Arc<Semaphore>,
+    shutdown: CancellationToken,
+}
+
+impl Accept {
+    /// Accept on `listener` until shutdown; `tls` for the TLS listener.
+    async fn run(&self, listener: TcpListener, tls: Option<Arc<PlayerTls>>) {
+        let shared = &self.shared;
+        loop {
+            let accepted = tokio::select! {
+                _ = self.shutdown.cancelled() => break,
+                r = listener.accept() => r,
+            };
+            let (stream, peer) = match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                    continue;
+                }
+            };
+            metrics::counter!(m::CONNECTIONS_TOTAL).increment(1);
+            let tls = tls.clone();
+            if shared.cfg.edge.is_proxy(peer.ip()) {
+                // The player's address is in the header: read it (bounded in
+                // time and size) before any limit counts the connection.
+                let Ok(permit) = self.handshakes.clone().try_acquire_owned() else {
+                    m::disconnect("pre_login_full");
+                    continue;
+                };
+                let (shared, refusals) = (shared.clone(), self.refusals.clone());
+                let cancel = self.shutdown.child_token();
+                self.tracker.spawn(async move {
+                    let Some((stream, client, rest)) = proxied(stream, peer).await else {
+                        return;
+                    };
+                    drop(permit);
+                    if let Some((stream, admitted)) =
+                        admit(&shared, stream, client, &refusals, tls.is_none())
+                    {
+                        run_connection(stream, client, shared, cancel, admitted, rest, tls).await;
+                    }
+                });
+                continue;
+            }
+            let Some((stream, admitted)) =
+                admit(shared, stream, peer, &self.refusals, tls.is_none())
+            else {
+                continue;
+            };
+            let cancel = self.shutdown.child_token();
+            self.tracker.spawn(run_connection(
+                stream,
+                peer,
+                shared.clone(),
+                cancel,
+                admitted,
+                Vec::new(),
+                tls,
+            ));
+        }
     }
 }

@@ -313,6 +313,7 @@ impl Session {
                 if let Err(e) = self.buffer.on_input_ack(a.seq) {
                     protocol_error(conn, &e);
                 }
+                conn.show_prompt()?;
             }
             Frame::DurableAck(a) => {
                 let before = self.buffer.bytes();

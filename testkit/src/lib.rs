@@ -16,7 +16,9 @@
 //! - [`procfs`]: a process's memory and threads, from `/proc`.
 //! - [`storm`]: login storms through the gate.
 //! - [`bot`]: a player through the gate (telnet lines, timed, pausable).
-//! - [`mudclient`]: a MUD client through the gate (GMCP, MCCP2 inflated).
+//! - [`mudclient`]: a MUD client through the gate (GMCP, MCCP2 inflated),
+//!   plain or over TLS ([`player_tls`]: a self-signed certificate for the
+//!   gate's `--tls-listen` and a client that trusts it).
 //! - [`world`]: facts about the starter world, the path finder.
 //! - [`soak`]: the seeded chaos soak and its history checker (`telos-soak`).
 //! - [`wait`]: waits bounded by progress (nothing happened for N s), not
@@ -32,6 +34,7 @@ pub mod keys;
 pub mod metrics;
 pub mod mudclient;
 pub mod play;
+pub mod player_tls;
 pub mod process;
 pub mod procfs;
 pub mod proxy;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use flate2::{Decompress, FlushDecompress, Status};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -20,8 +20,12 @@ pub const GMCP: u8 = 201;
 pub const MCCP2: u8 = 86;
 const START: [u8; 5] = [IAC, SB, MCCP2, IAC, SE];
 
+/// The client's byte stream: a plain socket, or TLS over one.
+pub trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
 pub struct MudClient {
-    stream: TcpStream,
+    stream: Box<dyn Io>,
     /// Everything the gate said, decompressed, telnet included.
     pub plain: Vec<u8>,
     pending: Vec<u8>,
@@ -38,8 +42,30 @@ pub struct MudClient {
 impl MudClient {
     /// Connect and ask for GMCP (with `packages`) and, if `compress`, MCCP2.
     pub async fn connect(addr: &str, packages: &[&str], compress: bool) -> anyhow::Result<Self> {
+        let stream = TcpStream::connect(addr).await?;
+        Self::over(Box::new(stream), packages, compress).await
+    }
+
+    /// [`connect`](Self::connect) through TLS (the gate's `--tls-listen`),
+    /// trusting `tls`'s certificate for its name.
+    pub async fn connect_tls(
+        addr: &str,
+        tls: &crate::player_tls::SelfSigned,
+        packages: &[&str],
+        compress: bool,
+    ) -> anyhow::Result<Self> {
+        let stream = tls.connect(addr).await?;
+        Self::over(Box::new(stream), packages, compress).await
+    }
+
+    /// A client over an open stream.
+    pub async fn over(
+        stream: Box<dyn Io>,
+        packages: &[&str],
+        compress: bool,
+    ) -> anyhow::Result<Self> {
         let mut c = MudClient {
-            stream: TcpStream::connect(addr).await?,
+            stream,
             plain: Vec::new(),
             pending: Vec::new(),
             inflate: None,

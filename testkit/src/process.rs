@@ -61,6 +61,9 @@ pub struct Proc {
     pub child: Child,
     /// The address from the readiness line.
     pub addr: String,
+    /// The stdout lines printed before the readiness line (a gate's TLS
+    /// address, say).
+    pub before_ready: Vec<String>,
     pub log: PathBuf,
     name: String,
     /// The log belongs to the caller (kept after the process is dropped).
@@ -98,19 +101,23 @@ impl Proc {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut tx = Some(tx);
+            let mut before = Vec::new();
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 if let Some(addr) = line.split("listening on ").nth(1)
                     && let Some(tx) = tx.take()
                 {
-                    let _ = tx.send(addr.trim().to_string());
+                    let _ = tx.send((addr.trim().to_string(), std::mem::take(&mut before)));
+                } else if tx.is_some() {
+                    before.push(line);
                 }
             }
         });
         match blocking(|| rx.recv_timeout(READY_TIMEOUT)) {
-            Ok(addr) => Ok(Proc {
+            Ok((addr, before_ready)) => Ok(Proc {
                 child,
                 addr,
+                before_ready,
                 log,
                 name: name.to_string(),
                 keep_log: true,
@@ -122,6 +129,14 @@ impl Proc {
                 bail!("{name} did not become ready:\n{text}")
             }
         }
+    }
+
+    /// What follows `prefix` in a line printed before the readiness line.
+    pub fn printed(&self, prefix: &str) -> Option<String> {
+        self.before_ready
+            .iter()
+            .find_map(|l| l.split(prefix).nth(1))
+            .map(|s| s.trim().to_string())
     }
 
     pub fn pid(&self) -> i32 {

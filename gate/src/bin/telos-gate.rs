@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use telos_gate::directory::DirectoryRegistry;
-use telos_gate::{Cli, serve};
+use telos_gate::{Cli, Listeners, serve_all};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -53,12 +53,35 @@ async fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => return fail(format!("listen socket: {e}")),
     };
+    let tls = match &settings.tls_players {
+        None => None,
+        Some(t) => match TcpListener::bind(t.listen).await {
+            Ok(l) => Some((l, t.tls.clone())),
+            Err(e) => {
+                return fail(format!(
+                    "invalid tls_listen (--tls-listen / TELOS_GATE_TLS_LISTEN) {}: {e}",
+                    t.listen
+                ));
+            }
+        },
+    };
+    let shutdown = CancellationToken::new();
+    if let Some((l, t)) = &tls {
+        if let Err(e) = telos_gate::player_tls::reload_on_sighup(t.clone(), shutdown.clone()) {
+            return fail(format!("SIGHUP handler (certificate reloads): {e}"));
+        }
+        // Before the readiness line below: a reader that waits for that
+        // one has this one too.
+        match l.local_addr() {
+            Ok(a) => println!("telos-gate TLS for players at {a}"),
+            Err(e) => return fail(format!("TLS listen socket: {e}")),
+        }
+    }
     // Tests and scripts wait for exactly this line on stdout.
     println!("telos-gate listening on {local}");
     let _ = std::io::stdout().flush();
     tracing::info!(addr = %local, redis = %settings.redis, "telos-gate listening");
 
-    let shutdown = CancellationToken::new();
     let refused = check_credentials(registry.clone(), shutdown.clone());
     let signals = shutdown.clone();
     tokio::spawn(async move {
@@ -66,7 +89,11 @@ async fn main() -> ExitCode {
         tracing::info!("signal received; shutting down");
         signals.cancel();
     });
-    serve(listener, settings.gate, registry, shutdown).await;
+    let listeners = Listeners {
+        telnet: listener,
+        tls,
+    };
+    serve_all(listeners, settings.gate, registry, shutdown).await;
     tracing::info!("telos-gate stopped");
     telemetry.shutdown().await;
     match refused.get() {

@@ -261,6 +261,29 @@ impl Player {
         self.stream.write_all(text.as_bytes()).await.unwrap();
     }
 
+    /// Raw bytes (telnet negotiation) to the gate.
+    pub async fn stream_write(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.unwrap();
+    }
+
+    /// Read until the raw bytes (telnet included) contain `bytes`.
+    pub async fn until_raw(&mut self, bytes: &[u8]) {
+        let found = tokio::time::timeout(WAIT, async {
+            while !self.seen.windows(bytes.len()).any(|w| w == bytes) {
+                let mut buf = [0u8; 4096];
+                let n = self.stream.read(&mut buf).await.unwrap_or(0);
+                assert!(n > 0, "connection closed before {bytes:?}");
+                self.seen.extend_from_slice(&buf[..n]);
+            }
+        })
+        .await;
+        assert!(
+            found.is_ok(),
+            "timed out waiting for {bytes:?}; saw {:?}",
+            self.seen
+        );
+    }
+
     /// Every raw byte received so far, telnet commands included.
     pub fn raw(&self) -> &[u8] {
         &self.seen
