@@ -15,8 +15,8 @@ use crate::config::GateConfig;
 use crate::config_edge::PRE_LOGIN_BYTE_BURST;
 use crate::lines::LineEvent;
 use crate::metrics as m;
-use crate::output::{Output, SlowClient};
-use crate::reader::{ByteBudget, ReadError, Reader};
+use crate::output::{Output, SlowClient, WriteHalf};
+use crate::reader::{ByteBudget, ReadError, ReadHalf, Reader};
 use crate::shared::Shared;
 
 /// Why a connection ends. Each carries its goodbye line and metric.
@@ -100,6 +100,9 @@ pub struct Conn {
     /// Held until the login; then a seat instead.
     pre_login: Option<PreLoginPlace>,
     seat: Option<Seat>,
+    /// Cancelled once logged in (a web session is kept across its
+    /// page's drops only from then on: [`crate::web`]).
+    pub seated: CancellationToken,
 }
 
 impl Conn {
@@ -118,6 +121,20 @@ impl Conn {
         let _ = stream.set_nodelay(true);
         let _ = socket2::SockRef::from(&stream).set_send_buffer_size(PLAYER_SEND_BUFFER);
         let (rd, wr) = stream.into_split();
+        let io = (Box::new(rd) as ReadHalf, Box::new(wr) as WriteHalf);
+        Conn::open_io(io, peer, shared, cancel, pre_login, first_input)
+    }
+
+    /// [`open`](Self::open) on any byte stream's halves: a TCP socket's,
+    /// or a WebSocket bridge's ([`crate::web`]).
+    pub fn open_io(
+        (rd, wr): (ReadHalf, WriteHalf),
+        peer: SocketAddr,
+        shared: Arc<Shared>,
+        cancel: CancellationToken,
+        pre_login: PreLoginPlace,
+        first_input: Vec<u8>,
+    ) -> Conn {
         let out = Output::spawn(
             wr,
             shared.cfg.output_buffer_bytes,
@@ -143,6 +160,7 @@ impl Conn {
             login_deadline: tokio::time::Instant::now() + shared_timeout,
             pre_login: Some(pre_login),
             seat: None,
+            seated: CancellationToken::new(),
         }
     }
 
@@ -154,6 +172,7 @@ impl Conn {
         self.seat = Some(seat);
         self.pre_login = None;
         self.reader.lift_budget();
+        self.seated.cancel();
         Ok(())
     }
 

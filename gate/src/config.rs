@@ -15,6 +15,7 @@ use telos_redis::target::{RedisTarget, redact};
 pub use crate::config_edge::{EdgeCli, EdgeLimits};
 pub use crate::config_file::{ConfigError, FileConfig};
 use crate::config_file::{pick, positive, positive_pick};
+pub use crate::config_web::{WebCli, WebConfig};
 
 /// Runtime behaviour of every connection. `Default` is what the binary uses
 /// when nothing is configured; tests shorten the timeouts.
@@ -102,6 +103,8 @@ pub struct GateConfig {
     /// replaces the default "Telos"); the gate adds `PLAYERS`, `UPTIME`,
     /// `CODEBASE` and `PORT` itself.
     pub mssp: Vec<(String, String)>,
+    /// The web listener and web sessions' resume ([`crate::config_web`]).
+    pub web: WebConfig,
 }
 
 impl Default for GateConfig {
@@ -134,6 +137,7 @@ impl Default for GateConfig {
             tls: None,
             edge: EdgeLimits::default(),
             mssp: Vec::new(),
+            web: WebConfig::default(),
         }
     }
 }
@@ -269,6 +273,8 @@ pub struct Cli {
     pub upstream_connections: Option<String>,
     #[command(flatten)]
     pub edge: EdgeCli,
+    #[command(flatten)]
+    pub web: WebCli,
 }
 
 impl Cli {
@@ -285,6 +291,7 @@ impl Cli {
     pub fn resolve_with(&self, file: FileConfig) -> Result<Settings, ConfigError> {
         let d = GateConfig::default();
         let edge = self.edge.resolve(&file)?;
+        let web = self.web.resolve(&file)?;
         let listen = pick::<String>(
             "listen",
             "TELOS_GATE_LISTEN",
@@ -397,6 +404,7 @@ impl Cli {
             mssp: crate::config_file::mssp_vars(file.mssp)?,
             tls,
             edge,
+            web,
             idle_timeout,
             idle_warning,
             resume_give_up,

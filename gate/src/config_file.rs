@@ -43,6 +43,10 @@ pub struct FileConfig {
     /// Comma-separated, as the flag.
     pub proxy_protocol_from: Option<String>,
     pub upstream_connections: Option<usize>,
+    /// The web listener ([`crate::config_web`]).
+    pub web_listen: Option<String>,
+    pub web_resume_grace_secs: Option<u64>,
+    pub web_replay_bytes: Option<usize>,
     /// `[mssp]`: what MUD listings are told (`NAME = "..."`, `CONTACT`,
     /// `WEBSITE`, ...), names in upper case as MSSP spells them.
     pub mssp: Option<toml::Table>,

@@ -32,6 +32,10 @@ pub const HUNG_SHARDS_TOTAL: &str = "telos_gate_hung_shards_total";
 /// Room chatter frames dropped for players reading slower than the room talks.
 pub const CHATTER_DROPPED_TOTAL: &str = "telos_gate_chatter_dropped_total";
 
+/// Web pages resuming a kept session, by `outcome` (`resumed`, `refused`:
+/// a token spent, revoked or unknown) (counter).
+pub const WEB_RESUMES_TOTAL: &str = "telos_gate_web_resumes_total";
+
 pub fn disconnect(reason: &'static str) {
     metrics::counter!(DISCONNECTS_TOTAL, "reason" => reason).increment(1);
 }

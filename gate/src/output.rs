@@ -18,8 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -79,6 +78,10 @@ impl Progress {
     }
 }
 
+/// The write half of a player's byte stream: a TCP socket's, or the
+/// gate's end of a WebSocket bridge ([`crate::web`]).
+pub type WriteHalf = Box<dyn AsyncWrite + Send + Sync + Unpin>;
+
 /// The connection task's handle on the socket's write side.
 #[derive(Debug)]
 pub struct Output {
@@ -101,7 +104,7 @@ pub struct Output {
 impl Output {
     /// `cap` bounds the queue; `stall` is how long a writer may make no
     /// progress while input is paused before the client counts as slow.
-    pub fn spawn(wr: OwnedWriteHalf, cap: usize, stall: Duration) -> Self {
+    pub fn spawn(wr: WriteHalf, cap: usize, stall: Duration) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let progress = Arc::new(Progress {
             pending: AtomicUsize::new(0),
@@ -308,7 +311,7 @@ impl Output {
 }
 
 async fn write_loop(
-    mut wr: OwnedWriteHalf,
+    mut wr: WriteHalf,
     mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
     progress: Arc<Progress>,
     abort: CancellationToken,

@@ -7,8 +7,7 @@ use std::collections::VecDeque;
 
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
-use tokio::net::tcp::OwnedReadHalf;
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::time::Instant;
 
 use crate::lines::{LineEvent, LineFramer};
@@ -86,9 +85,12 @@ impl ByteBudget {
     }
 }
 
-#[derive(Debug)]
+/// The read half of a player's byte stream: a TCP socket's, or the
+/// gate's end of a WebSocket bridge ([`crate::web`]).
+pub type ReadHalf = Box<dyn AsyncRead + Send + Sync + Unpin>;
+
 pub struct Reader {
-    rd: OwnedReadHalf,
+    rd: ReadHalf,
     /// Set until login: input is read no faster than this.
     budget: Option<ByteBudget>,
     /// Bytes read before the reader took over (past a PROXY header),
@@ -105,7 +107,7 @@ pub struct Reader {
 
 impl Reader {
     pub fn new(
-        rd: OwnedReadHalf,
+        rd: ReadHalf,
         max_line_bytes: usize,
         budget: Option<ByteBudget>,
         first: Vec<u8>,

@@ -5,8 +5,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
+use telos_gate::Cli;
 use telos_gate::directory::DirectoryRegistry;
-use telos_gate::{Cli, serve};
+use telos_gate::server::serve_all;
+use telos_gate::web::WebListeners;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -53,6 +55,25 @@ async fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => return fail(format!("listen socket: {e}")),
     };
+    let web = match settings.gate.web.listen {
+        None => None,
+        Some(addr) => match TcpListener::bind(addr).await {
+            Ok(web) => {
+                let local = web.local_addr().map_or(addr, |a| a);
+                // Before the line tests wait for: the address is known then.
+                println!("telos-gate web client on http://{local}/");
+                let _ = std::io::stdout().flush();
+                tracing::info!(addr = %local, "web client listening");
+                Some(WebListeners { web })
+            }
+            Err(e) => {
+                return fail(format!(
+                    "invalid web_listen (--web-listen / TELOS_GATE_WEB_LISTEN) {addr}: {e}"
+                ));
+            }
+        },
+    };
+
     // Tests and scripts wait for exactly this line on stdout.
     println!("telos-gate listening on {local}");
     let _ = std::io::stdout().flush();
@@ -66,7 +87,7 @@ async fn main() -> ExitCode {
         tracing::info!("signal received; shutting down");
         signals.cancel();
     });
-    serve(listener, settings.gate, registry, shutdown).await;
+    serve_all(listener, web, settings.gate, registry, shutdown).await;
     tracing::info!("telos-gate stopped");
     telemetry.shutdown().await;
     match refused.get() {
