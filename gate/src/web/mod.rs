@@ -61,7 +61,7 @@ pub struct WebListeners {
 /// What every web connection shares.
 pub struct WebShared {
     pub shared: Arc<Shared>,
-    pub tokens: Tokens<Attach>,
+    pub tokens: Arc<Tokens<Attach>>,
     tracker: TaskTracker,
     shutdown: CancellationToken,
 }
@@ -77,7 +77,7 @@ pub fn start(
 ) {
     let web = Arc::new(WebShared {
         shared,
-        tokens: Tokens::default(),
+        tokens: Arc::new(Tokens::default()),
         tracker,
         shutdown: shutdown.clone(),
     });
@@ -206,7 +206,13 @@ async fn open(mut ws: WebSocket, peer: SocketAddr, resume: Resume, web: Arc<WebS
         admitted.pre_login,
         Vec::new(),
     );
-    let park = Park::new(web.clone(), proto, park_end, conn.seated.clone());
+    let park = Park::new(
+        web.tokens.clone(),
+        &web.shared.cfg.web,
+        proto,
+        park_end,
+        conn.seated.clone(),
+    );
     let slots = (admitted._ip, admitted._prefix);
     web.tracker.spawn(async move {
         metrics::gauge!(m::CONNECTIONS_OPEN).increment(1.0);

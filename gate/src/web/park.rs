@@ -17,9 +17,11 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::WebShared;
+use crate::config_web::WebConfig;
+
 use super::frames::{Msg, OutSplitter, Proto, gmcp_input, input_bytes};
 use super::replay::{Input, Replay};
+use super::tokens::Tokens;
 
 /// Bytes per read of the connection task's output.
 const CHUNK: usize = 4096;
@@ -54,7 +56,8 @@ enum Detach {
 }
 
 pub struct Park {
-    web: Arc<WebShared>,
+    tokens: Arc<Tokens<Attach>>,
+    grace: Duration,
     proto: Proto,
     to_gate: WriteHalf<DuplexStream>,
     from_gate: ReadHalf<DuplexStream>,
@@ -72,16 +75,18 @@ pub struct Park {
 
 impl Park {
     pub fn new(
-        web: Arc<WebShared>,
+        tokens: Arc<Tokens<Attach>>,
+        cfg: &WebConfig,
         proto: Proto,
         stream: DuplexStream,
         seated: CancellationToken,
     ) -> Self {
         let (from_gate, to_gate) = tokio::io::split(stream);
         let (door, knocks) = mpsc::channel(1);
-        let replay = Replay::new(web.shared.cfg.web.replay_bytes);
+        let replay = Replay::new(cfg.replay_bytes);
         Self {
-            web,
+            tokens,
+            grace: cfg.resume_grace,
             proto,
             to_gate,
             from_gate,
@@ -120,7 +125,7 @@ impl Park {
             }
         }
         if let Some(token) = self.token.take() {
-            self.web.tokens.revoke(&token);
+            self.tokens.revoke(&token);
         }
         // The connection task reads the end of its input (the client hung
         // up) and ends; what it still writes is read and thrown away.
@@ -157,7 +162,7 @@ impl Park {
                     return Detach::TakenOver(knock);
                 }
                 _ = self.seated.cancelled(), if issue => {
-                    let token = self.web.tokens.issue(self.door.clone());
+                    let token = self.tokens.issue(self.door.clone());
                     self.token = Some(token);
                     let seen = self.replay.next();
                     if send(&mut ws, self.session_msg(seen)).await.is_err() {
@@ -210,7 +215,7 @@ impl Park {
     /// what the page sent before it dropped, until a page resumes, the
     /// grace period ends or the connection task does.
     async fn detached(&mut self) -> Option<Attach> {
-        let until = Instant::now() + self.web.shared.cfg.web.resume_grace;
+        let until = Instant::now() + self.grace;
         loop {
             tokio::select! {
                 knock = self.knocks.recv() => return knock,
@@ -243,7 +248,7 @@ impl Park {
     /// (or, past the bound, a notice and a fresh `look`).
     async fn resume(&mut self, knock: Attach) -> Option<WebSocket> {
         let Attach { mut ws, seen } = knock;
-        self.token = Some(self.web.tokens.issue(self.door.clone()));
+        self.token = Some(self.tokens.issue(self.door.clone()));
         let next = self.replay.next();
         let (from, replay, missed) = match self.replay.since(seen) {
             Ok(msgs) => (seen.min(next), msgs.cloned().collect(), false),
