@@ -177,7 +177,10 @@ impl Park {
                     let mut msgs = Vec::new();
                     self.splitter.feed(&self.chunk[..n], &mut msgs);
                     for msg in msgs {
-                        self.replay.push(msg.clone());
+                        if self.proto == Proto::Gmcp {
+                            // Kept for a resume: only a GMCP page can.
+                            self.replay.push(msg.clone());
+                        }
                         if send(&mut ws, msg).await.is_err() {
                             return Detach::Dropped;
                         }
