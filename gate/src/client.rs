@@ -94,6 +94,9 @@ pub struct Conn {
     seat: Option<Seat>,
     /// The status prompt after each command ([`crate::mud`]).
     pub prompt: PromptState,
+    /// Cancelled once logged in (a web session is kept across its
+    /// page's drops only from then on: [`crate::web`]).
+    pub seated: CancellationToken,
 }
 
 impl Conn {
@@ -136,6 +139,7 @@ impl Conn {
             pre_login: Some(pre_login),
             seat: None,
             prompt: PromptState::default(),
+            seated: CancellationToken::new(),
         }
     }
 
@@ -147,6 +151,7 @@ impl Conn {
         self.seat = Some(seat);
         self.pre_login = None;
         self.reader.lift_budget();
+        self.seated.cancel();
         Ok(())
     }
 

@@ -16,6 +16,7 @@ pub use crate::config_edge::{EdgeCli, EdgeLimits};
 pub use crate::config_file::{ConfigError, FileConfig};
 use crate::config_file::{pick, positive, positive_pick};
 use crate::config_tls::{PlayersTls, TlsCli};
+pub use crate::config_web::{WebCli, WebConfig};
 
 /// Runtime behaviour of every connection. `Default` is what the binary uses
 /// when nothing is configured; tests shorten the timeouts.
@@ -103,6 +104,8 @@ pub struct GateConfig {
     /// replaces the default "Telos"); the gate adds `PLAYERS`, `UPTIME`,
     /// `CODEBASE` and `PORT` itself.
     pub mssp: Vec<(String, String)>,
+    /// The web listener and web sessions' resume ([`crate::config_web`]).
+    pub web: WebConfig,
 }
 
 impl Default for GateConfig {
@@ -135,6 +138,7 @@ impl Default for GateConfig {
             tls: None,
             edge: EdgeLimits::default(),
             mssp: Vec::new(),
+            web: WebConfig::default(),
         }
     }
 }
@@ -164,20 +168,10 @@ pub const DEFAULT_INPUT_BUFFER_BYTES: usize = 64 * 1024;
 /// players, not all (docs/operations.md, "Gate to shard connections").
 pub const DEFAULT_UPSTREAM_CONNECTIONS: usize = 4;
 
-/// A household, a campus or a carrier NAT may put several honest players
-/// behind one address; 16 leaves room for them while one attacker's address
-/// holds 16 of the gate's 10 000 places, not all of them.
-pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 16;
-
-/// Typing `connect name password` takes seconds; a minute is generous.
-pub const DEFAULT_PRE_LOGIN_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// New characters one address may create at once: a few for a household...
-pub const DEFAULT_CREATE_IP_BURST: u32 = 5;
-/// ...and then a few an hour, which no honest player notices and which
-/// makes minting characters by script (each costs the world a password
-/// hash and a stored record) slow.
-pub const DEFAULT_CREATE_IP_PER_HOUR: f64 = 5.0;
+pub use crate::config_edge::{
+    DEFAULT_CREATE_IP_BURST, DEFAULT_CREATE_IP_PER_HOUR, DEFAULT_MAX_CONNECTIONS_PER_IP,
+    DEFAULT_PRE_LOGIN_TIMEOUT,
+};
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 
 /// telos-gate: holds players' TCP (telnet) sockets and forwards their input
@@ -274,6 +268,8 @@ pub struct Cli {
     pub edge: EdgeCli,
     #[command(flatten)]
     pub tls_players: TlsCli,
+    #[command(flatten)]
+    pub web: WebCli,
 }
 
 impl Cli {
@@ -291,6 +287,7 @@ impl Cli {
         let d = GateConfig::default();
         let edge = self.edge.resolve(&file)?;
         let tls_players = self.tls_players.resolve(&file)?;
+        let web = self.web.resolve(&file)?;
         let listen = pick::<String>(
             "listen",
             "TELOS_GATE_LISTEN",
@@ -403,6 +400,7 @@ impl Cli {
             mssp: crate::config_file::mssp_vars(file.mssp)?,
             tls,
             edge,
+            web,
             idle_timeout,
             idle_warning,
             resume_give_up,

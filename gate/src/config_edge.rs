@@ -5,6 +5,7 @@
 //! gate's edge limits".
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 use clap::Args;
 use ipnet::IpNet;
@@ -44,6 +45,21 @@ pub const DEFAULT_COMMAND_BURST: u32 = 60;
 /// Commands a second after the burst: faster than anyone types, about what
 /// a client's triggers send in a fight.
 pub const DEFAULT_COMMANDS_PER_SEC: u32 = 10;
+
+/// A household, a campus or a carrier NAT may put several honest players
+/// behind one address; 16 leaves room for them while one attacker's address
+/// holds 16 of the gate's 10 000 places, not all of them.
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 16;
+
+/// Typing `connect name password` takes seconds; a minute is generous.
+pub const DEFAULT_PRE_LOGIN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// New characters one address may create at once: a few for a household...
+pub const DEFAULT_CREATE_IP_BURST: u32 = 5;
+/// ...and then a few an hour, which no honest player notices and which
+/// makes minting characters by script (each costs the world a password
+/// hash and a stored record) slow.
+pub const DEFAULT_CREATE_IP_PER_HOUR: f64 = 5.0;
 
 /// The edge limits, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]

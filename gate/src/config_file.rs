@@ -48,6 +48,10 @@ pub struct FileConfig {
     pub tls_listen: Option<String>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// The web listener ([`crate::config_web`]).
+    pub web_listen: Option<String>,
+    pub web_resume_grace_secs: Option<u64>,
+    pub web_replay_bytes: Option<usize>,
     /// `[mssp]`: what MUD listings are told (`NAME = "..."`, `CONTACT`,
     /// `WEBSITE`, ...), names in upper case as MSSP spells them.
     pub mssp: Option<toml::Table>,

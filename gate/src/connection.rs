@@ -37,7 +37,14 @@ pub async fn run(
     pre_login: PreLoginPlace,
     first_input: Vec<u8>,
 ) {
-    let mut conn = Conn::open(io, peer, shared, cancel, pre_login, first_input);
+    let conn = Conn::open(io, peer, shared, cancel, pre_login, first_input);
+    run_conn(conn).await
+}
+
+/// Run an opened connection (a TCP socket's or a WebSocket bridge's) to
+/// its end.
+pub async fn run_conn(mut conn: Conn) {
+    let peer = conn.peer;
     tracing::debug!(%peer, conn_id = %conn.conn_id, "connection opened");
 
     let greeting = conn.reader.negotiator.greeting();

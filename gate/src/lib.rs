@@ -27,6 +27,7 @@
 //! - [`upstream`]: channel pool and establishing a session (login, resume,
 //!   attach, redirects).
 //! - [`shared`]: what every connection task shares.
+//! - [`admit`]: a new connection counted in every limit, any transport.
 //! - [`liveness`]: noticing a hung shard and condemning it.
 //! - [`client`]: one player's connection: idle clock, how it ends.
 //! - [`hangup`]: a client that hung up with lines still to apply.
@@ -38,28 +39,33 @@
 //!   rate; commands over it wait their turn.
 //! - [`session`]: the play loop: forward, freeze, re-attach, replay.
 //! - [`connection`]: the per-player task: greeting, login, then the session.
+//! - [`web`]: the web client and its WebSocket endpoint, bridged onto
+//!   the same connection task; sessions kept across a page's drops.
 //! - [`server`]: accept loop and shutdown ([`serve`]).
 //!
 //! # Layers
 //! From the bottom up: a module imports only modules of the layers before
 //! its own, or before it in its own layer's chain (`a → b`: `b` may import
 //! `a`), never one after it (`tests/layers.rs` fails on an import cycle).
-//! 1. `player_tls` → `config_file` → `config_edge` → `config_tls` →
-//!    `config`, `metrics`, `lines`, `telnet`, `login`, `buffer`, `notices`,
-//!    `ratelimit`, `hangup`, `stream`, `prompt` → `admission`, `proxy`,
-//!    `registry`: leaves, no imports of the crate but along their chains.
+//! 1. `player_tls` → `config_file` → `config_edge`, `config_web` →
+//!    `config_tls` → `config`, `metrics`, `lines`, `telnet`, `login`,
+//!    `buffer`, `notices`, `ratelimit`, `hangup`, `stream`, `prompt` →
+//!    `admission`, `proxy`, `registry`: leaves, no imports of the crate but
+//!    along their chains.
 //! 2. `directory`: the shard list over Redis (a `registry` impl);
 //!    `stream` → `output` → `reader`: the socket halves (the reader answers
 //!    telnet negotiation through the output); `output` → `command_rate`.
-//! 3. `watch` → `upstream` → `upstream_state`, `shared` → `liveness`: links to
+//! 3. `watch` → `upstream` → `upstream_state`, `shared` → `liveness`, `admit`: links to
 //!    the shards.
 //!    A link holds a watch; the pool of links is shared by every
 //!    connection; the hung-shard watch reads the shared registry and pool.
-//! 4. `client` → `mud` → `session` → `connection`: one player. The connection runs
-//!    the login on its client, then the session's play loop.
+//! 4. `client` → `mud` → `session` → `connection` → `web`: one player. The connection runs
+//!    the login on its client, then the session's play loop; `web` bridges
+//!    a WebSocket onto it.
 //! 5. `server`: accepts players and starts the hung-shard watch.
 
 pub mod admission;
+pub mod admit;
 pub mod buffer;
 pub mod client;
 pub mod command_rate;
@@ -67,6 +73,7 @@ pub mod config;
 pub mod config_edge;
 pub mod config_file;
 pub mod config_tls;
+pub mod config_web;
 pub mod connection;
 pub mod directory;
 pub mod hangup;
@@ -91,6 +98,7 @@ pub mod telnet;
 pub mod upstream;
 pub mod upstream_state;
 pub mod watch;
+pub mod web;
 
 pub use config::{Cli, GateConfig, Settings};
 pub use registry::{LiveShard, ShardRegistry, StaticRegistry};

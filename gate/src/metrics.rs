@@ -35,6 +35,10 @@ pub const CHATTER_DROPPED_TOTAL: &str = "telos_gate_chatter_dropped_total";
 /// once a flood, when the player is told.
 pub const COMMANDS_THROTTLED_TOTAL: &str = "telos_gate_commands_throttled_total";
 
+/// Web pages resuming a kept session, by `outcome` (`resumed`, `refused`:
+/// a token spent, revoked or unknown) (counter).
+pub const WEB_RESUMES_TOTAL: &str = "telos_gate_web_resumes_total";
+
 pub fn disconnect(reason: &'static str) {
     metrics::counter!(DISCONNECTS_TOTAL, "reason" => reason).increment(1);
 }

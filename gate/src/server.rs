@@ -14,13 +14,12 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::admission::{PreLoginFull, PreLoginPlace};
+use crate::admit::{Admitted, admit_client};
 use crate::config::GateConfig;
 use crate::connection;
 use crate::metrics as m;
 use crate::player_tls::{HANDSHAKE_TIMEOUT, PlayerTls};
 use crate::proxy;
-use crate::ratelimit::{ConnectionSlot, ip_bucket, prefix_bucket};
 use crate::registry::ShardRegistry;
 use crate::shared::Shared;
 use crate::stream::{PlayerIo, Prefixed, tune};
@@ -36,18 +35,8 @@ pub const FULL_NOTICE_TIMEOUT: Duration = Duration::from_millis(500);
 /// Refusals lingering at once; more are closed without the notice.
 pub const MAX_REFUSALS_IN_FLIGHT: usize = 256;
 
-const GATE_FULL: &[u8] = b"The gate is full; please try again later.\r\n";
-const PRE_LOGIN_FULL: &[u8] =
-    b"The gate is busy with connections that have not logged in; please try again in a moment.\r\n";
 const PROXY_REQUIRED: &[u8] =
     b"This gate takes connections from this address only with a PROXY protocol header.\r\n";
-
-/// What a connection over `--max-connections-per-ip` is told.
-fn per_ip_refusal(cap: usize) -> String {
-    format!(
-        "Too many connections from your address (at most {cap} at once); close one and try again.\r\n"
-    )
-}
 
 /// Refuse a connection over its address's cap at once, holding nothing:
 /// no task, no buffer. The line fits any fresh socket's send buffer, so a
@@ -55,13 +44,6 @@ fn per_ip_refusal(cap: usize) -> String {
 /// at all; dropping the stream then closes it behind the line.
 fn refuse_per_ip(stream: &TcpStream, notice: &[u8]) {
     let _ = stream.try_write(notice);
-}
-
-/// What a connection over its network's cap is told.
-fn per_prefix_refusal(cap: usize) -> String {
-    format!(
-        "Too many connections from your network (at most {cap} at once); please try again later.\r\n"
-    )
 }
 
 /// Read a PROXY header from a configured balancer: the player's address
@@ -152,21 +134,11 @@ async fn refuse_full(stream: &mut TcpStream, line: &[u8]) -> std::io::Result<()>
     Ok(())
 }
 
-/// What an admitted connection holds until it ends: its places in the
-/// per-address and per-network counts, and (until it logs in) a
-/// pre-login place.
-pub struct Admitted {
-    pub pre_login: PreLoginPlace,
-    _ip: ConnectionSlot,
-    _prefix: ConnectionSlot,
-}
-
-/// Count a connection from `client` (the player's address: the peer's,
-/// or a PROXY header's) in every limit, or refuse it with its line. Holds
-/// nothing for a refused one but (for the "full" kinds) a bounded,
-/// lingering notice task. `plain`: the socket speaks plain telnet; a TLS
-/// one is closed without the line (its client would read plain text as a
-/// broken handshake).
+/// [`admit_client`] for a TCP socket: a refused one is told why and
+/// closed, holding nothing but (for the "full" kinds) a bounded, lingering
+/// notice task. `plain`: the socket speaks plain telnet; a TLS one is
+/// closed without the line (its client would read plain text as a broken
+/// handshake).
 fn admit(
     shared: &Shared,
     stream: TcpStream,
@@ -174,54 +146,25 @@ fn admit(
     refusals: &Arc<Semaphore>,
     plain: bool,
 ) -> Option<(TcpStream, Admitted)> {
-    let cfg = &shared.cfg;
-    // Counted before the connection has any state: a flood of sockets
-    // from one address costs one line and a close each.
-    let Some(ip) = shared.per_ip.try_open(ip_bucket(client.ip())) else {
-        m::disconnect("ip_cap");
-        tracing::debug!(%client, "connection over the per-address cap refused");
+    let refused = match admit_client(shared, client) {
+        Ok(admitted) => return Some((stream, admitted)),
+        Err(r) => r,
+    };
+    m::disconnect(refused.reason);
+    if !refused.linger {
         if plain {
-            refuse_per_ip(
-                &stream,
-                per_ip_refusal(cfg.max_connections_per_ip).as_bytes(),
-            );
+            refuse_per_ip(&stream, refused.line.as_bytes());
         }
         return None;
-    };
-    let prefix = prefix_bucket(client.ip());
-    let Some(net) = shared.per_prefix.try_open(prefix) else {
-        m::disconnect("prefix_cap");
-        tracing::debug!(%client, %prefix, "connection over the per-network cap refused");
-        let line = per_prefix_refusal(shared.per_prefix.cap(prefix));
-        if plain {
-            refuse_per_ip(&stream, line.as_bytes());
-        }
-        return None;
-    };
-    // Strangers never take a player's seat, but a gate whose seats are
-    // all taken has no login to offer.
-    let (reason, line) = if shared.seats.full() {
-        ("full", GATE_FULL)
-    } else {
-        match shared.pre_login.admit(prefix) {
-            Ok(place) => {
-                let admitted = Admitted {
-                    pre_login: place,
-                    _ip: ip,
-                    _prefix: net,
-                };
-                return Some((stream, admitted));
-            }
-            Err(PreLoginFull) => ("pre_login_full", PRE_LOGIN_FULL),
-        }
-    };
-    m::disconnect(reason);
+    }
     // Not on the tracker: a refusal is not a connection. Bounded: a flood
     // of refused connections beyond it is closed at once.
     if plain && let Ok(permit) = refusals.clone().try_acquire_owned() {
         let mut stream = stream;
         tokio::spawn(async move {
-            let _ = tokio::time::timeout(FULL_NOTICE_TIMEOUT, refuse_full(&mut stream, line)).await;
+            let notice = refused.line.as_bytes();
+            let _ =
+                tokio::time::timeout(FULL_NOTICE_TIMEOUT, refuse_full(&mut stream, notice)).await;
             drop(permit);
         });
     }
@@ -254,6 +197,8 @@ pub struct Listeners {
     pub telnet: TcpListener,
     /// Telnet over TLS (`--tls-listen`), with the certificate it shows.
     pub tls: Option<(TcpListener, Arc<PlayerTls>)>,
+    /// The web client and its WebSocket endpoint (`--web-listen`).
+    pub web: Option<crate::web::WebListeners>,
 }
 
 /// Serve players on `listener` (plain telnet only) until `shutdown` is
@@ -267,12 +212,15 @@ pub async fn serve(
     let listeners = Listeners {
         telnet: listener,
         tls: None,
+        web: None,
     };
     serve_all(listeners, cfg, registry, shutdown).await
 }
 
 /// Serve players on every listener until `shutdown` is cancelled, then
 /// give every connection `cfg.shutdown_grace` to say goodbye and return.
+/// Every listener shares the limits, the seats and the links to the
+/// shards.
 pub async fn serve_all(
     listeners: Listeners,
     cfg: GateConfig,
@@ -284,6 +232,9 @@ pub async fn serve_all(
     let port = listeners.telnet.local_addr().map_or(0, |a| a.port());
     let shared = Arc::new(Shared::new(cfg, registry, port));
     let tracker = TaskTracker::new();
+    if let Some(web) = listeners.web {
+        crate::web::start(web, shared.clone(), tracker.clone(), shutdown.clone());
+    }
     // Ends when `shutdown` does; not on the tracker, which counts players.
     tokio::spawn(crate::liveness::watch_shards(
         shared.clone(),

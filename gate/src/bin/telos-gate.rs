@@ -5,8 +5,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
+use telos_gate::Cli;
 use telos_gate::directory::DirectoryRegistry;
-use telos_gate::{Cli, Listeners, serve_all};
+use telos_gate::web::WebListeners;
+use telos_gate::{Listeners, serve_all};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -65,6 +67,24 @@ async fn main() -> ExitCode {
             }
         },
     };
+    let web = match settings.gate.web.listen {
+        None => None,
+        Some(addr) => match TcpListener::bind(addr).await {
+            Ok(web) => {
+                let local = web.local_addr().map_or(addr, |a| a);
+                // Before the line tests wait for: the address is known then.
+                println!("telos-gate web client on http://{local}/");
+                let _ = std::io::stdout().flush();
+                tracing::info!(addr = %local, "web client listening");
+                Some(WebListeners { web })
+            }
+            Err(e) => {
+                return fail(format!(
+                    "invalid web_listen (--web-listen / TELOS_GATE_WEB_LISTEN) {addr}: {e}"
+                ));
+            }
+        },
+    };
     let shutdown = CancellationToken::new();
     if let Some((l, t)) = &tls {
         if let Err(e) = telos_gate::player_tls::reload_on_sighup(t.clone(), shutdown.clone()) {
@@ -92,6 +112,7 @@ async fn main() -> ExitCode {
     let listeners = Listeners {
         telnet: listener,
         tls,
+        web,
     };
     serve_all(listeners, settings.gate, registry, shutdown).await;
     tracing::info!("telos-gate stopped");

@@ -1,0 +1,138 @@
+//! The settings of the web listener: the web client and its WebSocket
+//! endpoint (`--web-listen`), how long a session outlives its page's
+//! dropped connection (`--web-resume-grace-secs`), what is kept to replay
+//! to a page that comes back (`--web-replay-bytes`). See
+//! docs/operations.md, "Playing in a browser".
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::config_file::{ConfigError, FileConfig, pick, positive_pick};
+
+/// A phone that loses its signal in a tunnel or switches from Wi-Fi to
+/// mobile data is back within seconds; a minute covers nearly every such
+/// drop, and holds a vanished player's place in the world no longer than
+/// a shard's resume gives up after (`--resume-give-up-secs`).
+pub const DEFAULT_RESUME_GRACE: Duration = Duration::from_secs(60);
+
+/// Output kept for a page that dropped: a few screens of text, what a
+/// minute of an ordinary room produces. A page that missed more is told
+/// so and gets a fresh `look` instead.
+pub const DEFAULT_REPLAY_BYTES: usize = 64 * 1024;
+
+/// The web settings, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebConfig {
+    /// The web client and the WebSocket endpoint; `None`: off.
+    pub listen: Option<SocketAddr>,
+    /// How long a logged-in web session is kept after its page's
+    /// connection dropped, waiting for the page to resume it.
+    pub resume_grace: Duration,
+    /// Output bytes kept per web session for replay on resume.
+    pub replay_bytes: usize,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        Self {
+            listen: None,
+            resume_grace: DEFAULT_RESUME_GRACE,
+            replay_bytes: DEFAULT_REPLAY_BYTES,
+        }
+    }
+}
+
+/// The web flags, part of `telos-gate --help`.
+#[derive(Debug, Default, Args)]
+pub struct WebCli {
+    /// The web client and its WebSocket endpoint (`/ws`, subprotocols
+    /// gmcp.mudstandards.org, terminal.mudstandards.org,
+    /// telnet.mudstandards.org): ADDR:PORT [default: off].
+    #[arg(long, value_name = "ADDR", env = "TELOS_GATE_WEB_LISTEN")]
+    pub web_listen: Option<String>,
+    /// Seconds a web player's session is kept after their page's
+    /// connection dropped, for the page to resume it [default: 60].
+    #[arg(long, value_name = "SECS", env = "TELOS_GATE_WEB_RESUME_GRACE")]
+    pub web_resume_grace_secs: Option<String>,
+    /// Output bytes kept per web session to replay to a page that comes
+    /// back [default: 65536].
+    #[arg(long, value_name = "BYTES", env = "TELOS_GATE_WEB_REPLAY_BYTES")]
+    pub web_replay_bytes: Option<String>,
+}
+
+fn addr(flag: &str, var: &str, value: Option<String>) -> Result<Option<SocketAddr>, ConfigError> {
+    let Some(value) = value else { return Ok(None) };
+    telos_telemetry::metrics_listen_addr(&value)
+        .map(Some)
+        .map_err(|e| {
+            ConfigError(format!(
+                "invalid {flag} (--{} / {var}) {value:?}: {e}",
+                flag.replace('_', "-")
+            ))
+        })
+}
+
+impl WebCli {
+    /// Flags over the file over the defaults.
+    pub fn resolve(&self, file: &FileConfig) -> Result<WebConfig, ConfigError> {
+        let d = WebConfig::default();
+        let listen = pick::<String>(
+            "web-listen",
+            "TELOS_GATE_WEB_LISTEN",
+            self.web_listen.as_ref(),
+            file.web_listen.clone(),
+        )?;
+        let grace: u64 = positive_pick(
+            "web_resume_grace_secs",
+            "TELOS_GATE_WEB_RESUME_GRACE",
+            self.web_resume_grace_secs.as_ref(),
+            file.web_resume_grace_secs,
+            d.resume_grace.as_secs(),
+        )?;
+        Ok(WebConfig {
+            listen: addr("web_listen", "TELOS_GATE_WEB_LISTEN", listen)?,
+            resume_grace: Duration::from_secs(grace),
+            replay_bytes: positive_pick(
+                "web_replay_bytes",
+                "TELOS_GATE_WEB_REPLAY_BYTES",
+                self.web_replay_bytes.as_ref(),
+                file.web_replay_bytes,
+                d.replay_bytes,
+            )?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn web_settings_resolve_from_flags_and_file() {
+        let cli = WebCli {
+            web_listen: Some("4080".into()),
+            ..WebCli::default()
+        };
+        let file = FileConfig::parse("web_resume_grace_secs = 5\n").unwrap();
+        let w = cli.resolve(&file).unwrap();
+        // A port alone binds loopback.
+        assert_eq!(w.listen, Some("127.0.0.1:4080".parse().unwrap()));
+        assert_eq!(w.resume_grace, Duration::from_secs(5));
+        assert_eq!(w.replay_bytes, DEFAULT_REPLAY_BYTES);
+        let off = WebCli::default().resolve(&FileConfig::default()).unwrap();
+        assert_eq!(off, WebConfig::default());
+        let bad = WebCli {
+            web_listen: Some("nowhere".into()),
+            ..WebCli::default()
+        };
+        let err = bad.resolve(&FileConfig::default()).unwrap_err();
+        assert!(err.to_string().contains("--web-listen"), "{err}");
+        let zero = WebCli {
+            web_resume_grace_secs: Some("0".into()),
+            ..WebCli::default()
+        };
+        assert!(zero.resolve(&FileConfig::default()).is_err());
+    }
+}

@@ -1,0 +1,224 @@
+//! Play in a browser: `--web-listen` serves the web client (its files are
+//! part of the binary) and a WebSocket endpoint, `/ws`, on the mudstandards
+//! subprotocols ([`frames`]). A WebSocket is bridged ([`park`]) onto an
+//! in-memory byte stream and runs the very connection task a telnet socket
+//! does ([`crate::connection::run_conn`]): the same login dialogue, limits,
+//! buffers, backpressure and GMCP rendering. The bridge outlives the
+//! page's connection for the resume grace period ([`replay`], [`tokens`]).
+//! The protocol: docs/operations.md, "Playing in a browser".
+
+pub mod frames;
+pub mod park;
+pub mod replay;
+pub mod tokens;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, Query, State};
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::admit::admit_client;
+use crate::client::Conn;
+use crate::connection;
+use crate::metrics as m;
+use crate::shared::Shared;
+use crate::stream::PlayerIo;
+use frames::{PROTOCOLS, Proto};
+use park::{Attach, Park};
+use tokens::Tokens;
+
+/// The byte stream between a bridge and its connection task, each way:
+/// what a TCP socket's kernel buffer is to a telnet client
+/// ([`crate::client::PLAYER_SEND_BUFFER`]); beyond it the connection
+/// task's own bounded queue holds the output.
+pub const BRIDGE_BUFFER: usize = 16 * 1024;
+
+/// The WebSocket library's read buffer (its default is 128 KiB a
+/// connection): a typed line fits many times over.
+pub const WS_READ_BUFFER: usize = 4 * 1024;
+/// Its write buffer: written out at once (0), so output waits in the
+/// connection task's bounded queue, not in the library.
+pub const WS_WRITE_BUFFER: usize = 0;
+/// At most this much unsent (writes failing) before a send fails.
+pub const WS_MAX_WRITE_BUFFER: usize = 64 * 1024;
+/// The largest message (and frame) a page may send: a line of the
+/// longest kind with room for its JSON wrapping; a larger one closes the
+/// connection.
+pub const WS_MAX_MESSAGE: usize = 16 * 1024;
+
+/// The listener `--web-listen` bound.
+pub struct WebListeners {
+    pub web: TcpListener,
+}
+
+/// What every web connection shares.
+pub struct WebShared {
+    pub shared: Arc<Shared>,
+    pub tokens: Arc<Tokens<Attach>>,
+    tracker: TaskTracker,
+    shutdown: CancellationToken,
+}
+
+/// Serve the web client and its WebSocket endpoint until `shutdown`; the
+/// connections run on `tracker`, so the gate's shutdown waits for their
+/// goodbyes as for telnet clients'.
+pub fn start(
+    listeners: WebListeners,
+    shared: Arc<Shared>,
+    tracker: TaskTracker,
+    shutdown: CancellationToken,
+) {
+    let web = Arc::new(WebShared {
+        shared,
+        tokens: Arc::new(Tokens::default()),
+        tracker,
+        shutdown: shutdown.clone(),
+    });
+    let app = Router::new()
+        .route("/", get(index))
+        .route("/app.js", get(app_js))
+        .route("/style.css", get(style_css))
+        .route("/ws", get(upgrade))
+        .with_state(web);
+    let service = app.into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move {
+        let served = axum::serve(listeners.web, service)
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await;
+        if let Err(e) = served {
+            tracing::warn!(error = %e, "web listener failed");
+        }
+    });
+}
+
+const INDEX_HTML: &str = include_str!("assets/index.html");
+const APP_JS: &str = include_str!("assets/app.js");
+const STYLE_CSS: &str = include_str!("assets/style.css");
+
+/// The page may load its own files and open its own WebSocket, nothing else.
+const CSP: &str =
+    "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; frame-ancestors 'none'";
+
+fn asset(body: &'static str, kind: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(kind)),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            (
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            ),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(CSP),
+            ),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn index() -> Response {
+    asset(INDEX_HTML, "text/html; charset=utf-8")
+}
+
+async fn app_js() -> Response {
+    asset(APP_JS, "text/javascript; charset=utf-8")
+}
+
+async fn style_css() -> Response {
+    asset(STYLE_CSS, "text/css; charset=utf-8")
+}
+
+/// `/ws?resume=TOKEN&seen=N`: a page resuming its session.
+#[derive(serde::Deserialize)]
+struct Resume {
+    resume: Option<String>,
+    seen: Option<u64>,
+}
+
+async fn upgrade(
+    upgrade: WebSocketUpgrade,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Query(resume): Query<Resume>,
+    State(web): State<Arc<WebShared>>,
+) -> Response {
+    upgrade
+        .protocols(PROTOCOLS)
+        .read_buffer_size(WS_READ_BUFFER)
+        .write_buffer_size(WS_WRITE_BUFFER)
+        .max_write_buffer_size(WS_MAX_WRITE_BUFFER)
+        .max_message_size(WS_MAX_MESSAGE)
+        .max_frame_size(WS_MAX_MESSAGE)
+        .on_upgrade(move |ws| open(ws, peer, resume, web))
+}
+
+/// A new WebSocket: a resume of a kept session, or a new connection.
+async fn open(mut ws: WebSocket, peer: SocketAddr, resume: Resume, web: Arc<WebShared>) {
+    metrics::counter!(m::CONNECTIONS_TOTAL).increment(1);
+    let proto = Proto::from_name(ws.protocol().and_then(|p| p.to_str().ok()));
+    if let (Some(token), Proto::Gmcp) = (resume.resume, proto) {
+        let seen = resume.seen.unwrap_or(0);
+        let knock = match web.tokens.take(&token) {
+            Some(door) => door.send(Attach { ws, seen }).await.map_err(|e| e.0),
+            None => Err(Attach { ws, seen }),
+        };
+        match knock {
+            Ok(()) => {
+                metrics::counter!(m::WEB_RESUMES_TOTAL, "outcome" => "resumed").increment(1);
+                return;
+            }
+            Err(refused) => {
+                metrics::counter!(m::WEB_RESUMES_TOTAL, "outcome" => "refused").increment(1);
+                ws = refused.ws;
+                let ended = Message::Text("Telos.Session {\"ended\":true}".into());
+                if ws.send(ended).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    let admitted = match admit_client(&web.shared, peer) {
+        Ok(a) => a,
+        Err(refused) => {
+            m::disconnect(refused.reason);
+            let _ = ws
+                .send(Message::Binary(refused.line.into_bytes().into()))
+                .await;
+            let _ = ws.send(Message::Close(None)).await;
+            return;
+        }
+    };
+    let (gate_end, park_end) = tokio::io::duplex(BRIDGE_BUFFER);
+    let conn = Conn::open(
+        PlayerIo::split(gate_end),
+        peer,
+        web.shared.clone(),
+        web.shutdown.child_token(),
+        admitted.pre_login,
+        Vec::new(),
+    );
+    let park = Park::new(
+        web.tokens.clone(),
+        &web.shared.cfg.web,
+        proto,
+        park_end,
+        conn.seated.clone(),
+    );
+    let slots = (admitted._ip, admitted._prefix);
+    web.tracker.spawn(async move {
+        metrics::gauge!(m::CONNECTIONS_OPEN).increment(1.0);
+        connection::run_conn(conn).await;
+        metrics::gauge!(m::CONNECTIONS_OPEN).decrement(1.0);
+        drop(slots);
+    });
+    web.tracker.spawn(park.run(ws));
+}
