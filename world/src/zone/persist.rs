@@ -15,6 +15,7 @@ use telos_redis::store::{ClaimId, SaveOutcome, Store};
 /// wedge the zone.
 pub const SAVE_TIMEOUT: Duration = Duration::from_secs(2);
 
+#[derive(Debug)]
 pub enum Saved {
     /// Saved (or nothing to save); `DurableAck` sent.
     Done,
@@ -94,7 +95,7 @@ pub async fn save_player(
     }
     let json = character.dump_state_json();
     let seq = meta.applied_seq;
-    let epoch = meta.epoch;
+    let mut epoch = meta.epoch;
     let mut result = tokio::time::timeout(
         SAVE_TIMEOUT,
         store.save(&key, epoch, meta.state_version, &json, &meta.conn_id, seq),
@@ -119,6 +120,13 @@ pub async fn save_player(
                 info!(zone, player = %key, current_epoch, "adopting the epoch our own departure minted (its reply was lost)");
                 meta.epoch = current_epoch;
                 meta.claim = current_claim;
+                // What this save carries from now on: a refusal of the
+                // retry is judged against the adopted epoch, not the one
+                // it replaced (judged against that, our own mint read as a
+                // newer claim elsewhere, the session was closed final and
+                // the gate dropped lines the world had answered: partition
+                // soak seed 175774228).
+                epoch = current_epoch;
                 result = tokio::time::timeout(
                     SAVE_TIMEOUT,
                     store.save(
@@ -245,5 +253,75 @@ mod tests {
             Refusal::NewerOwner,
             "anyone else's newer claim still evicts"
         );
+    }
+
+    /// Partition soak seed 175774228: a save whose reply was lost moved
+    /// the row's version, then a departure's claim (reply lost too) minted
+    /// the next epoch. The save adopts that epoch and retries; the retry is
+    /// refused on the version. Judged against the epoch it replaced, that
+    /// read as a newer claim elsewhere and closed the session final (the
+    /// gate dropped lines the world had answered). Judged against the
+    /// adopted one it is our own epoch: the session stays, and the next
+    /// save adopts the version and lands.
+    #[tokio::test]
+    async fn a_retry_after_adopting_our_own_mint_is_judged_at_that_epoch() -> anyhow::Result<()> {
+        use crate::game::character::Character;
+        use telos_redis::store::SaveOutcome;
+
+        let redis = telos_testkit::RedisServer::start()?;
+        let store = Store::connect(&redis.url).await?;
+        let ada = Character::new("Ada", "city:square");
+        store
+            .create_character_hashed(
+                "Ada",
+                "$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaA",
+                &ada.dump_state_json(),
+            )
+            .await?;
+        let mine = store.claim_character("ada").await?;
+        let (tx, _frames) = tokio::sync::mpsc::channel(8);
+        let mut meta = SessionMeta {
+            conn_id: "conn-1".into(),
+            epoch: mine.epoch,
+            claim: mine.claim,
+            departure_claim: None,
+            state_version: mine.row.state_version,
+            applied_seq: 3,
+            saved_seq: 0,
+            dirty: true,
+            out: tx,
+            wedged: false,
+            persist_id: "pid".into(),
+            chat: Default::default(),
+            commit: None,
+        };
+        // A save of ours landed but its reply was lost: the row moved on.
+        let lost = store
+            .save(
+                "ada",
+                mine.epoch,
+                mine.row.state_version,
+                &ada.dump_state_json(),
+                "conn-1",
+                2,
+            )
+            .await?;
+        assert!(matches!(lost, SaveOutcome::Saved { .. }), "{lost:?}");
+        // Our departure's claim landed, its reply lost too.
+        let departure = store.claim_character("ada").await?;
+        meta.departure_claim = Some(departure.claim);
+
+        let saved = save_player(&store, "city", &ada, &mut meta).await;
+        assert!(
+            !matches!(saved, Saved::NotOwner { carried, winner, .. } if winner > carried),
+            "our own mint read as a newer claim elsewhere: {saved:?}"
+        );
+        assert_eq!(meta.epoch, departure.epoch, "the minted epoch is adopted");
+        // The next save adopts the version our lost save wrote, and lands.
+        assert!(matches!(
+            save_player(&store, "city", &ada, &mut meta).await,
+            Saved::Done
+        ));
+        Ok(())
     }
 }
