@@ -24,15 +24,15 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
-use tokio_stream::StreamExt;
 use tracing::{debug, info, warn};
 
 use crate::model::{Broadcast, Delivery, Tell};
+use crate::runtime::subscription::{self, read_until_lost};
 use crate::zone::comm::Outgoing;
 use crate::zone::roster::Roster;
 use crate::zone::{Hosted, ZoneEnv};
 use telos_redis::directory::Directory;
-use telos_redis::directory::connection::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
+use telos_redis::directory::connection::RESPONSE_TIMEOUT;
 use telos_redis::directory::key_names;
 use telos_redis::target::RedisTarget;
 
@@ -410,42 +410,17 @@ async fn subscribe(hub: Arc<Hub>, target: RedisTarget, root: tokio_util::sync::C
 /// Subscribe and handle every message until the subscription is lost;
 /// returns why.
 async fn follow(hub: &Arc<Hub>, target: &RedisTarget, was_lost: bool) -> redis::RedisError {
-    let subscribed = async {
-        let client = target.primary_client().await?;
-        let mut pubsub = client.get_async_pubsub().await?;
-        pubsub.subscribe(key_names::comm_channel()).await?;
-        Ok::<_, redis::RedisError>(pubsub)
-    };
-    let pubsub = match tokio::time::timeout(CONNECT_TIMEOUT, subscribed).await {
-        Ok(Ok(pubsub)) => pubsub,
-        Ok(Err(e)) => return e,
-        Err(_) => return lost(format!("no answer to SUBSCRIBE in {CONNECT_TIMEOUT:?}")),
+    let pubsub = match subscription::subscribe(target, &key_names::comm_channel()).await {
+        Ok(pubsub) => pubsub,
+        Err(e) => return e,
     };
     if was_lost {
         info!("comm subscription made again");
     }
-    let (mut sink, mut messages) = pubsub.split();
-    let mut health = tokio::time::interval(RESUBSCRIBE);
-    loop {
-        tokio::select! {
-            m = messages.next() => match m {
-                Some(msg) => {
-                    let Ok(json) = msg.get_payload::<String>() else { continue };
-                    hub.on_message(json);
-                }
-                None => return lost("the connection closed".into()),
-            },
-            _ = health.tick() => {
-                match tokio::time::timeout(RESPONSE_TIMEOUT, sink.ping::<redis::Value>()).await {
-                    Ok(Ok(_)) => {}
-                    Ok(Err(e)) => return e,
-                    Err(_) => return lost(format!("no answer to PING in {RESPONSE_TIMEOUT:?}")),
-                }
-            }
+    read_until_lost(pubsub, RESUBSCRIBE, |msg| {
+        if let Ok(json) = msg.get_payload::<String>() {
+            hub.on_message(json);
         }
-    }
-}
-
-fn lost(why: String) -> redis::RedisError {
-    std::io::Error::new(std::io::ErrorKind::ConnectionAborted, why).into()
+    })
+    .await
 }

@@ -22,6 +22,7 @@ pub mod placement;
 pub mod presence;
 pub mod rebalance;
 pub mod shard;
+pub(crate) mod subscription;
 
 use std::sync::Arc;
 

@@ -24,14 +24,13 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use tokio_stream::StreamExt;
 use tracing::{Instrument, info, info_span, warn};
 
 use crate::model::ids::template_of;
 use crate::runtime::leases::Confirm;
 use crate::runtime::shard::{HostError, Shard};
+use crate::runtime::subscription::{self, read_until_lost};
 use telos_redis::directory::DirectoryError;
-use telos_redis::directory::connection::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
 use telos_redis::directory::key_names;
 use telos_redis::directory::transfer::{Completion, Transfer};
 use telos_redis::target::RedisTarget;
@@ -115,49 +114,15 @@ async fn subscribe(
 /// Subscribe and nudge the watcher on every message until the subscription
 /// is lost; returns why.
 async fn follow(target: &RedisTarget, changed: &Notify, was_lost: bool) -> redis::RedisError {
-    let subscribed = async {
-        // The same client settings as every connection (password, CA);
-        // behind Sentinel, the primary it names now (asked again on every
-        // re-subscription, so a failover is followed).
-        let client = target.primary_client().await?;
-        let mut pubsub = client.get_async_pubsub().await?;
-        pubsub.subscribe(key_names::transfer_channel()).await?;
-        Ok::<_, redis::RedisError>(pubsub)
-    };
-    // Bounded like every Redis connection: a stopped Redis takes the TCP
-    // connection and never answers the handshake.
-    let pubsub = match tokio::time::timeout(CONNECT_TIMEOUT, subscribed).await {
-        Ok(Ok(pubsub)) => pubsub,
-        Ok(Err(e)) => return e,
-        Err(_) => return lost(format!("no answer to SUBSCRIBE in {CONNECT_TIMEOUT:?}")),
+    let pubsub = match subscription::subscribe(target, &key_names::transfer_channel()).await {
+        Ok(pubsub) => pubsub,
+        Err(e) => return e,
     };
     if was_lost {
         info!("transfer subscription made again");
     }
     changed.notify_one();
-    let (mut sink, mut messages) = pubsub.split();
-    let mut health = tokio::time::interval(TRANSFER_POLL);
-    loop {
-        tokio::select! {
-            m = messages.next() => match m {
-                Some(_) => changed.notify_one(),
-                None => return lost("the connection closed".into()),
-            },
-            // A silent subscription is idle or dead; a PING tells which (a
-            // half-open socket never closes by itself).
-            _ = health.tick() => {
-                match tokio::time::timeout(RESPONSE_TIMEOUT, sink.ping::<redis::Value>()).await {
-                    Ok(Ok(_)) => {}
-                    Ok(Err(e)) => return e,
-                    Err(_) => return lost(format!("no answer to PING in {RESPONSE_TIMEOUT:?}")),
-                }
-            }
-        }
-    }
-}
-
-fn lost(why: String) -> redis::RedisError {
-    std::io::Error::new(std::io::ErrorKind::ConnectionAborted, why).into()
+    read_until_lost(pubsub, TRANSFER_POLL, |_| changed.notify_one()).await
 }
 
 async fn step(
