@@ -13,7 +13,7 @@ use telos_testkit::RedisServer;
 use telos_testkit::world::world_dir;
 use telos_world::config::{Cli, WorldConfig};
 use telos_world::game::{StarterGame, load_world};
-use telos_world::runtime::moves::adopt::adopt_zone;
+use telos_world::runtime::moves::adopt::{AdoptRefused, adopt_zone};
 use telos_world::runtime::shard::Shard;
 use tokio::sync::Barrier;
 
@@ -84,9 +84,20 @@ async fn an_adoption_racing_the_boot_loop_builds_one_actor() {
         racers.spawn(async move {
             start.wait().await;
             if i % 2 == 0 {
-                // Ok(()) once built (or already running); Unavailable while
-                // another caller here holds the zone's slot.
-                let _ = adopt_zone(&a, "city", "shard-b", generation, version).await;
+                // Ok(()) once built (or already running); `Opening` while
+                // another caller here holds the zone's slot, which a drain
+                // answers by asking again — as these callers do.
+                for _ in 0..200 {
+                    match adopt_zone(&a, "city", "shard-b", generation, version).await {
+                        Err(AdoptRefused::Opening(_)) => {
+                            tokio::time::sleep(Duration::from_millis(10)).await
+                        }
+                        done => {
+                            done.expect("adopting city");
+                            break;
+                        }
+                    }
+                }
                 a.hosted().get("city")
             } else {
                 a.host_zone("city").await.expect("hosting city")
