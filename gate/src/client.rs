@@ -6,6 +6,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use telos_proto::v1::ColourMode;
 
 use tokio_util::sync::CancellationToken;
 
@@ -94,6 +95,9 @@ pub struct Conn {
     seat: Option<Seat>,
     /// The status prompt after each command ([`crate::mud`]).
     pub prompt: PromptState,
+    /// The player's colour choice, as the world last told it (kept here
+    /// with the rest of the option state, so it holds across every move).
+    pub colour: ColourMode,
     /// Cancelled once logged in (a web session is kept across its
     /// page's drops only from then on: [`crate::web`]).
     pub seated: CancellationToken,
@@ -139,6 +143,7 @@ impl Conn {
             pre_login: Some(pre_login),
             seat: None,
             prompt: PromptState::default(),
+            colour: ColourMode::Auto,
             seated: CancellationToken::new(),
         }
     }

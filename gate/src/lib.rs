@@ -68,6 +68,7 @@ pub mod admission;
 pub mod admit;
 pub mod buffer;
 pub mod client;
+pub mod colour;
 pub mod command_rate;
 pub mod config;
 pub mod config_edge;

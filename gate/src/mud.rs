@@ -1,13 +1,15 @@
 //! What a player's client negotiated, applied to what the world sends: text
-//! wrapped to the NAWS width, events rendered as GMCP for the packages the
-//! client subscribed to (dropped for every other client), and the prompt's
-//! end marked with EOR or GA. A raw line client gets the world's text
-//! exactly as before.
+//! styled at the colour depth it shows ([`crate::colour`]) and wrapped to
+//! the NAWS width, events rendered as GMCP for the packages the client
+//! subscribed to (dropped for every other client), and the prompt's end
+//! marked with EOR or GA. A raw line client gets the world's text exactly
+//! as before.
 
-use telos_proto::v1::Event;
 use telos_proto::v1::event::Kind;
+use telos_proto::v1::{ColourMode, Event, Span};
 
 use crate::client::Conn;
+use crate::colour::{self, Look};
 use crate::output::SlowClient;
 use crate::telnet::gmcp;
 
@@ -20,6 +22,20 @@ pub const MIN_WRAP_WIDTH: usize = 20;
 pub const WORLD_WRAP_WIDTH: usize = 78;
 
 impl Conn {
+    /// How text reads on this client: what it negotiated, under the
+    /// player's `colour` choice.
+    pub fn look(&self) -> Look {
+        let caps = &self.reader.negotiator.caps;
+        Look::new(caps.colours(), caps.screen_reader(), self.colour)
+    }
+
+    /// World text and its styles for the player: rendered for the client,
+    /// then re-wrapped to a narrower one.
+    pub fn show_output(&mut self, text: &str, spans: &[Span]) -> Result<(), SlowClient> {
+        let look = self.look();
+        self.show_text(&colour::render(text, spans, look))
+    }
+
     /// World text for the player, re-wrapped to a narrower client.
     pub fn show_text(&mut self, text: &str) -> Result<(), SlowClient> {
         if self.prompt.take_pending() {
@@ -36,9 +52,14 @@ impl Conn {
 
     /// A world event, as GMCP if the client subscribed to its package.
     pub fn show_event(&mut self, event: &Event) -> Result<(), SlowClient> {
-        if let Some(Kind::Vitals(v)) = &event.kind {
-            self.prompt
-                .set_vitals(v.stats.iter().map(|s| (s.name.clone(), s.value)));
+        match &event.kind {
+            Some(Kind::Vitals(v)) => self
+                .prompt
+                .set_vitals(v.stats.iter().map(|s| (s.name.clone(), s.value))),
+            Some(Kind::Colour(mode)) => {
+                self.colour = ColourMode::try_from(*mode).unwrap_or(ColourMode::Auto);
+            }
+            _ => {}
         }
         let caps = &self.reader.negotiator.caps;
         if !caps.gmcp {
@@ -69,7 +90,8 @@ impl Conn {
         if !(n.caps.eor || (n.speaks_telnet && !n.caps.client_name.is_empty())) {
             return Ok(());
         }
-        match self.prompt.show() {
+        let screen_reader = n.caps.screen_reader();
+        match self.prompt.show(screen_reader) {
             Some(prompt) => {
                 self.out.text(&prompt)?;
                 self.end_prompt()

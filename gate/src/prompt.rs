@@ -36,8 +36,13 @@ impl PromptState {
 
     /// The prompt to show now (none before the first vitals); it is then
     /// pending until input or output moves past it.
-    pub fn show(&mut self) -> Option<String> {
-        let text = render(&self.vitals)?;
+    /// For a screen reader, without the brackets ([`render_spoken`]).
+    pub fn show(&mut self, screen_reader: bool) -> Option<String> {
+        let text = if screen_reader {
+            render_spoken(&self.vitals)?
+        } else {
+            render(&self.vitals)?
+        };
         self.pending = true;
         Some(text)
     }
@@ -56,6 +61,17 @@ impl PromptState {
 
 /// `<a 1/2 b 3> ` from the stats, `None` if there are none to show.
 pub fn render(stats: &[(String, i64)]) -> Option<String> {
+    Some(format!("<{}> ", parts(stats, "/")?.join(" ")))
+}
+
+/// The prompt a screen reader reads aloud: no brackets or slashes to
+/// spell out, `hp 17 of 20, mana 10 of 10: `.
+pub fn render_spoken(stats: &[(String, i64)]) -> Option<String> {
+    Some(format!("{}: ", parts(stats, " of ")?.join(", ")))
+}
+
+/// Each stat as `name v` or `name v<of>max`; `None` if none.
+fn parts(stats: &[(String, i64)], of: &str) -> Option<Vec<String>> {
     let max_of = |name: &str| {
         stats
             .iter()
@@ -73,7 +89,7 @@ pub fn render(stats: &[(String, i64)]) -> Option<String> {
                 .take(MAX_STAT_NAME)
                 .collect();
             match max_of(&name) {
-                Some(max) => format!("{name} {v}/{max}"),
+                Some(max) => format!("{name} {v}{of}{max}"),
                 None => format!("{name} {v}"),
             }
         })
@@ -81,7 +97,7 @@ pub fn render(stats: &[(String, i64)]) -> Option<String> {
     if parts.is_empty() {
         return None;
     }
-    Some(format!("<{}> ", parts.join(" ")))
+    Some(parts)
 }
 
 #[cfg(test)]
@@ -107,6 +123,11 @@ mod tests {
         let v = stats(&[("gold", 5), ("maxrage", 9)]);
         assert_eq!(render(&v).unwrap(), "<gold 5 maxrage 9> ");
         assert_eq!(render(&[]), None);
+        assert_eq!(
+            render_spoken(&stats(&[("hp", 17), ("maxhp", 20), ("gold", 5)])).unwrap(),
+            "hp 17 of 20, gold 5: "
+        );
+        assert_eq!(render_spoken(&[]), None);
         // Control characters from a game never reach the terminal.
         let v = stats(&[("h\x1b[2Jp", 1)]);
         assert_eq!(render(&v).unwrap(), "<h[2Jp 1> ");
@@ -115,13 +136,13 @@ mod tests {
     #[test]
     fn a_shown_prompt_is_pending_until_output_or_input() {
         let mut p = PromptState::default();
-        assert_eq!(p.show(), None, "nothing before the first vitals");
+        assert_eq!(p.show(false), None, "nothing before the first vitals");
         assert!(!p.take_pending());
         p.set_vitals(stats(&[("hp", 1)]));
-        assert_eq!(p.show().as_deref(), Some("<hp 1> "));
+        assert_eq!(p.show(false).as_deref(), Some("<hp 1> "));
         assert!(p.take_pending());
         assert!(!p.take_pending());
-        p.show();
+        p.show(false);
         p.answered();
         assert!(!p.take_pending());
     }

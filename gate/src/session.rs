@@ -304,7 +304,7 @@ impl Session {
                     return Ok(());
                 }
                 self.tell_dropped_chatter(conn)?;
-                conn.show_text(&o.text)?;
+                conn.show_output(&o.text, &o.spans)?;
                 if let Some(last) = o.text.lines().rev().find(|l| !l.trim().is_empty()) {
                     self.last_line = last.trim().chars().take(LAST_LINE_CHARS).collect();
                 }
@@ -392,8 +392,8 @@ impl Session {
         if est.credential.is_some() {
             self.who.credential = est.credential.clone();
         }
-        for text in &est.early_output {
-            conn.show_text(text)?;
+        for o in &est.early_output {
+            conn.show_output(&o.text, &o.spans)?;
         }
         let replayed = self.replay_from(conn, est.attached.ack_input_seq);
         if let Some(kind) = kind {

@@ -202,7 +202,7 @@ pub struct Established {
     /// The newest credential seen (from a redirect or `Attached`).
     pub credential: Option<String>,
     /// `Output` that arrived before `Attached`.
-    pub early_output: Vec<String>,
+    pub early_output: Vec<telos_proto::v1::Output>,
 }
 
 fn first_frame(opening: Opening, who: &Who) -> Result<client_frame::Frame, EstablishError> {
@@ -287,7 +287,7 @@ pub async fn establish(
         let answer = tokio::time::timeout(cfg.upstream_attach_timeout, async {
             loop {
                 match link.next().await {
-                    Ok(Some(server_frame::Frame::Output(o))) => early_output.push(o.text),
+                    Ok(Some(server_frame::Frame::Output(o))) => early_output.push(o),
                     // Acks before Attached have nothing to refer to; an
                     // event is said again with the room the attach shows.
                     Ok(Some(

@@ -446,7 +446,7 @@ fn output_frame(text: &str) -> telos_proto::v1::ServerFrame {
     ServerFrame {
         frame: Some(Frame::Output(Output {
             text: text.into(),
-            chatter: false,
+            ..Default::default()
         })),
     }
 }

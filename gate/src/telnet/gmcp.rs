@@ -51,7 +51,8 @@ pub fn valid_package(name: &str) -> bool {
 }
 
 /// The GMCP package and JSON body of a world event; `None` for an event
-/// that cannot be said (a game's custom package with a bad name or body).
+/// that cannot be said (a game's custom package with a bad name or body)
+/// or is not GMCP's (the player's colour choice, for the gate's renderer).
 pub fn render(event: &Event) -> Option<(String, String)> {
     let (package, body) = match event.kind.as_ref()? {
         Kind::Room(r) => {
@@ -108,6 +109,7 @@ pub fn render(event: &Event) -> Option<(String, String)> {
             "Comm.Channel.Text",
             json!({ "channel": c.channel, "talker": c.talker, "text": c.text }),
         ),
+        Kind::Colour(_) => return None,
         Kind::Custom(c) => {
             if !valid_package(&c.package) {
                 return None;

@@ -67,7 +67,7 @@ impl FakeSession {
     pub async fn output(&self, text: &str) {
         self.send(server_frame::Frame::Output(Output {
             text: text.into(),
-            chatter: false,
+            ..Default::default()
         }))
         .await;
     }
@@ -424,7 +424,7 @@ pub async fn answering_shard(
                         s.tx.send(Ok(ServerFrame {
                             frame: Some(server_frame::Frame::Output(Output {
                                 text: answer(i.seq, &i.line),
-                                chatter: false,
+                                ..Default::default()
                             })),
                         }))
                         .await;

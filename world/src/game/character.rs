@@ -11,6 +11,7 @@ use super::alias::sanitize_aliases;
 use super::text::{strip_control, truncate_bytes};
 use super::tier::{RESERVED_FLAGS, Tier, WIZINVIS};
 use super::world::{Food, ItemDef, WearSlot};
+use crate::model::style::ColourMode;
 
 /// Journal entries kept; older ones fall off the front (the project contract).
 pub const JOURNAL_LIMIT: usize = 1000;
@@ -153,6 +154,14 @@ pub struct Character {
     pub account: String,
     #[serde(default)]
     pub instance_return: Option<String>,
+    /// How the player chose to see colour (`colour`); absent from the
+    /// state of a player who never chose.
+    #[serde(default, skip_serializing_if = "is_auto")]
+    pub colour: ColourMode,
+}
+
+fn is_auto(mode: &ColourMode) -> bool {
+    *mode == ColourMode::Auto
 }
 
 impl Character {
@@ -172,6 +181,7 @@ impl Character {
             tier: Tier::Player,
             account: String::new(),
             instance_return: None,
+            colour: ColourMode::Auto,
         }
     }
 

@@ -38,6 +38,9 @@ pub enum Command {
     Hit(String),
     /// `alias [name [expansion]]`, raw arguments.
     Alias(String),
+    /// `colour [auto|off|on|16|256|truecolour]` (`color`): how text's
+    /// styles show; empty shows the choice.
+    Colour(String),
     Exits,
     Help,
     Quit,
@@ -66,6 +69,7 @@ enum Verb {
     Equipment,
     Remove,
     Alias,
+    Colour,
     Exits,
     Help,
     Quit,
@@ -103,6 +107,8 @@ const VERBS: &[(&str, usize, Verb)] = &[
     ("remove", 3, Verb::Remove),
     ("alias", 2, Verb::Alias),
     ("exits", 2, Verb::Exits),
+    ("colour", 3, Verb::Colour),
+    ("color", 5, Verb::Colour),
     ("help", 1, Verb::Help),
     // Full word only: an abbreviation typo should not end a session.
     ("quit", 4, Verb::Quit),
@@ -166,6 +172,7 @@ pub fn parse(line: &str) -> Command {
         Verb::Equipment => Command::Equipment,
         Verb::Remove => Command::Remove(arg),
         Verb::Alias => Command::Alias(arg),
+        Verb::Colour => Command::Colour(arg.to_ascii_lowercase()),
         Verb::Exits => Command::Exits,
         Verb::Help => Command::Help,
         Verb::Quit => Command::Quit,

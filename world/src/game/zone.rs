@@ -17,6 +17,8 @@ use super::render::{WRAP_WIDTH, item_lines, name_cap};
 use super::text::wrap;
 use super::tier::WIZINVIS;
 use super::world::{Direction, WorldDef, ZoneDef, instance_room, is_instance_id};
+use crate::model::Event;
+use crate::model::style::{Style, mark};
 
 /// One in N chance per tick that a wandering mob moves.
 pub const WANDER_ODDS: u32 = 8;
@@ -204,6 +206,7 @@ impl ZoneState {
             None => format!("{} arrives.\n", ch.name),
         };
         let mut out = self.tell_room(&ch, &key, &text);
+        out.push(colour_choice(&key, &ch));
         let mut view = self.room_view(&key, &ch);
         view.events.extend(events::character(&ch));
         out.push(view);
@@ -247,7 +250,7 @@ impl ZoneState {
             .map(|ch| {
                 let mut view = self.room_view(key, ch);
                 view.events.extend(events::character(ch));
-                vec![view]
+                vec![colour_choice(key, ch), view]
             })
             .unwrap_or_default()
     }
@@ -365,6 +368,12 @@ impl ZoneState {
 /// The room `viewer` stands in: name on its own line, wrapped description,
 /// `Exits: ...`, then floor items, mobs and the other players the viewer can
 /// see, one line each.
+/// The player's colour choice, told before the room so the gate renders
+/// that room by it (events follow their delivery's text).
+fn colour_choice(key: &str, ch: &Character) -> Delivery {
+    Delivery::events(key, vec![Event::Colour(ch.colour)])
+}
+
 pub fn render_room(zone: &ZoneState, viewer: &Character) -> String {
     let Some(room) = zone.rooms.get(&viewer.room) else {
         // Unreachable while the zone keeps its invariant (players stand in
@@ -372,13 +381,16 @@ pub fn render_room(zone: &ZoneState, viewer: &Character) -> String {
         return "You are nowhere at all.\n".to_string();
     };
     let def = &zone.def.rooms[room.def];
-    let mut out = format!("{}\n", def.name);
+    let mut out = mark(Style::RoomName, &format!("{}\n", def.name));
     out.push_str(&wrap(&def.description, WRAP_WIDTH));
     let exits: Vec<&str> = room.exits.keys().map(|d| d.name()).collect();
     if exits.is_empty() {
-        out.push_str("Exits: none\n");
+        out.push_str(&mark(Style::Exits, "Exits: none\n"));
     } else {
-        out.push_str(&format!("Exits: {}\n", exits.join(" ")));
+        out.push_str(&mark(
+            Style::Exits,
+            &format!("Exits: {}\n", exits.join(" ")),
+        ));
     }
     out.push_str(&item_lines(&room.items, "lies here."));
     for mob in zone.mobs.iter().filter(|m| m.room == viewer.room) {

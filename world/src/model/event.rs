@@ -34,6 +34,9 @@ pub enum Event {
     },
     /// A game's own package: its name (`Beacon.Lit`) and its JSON body.
     Custom { package: String, json: String },
+    /// The player's colour choice, sent with every arrival and each
+    /// change: the gate renders text's styles by it (never GMCP).
+    Colour(super::style::ColourMode),
 }
 
 /// Where an item list is.

@@ -29,6 +29,7 @@ pub mod event;
 pub mod ids;
 pub mod names;
 pub mod outcome;
+pub mod style;
 pub mod tier;
 
 use std::any::Any;

@@ -106,7 +106,7 @@ pub(super) async fn enter(
                             let _ = out
                                 .send(frame(Frame::Output(telos_proto::v1::Output {
                                     text: "The world shifts around you...\n".into(),
-                                    chatter: false,
+                                    ..Default::default()
                                 })))
                                 .await;
                         }

@@ -7,6 +7,47 @@ use telos_proto::v1::event::Kind;
 
 use crate::model::event::{Event, Item, Location, RoomInfo};
 use crate::model::ids::room_num;
+use crate::model::style::{self, ColourMode, Style};
+
+/// A game's text as an `Output`: the marks taken out, their spans beside
+/// the plain text ([`style::split`]).
+pub fn output(marked: &str, chatter: bool) -> wire::Output {
+    let (text, spans) = style::split(marked);
+    wire::Output {
+        text,
+        chatter,
+        spans: spans
+            .into_iter()
+            .map(|(range, s)| wire::Span {
+                // Text is bounded far below 4 GiB (a frame's limit).
+                start: range.start as u32,
+                end: range.end as u32,
+                style: span_style(s) as i32,
+            })
+            .collect(),
+    }
+}
+
+fn span_style(s: Style) -> wire::Style {
+    match s {
+        Style::RoomName => wire::Style::RoomName,
+        Style::Exits => wire::Style::Exits,
+        Style::Speech => wire::Style::Speech,
+        Style::Tell => wire::Style::Tell,
+        Style::Channel => wire::Style::Channel,
+        Style::Decoration => wire::Style::Decoration,
+    }
+}
+
+fn colour_mode(m: ColourMode) -> wire::ColourMode {
+    match m {
+        ColourMode::Auto => wire::ColourMode::Auto,
+        ColourMode::Off => wire::ColourMode::Off,
+        ColourMode::Ansi16 => wire::ColourMode::Ansi16,
+        ColourMode::Xterm256 => wire::ColourMode::Xterm256,
+        ColourMode::Truecolour => wire::ColourMode::Truecolour,
+    }
+}
 
 pub fn to_wire(event: Event) -> wire::Event {
     let kind = match event {
@@ -36,9 +77,10 @@ pub fn to_wire(event: Event) -> wire::Event {
         } => Kind::Channel(wire::ChannelLine {
             channel,
             talker,
-            text,
+            text: style::plain(&text),
         }),
         Event::Custom { package, json } => Kind::Custom(wire::Custom { package, json }),
+        Event::Colour(mode) => Kind::Colour(colour_mode(mode) as i32),
     };
     wire::Event {
         kind: Some(kind),

@@ -69,20 +69,14 @@ impl SessionMeta {
     /// speaking to them.
     pub fn output(&mut self, text: String) {
         if !text.is_empty() {
-            self.send(Frame::Output(telos_proto::v1::Output {
-                text,
-                chatter: false,
-            }));
+            self.send(Frame::Output(crate::zone::events::output(&text, false)));
         }
     }
 
     /// What others in the room did or said (see `Output.chatter`).
     pub fn chatter(&mut self, text: String) {
         if !text.is_empty() {
-            self.send(Frame::Output(telos_proto::v1::Output {
-                text,
-                chatter: true,
-            }));
+            self.send(Frame::Output(crate::zone::events::output(&text, true)));
         }
     }
 

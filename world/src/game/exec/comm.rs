@@ -9,6 +9,7 @@ use crate::game::events;
 use crate::game::zone::{Action, Delivery, Outcome, ZoneState};
 use crate::model::chat::ChatAllowance;
 use crate::model::names::{display_name, name_key, valid_name};
+use crate::model::style::{Style, mark};
 use crate::model::{Broadcast, Tell};
 
 /// The channel `chat` (and its alias `ooc`) speaks on, as GMCP
@@ -42,9 +43,10 @@ impl ZoneState {
         let ch = &self.players[key];
         let line = format!("{} {text}\n", ch.name);
         let event = events::channel("emote", &ch.name, &line);
-        let mut out = vec![Delivery::new(key, line.clone()).with(event.clone())];
+        let marked = mark(Style::Speech, &line);
+        let mut out = vec![Delivery::new(key, marked.clone()).with(event.clone())];
         out.extend(
-            self.tell_room(ch, key, &line)
+            self.tell_room(ch, key, &marked)
                 .into_iter()
                 .map(|d| d.with(event.clone())),
         );
@@ -74,12 +76,12 @@ impl ZoneState {
         let heard = format!("{} tells you, '{text}'\n", ch.name);
         let said = format!("You tell {listener}, '{text}'\n");
         let tell = Tell {
-            heard: Delivery::new(&name_key(name), heard.clone()).with(events::channel(
+            heard: Delivery::new(&name_key(name), mark(Style::Tell, &heard)).with(events::channel(
                 TELL_CHANNEL,
                 &ch.name,
                 &heard,
             )),
-            said: Delivery::new(key, said.clone()).with(events::channel(
+            said: Delivery::new(key, mark(Style::Tell, &said)).with(events::channel(
                 TELL_CHANNEL,
                 &ch.name,
                 &said,
@@ -109,15 +111,17 @@ impl ZoneState {
         let mine = format!("You chat, '{text}'\n");
         let theirs = format!("{} chats, '{text}'\n", ch.name);
         Outcome {
-            deliveries: vec![Delivery::new(key, mine.clone()).with(events::channel(
-                CHAT_CHANNEL,
-                &ch.name,
-                &mine,
-            ))],
+            deliveries: vec![
+                Delivery::new(key, mark(Style::Channel, &mine)).with(events::channel(
+                    CHAT_CHANNEL,
+                    &ch.name,
+                    &mine,
+                )),
+            ],
             action: Action::Broadcast(Box::new(Broadcast {
                 from: key.to_string(),
                 events: vec![events::channel(CHAT_CHANNEL, &ch.name, &theirs)],
-                text: theirs,
+                text: mark(Style::Channel, &theirs),
                 unsent: "The chat channel cannot be reached right now; nobody heard that.\n".into(),
             })),
             chat_spent: text.len(),

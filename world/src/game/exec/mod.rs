@@ -51,6 +51,8 @@ Commands:
   score                        your character sheet
   journal [text]               add to or read your journal
   alias [name [expansion]]     list, remove or set an alias
+  colour [on|off|auto|16|256|truecolour] (color)
+                               colour for room names, exits and speech
   wizinvis                     admins: toggle invisibility
   help                         this list
   quit                         save and leave
@@ -131,6 +133,7 @@ impl ZoneState {
             Command::Eat(arg) => self.eat(key, &arg),
             Command::Hit(arg) => self.hit(key, &arg),
             Command::Alias(arg) => self.alias(key, &arg),
+            Command::Colour(arg) => self.colour(key, &arg),
             Command::Exits => Outcome::reply(key, self.exits(ch)),
             Command::Help => Outcome::reply(key, HELP),
             Command::Quit => Outcome {

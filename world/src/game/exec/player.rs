@@ -5,7 +5,9 @@ use crate::game::alias::{remove_alias, set_alias};
 use crate::game::character::{Character, is_admin};
 use crate::game::text::split_word;
 use crate::game::tier::WIZINVIS;
-use crate::game::zone::{Outcome, ZoneState};
+use crate::game::zone::{Delivery, Outcome, ZoneState};
+use crate::model::Event;
+use crate::model::style::ColourMode;
 
 impl ZoneState {
     pub(super) fn journal(&mut self, key: &str, text: &str) -> Outcome {
@@ -35,6 +37,32 @@ impl ZoneState {
         } else {
             ch.flags.insert(WIZINVIS.to_string());
             Outcome::reply(key, "You fade from mortal sight.\n").dirty()
+        }
+    }
+
+    /// `colour off`: the choice is the character's (saved, the same on
+    /// every shard); the gate renders by it, so it only says it.
+    pub(super) fn colour(&mut self, key: &str, arg: &str) -> Outcome {
+        let ch = self.player(key);
+        let mode = match arg {
+            "" => return Outcome::reply(key, format!("Colour: {}.\n", colour_name(ch.colour))),
+            "auto" | "on" => ColourMode::Auto,
+            "off" | "none" => ColourMode::Off,
+            "16" | "ansi" => ColourMode::Ansi16,
+            "256" => ColourMode::Xterm256,
+            "truecolour" | "truecolor" | "24bit" => ColourMode::Truecolour,
+            _ => {
+                return Outcome::reply(key, "Colour how? (colour on|off|16|256|truecolour)\n");
+            }
+        };
+        ch.colour = mode;
+        Outcome {
+            deliveries: vec![
+                Delivery::new(key, format!("Colour: {}.\n", colour_name(mode)))
+                    .with(Event::Colour(mode)),
+            ],
+            dirty: true,
+            ..Outcome::default()
         }
     }
 
@@ -68,6 +96,16 @@ impl ZoneState {
             }
             Err(e) => Outcome::reply(key, format!("{e}\n")),
         }
+    }
+}
+
+fn colour_name(mode: ColourMode) -> &'static str {
+    match mode {
+        ColourMode::Auto => "on, as deep as your client says it shows (none if it says nothing)",
+        ColourMode::Off => "off",
+        ColourMode::Ansi16 => "16 colours",
+        ColourMode::Xterm256 => "256 colours",
+        ColourMode::Truecolour => "truecolour",
     }
 }
 

@@ -8,6 +8,7 @@ use crate::game::text::wrap;
 use crate::game::world::Direction;
 use crate::game::zone::{Action, Delivery, HIT_DAMAGE, Outcome, ZoneState};
 use crate::model::chat::ChatAllowance;
+use crate::model::style::{Style, mark};
 
 impl ZoneState {
     pub(super) fn walk(&mut self, key: &str, dir: Direction) -> Outcome {
@@ -143,11 +144,13 @@ impl ZoneState {
         }
         let mine = format!("You say, '{text}'\n");
         let theirs = format!("{} says, '{text}'\n", ch.name);
-        let mut out =
-            vec![Delivery::new(key, mine.clone()).with(events::channel("say", &ch.name, &mine))];
+        let mut out = vec![
+            Delivery::new(key, mark(Style::Speech, &mine))
+                .with(events::channel("say", &ch.name, &mine)),
+        ];
         let line = events::channel("say", &ch.name, &theirs);
         out.extend(
-            self.tell_room(ch, key, &theirs)
+            self.tell_room(ch, key, &mark(Style::Speech, &theirs))
                 .into_iter()
                 .map(|d| d.with(line.clone())),
         );
