@@ -134,3 +134,44 @@ fn bad_spans_are_skipped_never_a_panic() {
     );
     assert_eq!(out, "héllo\n\x1b[32mworld\x1b[0m\n");
 }
+
+#[test]
+fn every_style_has_a_colour_at_every_depth() {
+    let all = [
+        Style::RoomName,
+        Style::Exits,
+        Style::Speech,
+        Style::Tell,
+        Style::Channel,
+        Style::Decoration,
+    ];
+    let at = |depth| {
+        all.iter()
+            .map(|s| sgr(*s, depth).unwrap().render().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        at(Depth::Ansi16),
+        [
+            "\x1b[1m\x1b[96m",
+            "\x1b[32m",
+            "\x1b[33m",
+            "\x1b[35m",
+            "\x1b[36m",
+            "\x1b[37m"
+        ]
+    );
+    assert_eq!(
+        at(Depth::Xterm256),
+        [
+            "\x1b[1m\x1b[38;5;81m",
+            "\x1b[38;5;34m",
+            "\x1b[38;5;178m",
+            "\x1b[38;5;127m",
+            "\x1b[38;5;37m",
+            "\x1b[38;5;244m"
+        ]
+    );
+    assert!(sgr(Style::Unspecified, Depth::Truecolour).is_none());
+    assert!(all.iter().all(|s| sgr(*s, Depth::None).is_none()));
+}
