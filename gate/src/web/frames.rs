@@ -9,7 +9,9 @@
 //!   command stripped.
 //! - `telnet.mudstandards.org`: the raw telnet stream in BINARY frames.
 
+use crate::telnet::caps::{MTTS_256, MTTS_ANSI, MTTS_TRUECOLOR, MTTS_UTF8};
 use crate::telnet::gmcp::OPT_GMCP;
+use crate::telnet::ttype::{OPT_TTYPE, TTYPE_IS};
 use crate::telnet::{DO, DONT, IAC, OPT_ECHO, SB, SE, WILL, WONT};
 
 pub const GMCP_PROTOCOL: &str = "gmcp.mudstandards.org";
@@ -44,13 +46,39 @@ impl Proto {
     }
 
     /// What the gate is told as the connection opens, as if the client had
-    /// said it: a GMCP page takes GMCP (`DO GMCP`).
+    /// said it: a GMCP page takes GMCP (`DO GMCP`); a GMCP or terminal
+    /// page shows ANSI colour (the gate's own page, `app.js`, renders 24-bit
+    /// SGR; a terminal page is an xterm-like emulator, 256 colours), said
+    /// as a telnet client says it, through the TTYPE/MTTS cycle. A telnet
+    /// page negotiates for itself.
     pub fn opening_input(self) -> Vec<u8> {
         match self {
-            Proto::Gmcp => vec![IAC, DO, OPT_GMCP],
-            _ => Vec::new(),
+            Proto::Gmcp => [
+                &[IAC, DO, OPT_GMCP][..],
+                &mtts_answers("TELOS-WEB", "ANSI-TRUECOLOR", MTTS_WEB_PAGE),
+            ]
+            .concat(),
+            Proto::Terminal => mtts_answers("WEB-TERMINAL", "XTERM-256COLOR", MTTS_WEB_TERMINAL),
+            Proto::Telnet => Vec::new(),
         }
     }
+}
+
+/// MTTS bits the gate's page is known for: ANSI, UTF-8, 256 colours,
+/// truecolour.
+const MTTS_WEB_PAGE: u32 = MTTS_ANSI | MTTS_UTF8 | MTTS_256 | MTTS_TRUECOLOR;
+/// A terminal page's: ANSI, UTF-8, 256 colours.
+const MTTS_WEB_TERMINAL: u32 = MTTS_ANSI | MTTS_UTF8 | MTTS_256;
+
+/// `WILL TTYPE` and the three answers of the cycle: name, terminal, MTTS.
+fn mtts_answers(name: &str, terminal: &str, mtts: u32) -> Vec<u8> {
+    let mut bytes = vec![IAC, WILL, OPT_TTYPE];
+    for answer in [name, terminal, &format!("MTTS {mtts}")] {
+        bytes.extend_from_slice(&[IAC, SB, OPT_TTYPE, TTYPE_IS]);
+        bytes.extend_from_slice(answer.as_bytes());
+        bytes.extend_from_slice(&[IAC, SE]);
+    }
+    bytes
 }
 
 /// One WebSocket message.
@@ -312,5 +340,27 @@ mod tests {
             gmcp_input("Core.Hello {}"),
             [&[IAC, SB, OPT_GMCP][..], b"Core.Hello {}", &[IAC, SE]].concat()
         );
+    }
+
+    #[test]
+    fn web_pages_say_the_colour_they_show_and_a_telnet_page_says_nothing() {
+        use crate::telnet::Negotiator;
+        use crate::telnet::caps::{COLOURS_256, COLOURS_NONE, COLOURS_TRUE};
+        for (proto, colours) in [
+            (Proto::Gmcp, COLOURS_TRUE),
+            (Proto::Terminal, COLOURS_256),
+            (Proto::Telnet, COLOURS_NONE),
+        ] {
+            let mut n = Negotiator::default();
+            let mut parser = crate::telnet::parser::TelnetParser::default();
+            let (mut data, mut events, mut out) = (Vec::new(), Vec::new(), Vec::new());
+            parser.feed(&proto.opening_input(), &mut data, &mut events);
+            for e in &events {
+                n.handle(e, &mut out);
+            }
+            assert!(data.is_empty(), "no stray input: {data:?}");
+            assert_eq!(n.caps.colours(), colours, "{proto:?}");
+            assert!(!n.caps.screen_reader());
+        }
     }
 }
