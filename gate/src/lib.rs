@@ -34,6 +34,9 @@
 //! - [`mud`]: the negotiated options applied to world output (NAWS
 //!   wrapping, GMCP events, the status prompt and its EOR/GA mark);
 //!   [`prompt`]: the status prompt from the world's vitals, pure.
+//! - [`colour`]: the world's styled spans (`Output.spans`) as ANSI at the
+//!   client's colour depth, or plain; decoration left out for a screen
+//!   reader. Pure.
 //! - [`notices`]: what the gate tells a player about their own session.
 //! - [`command_rate`]: one player's commands per second, a burst then a
 //!   rate; commands over it wait their turn.
@@ -49,7 +52,8 @@
 //! `a`), never one after it (`tests/layers.rs` fails on an import cycle).
 //! 1. `player_tls` → `config_file` → `config_edge`, `config_web` →
 //!    `config_tls` → `config`, `metrics`, `lines`, `telnet`, `login`,
-//!    `buffer`, `notices`, `ratelimit`, `hangup`, `stream`, `prompt` →
+//!    `buffer`, `notices`, `ratelimit`, `hangup`, `stream`, `prompt`,
+//!    `colour` →
 //!    `admission`, `proxy`, `registry`: leaves, no imports of the crate but
 //!    along their chains.
 //! 2. `directory`: the shard list over Redis (a `registry` impl);

@@ -145,4 +145,26 @@ mod tests {
         assert_eq!(wrap("a\n\nb\n", 20), "a\n\nb\n");
         assert!(wrap(&"x".repeat(100), 20).lines().all(|l| l.len() <= 20));
     }
+
+    #[test]
+    fn colour_escapes_take_no_width() {
+        let room = "\x1b[1m\x1b[38;2;95;215;255mTown Square\x1b[0m\n";
+        assert_eq!(wrap(room, 20), room);
+        let speech = format!(
+            "\x1b[33mAlice says, '{}'\x1b[0m\n",
+            "word ".repeat(12).trim()
+        );
+        let wrapped = wrap(&speech, 30);
+        assert!(
+            wrapped
+                .lines()
+                .all(|l| textwrap::core::display_width(l) <= 30),
+            "{wrapped:?}"
+        );
+        assert!(
+            wrapped.starts_with("\x1b[33mAlice says, 'word word word"),
+            "{wrapped:?}"
+        );
+        assert!(wrapped.ends_with("word'\x1b[0m\n"), "{wrapped:?}");
+    }
 }

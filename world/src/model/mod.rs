@@ -20,8 +20,9 @@
 //! Everything here is pure: no I/O, no async. The runtime owns
 //! exactly-once input, durability, leases and moves; a game never sees
 //! them. Also here, the runtime's own vocabulary every game speaks: room
-//! and zone ids ([`ids`]), directions, tiers, names, and a command's
-//! [`Outcome`].
+//! and zone ids ([`ids`]), directions, tiers, names, a command's
+//! [`Outcome`], and what parts of its text are ([`style`]: a room's name,
+//! exits, speech; the gate colours them per client).
 
 pub mod chat;
 pub mod direction;
