@@ -30,7 +30,7 @@ use crate::model::{Broadcast, Delivery, Tell};
 use crate::runtime::subscription::{self, read_until_lost};
 use crate::zone::comm::Outgoing;
 use crate::zone::roster::Roster;
-use crate::zone::{Hosted, ZoneEnv};
+use crate::zone::{ANSWER_BOUND, Hosted, WALK_RETRY_WINDOW, ZoneEnv};
 use telos_redis::directory::Directory;
 use telos_redis::directory::connection::RESPONSE_TIMEOUT;
 use telos_redis::directory::key_names;
@@ -41,9 +41,11 @@ use telos_redis::target::RedisTarget;
 pub const TELL_ROUND: Duration = Duration::from_millis(250);
 
 /// ... for this long, then the speaker hears it could not be delivered:
-/// the walk window (2 s, `WALK_RETRY_WINDOW`) plus a round, so a listener
-/// whose move is retried to its end is still reached.
-pub const TELL_DEADLINE: Duration = Duration::from_millis(2250);
+/// the walk window (`WALK_RETRY_WINDOW`) plus a round, so a listener whose
+/// move is retried to its end is still reached, and still inside the 2 s
+/// every command is answered within.
+pub const TELL_DEADLINE: Duration = WALK_RETRY_WINDOW.saturating_add(TELL_ROUND);
+const _: () = assert!(TELL_DEADLINE.as_millis() < ANSWER_BOUND.as_millis());
 
 /// Rounds the speaker's answer waits for them to land, if they are
 /// mid-move when it comes (a walk between zones of this shard).
