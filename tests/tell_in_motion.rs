@@ -1,14 +1,16 @@
-//! A `tell` to a player who is crossing between shards, end to end
-//! (issue 20): a real `redis-server`, two keyed `telos-world` shards (the
-//! city on `shard-a`, every other zone on `shard-b`) and a real
-//! `telos-gate`, players as [`Bot`]s over TCP.
+//! A `tell` to a player who is moving between shards, end to end (issue
+//! 20): a real `redis-server`, two keyed `telos-world` shards (the city on
+//! `shard-a`, every other zone on `shard-b`) and a real `telos-gate`,
+//! players as [`Bot`]s over TCP.
 //!
-//! Bob walks back and forth across the shard boundary (every step a
-//! handoff) while Alice, in the city, tells him one numbered line after
-//! another. Every tell is answered to Alice exactly once — delivered, not
-//! online, or could not be reached; never silence, never twice — and each
-//! tell Alice was told went reached Bob exactly once, each one she was told
-//! did not go never reached him.
+//! Alice, in the city, tells Bob numbered lines, one every few
+//! milliseconds without waiting for answers, while Bob walks back and
+//! forth across the shard boundary (every step a handoff), or while his
+//! shard drains under him; and once while his shard is stopped for a few
+//! of her retry rounds. Every tell is answered to Alice exactly once —
+//! delivered, not online, or could not be reached; never silence, never
+//! twice — and each tell Alice was told went reached Bob exactly once,
+//! each one she was told did not go never reached him.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -131,21 +133,46 @@ async fn every_tell_to_a_player_crossing_shards_is_answered_once_and_heard_once(
         Ok(bob)
     });
 
-    // Alice tells him, a line every PACE, not waiting for answers: tells
-    // are in flight through every moment of every move.
+    let sent = tell_until(&mut alice, || walker.is_finished()).await?;
+    let mut bob = walker.await??;
+    let outcomes = check_answers(&mut alice, &mut bob, &sent).await?;
+    eprintln!(
+        "{} tells while Bob crossed {CROSSINGS} times: {outcomes:?}",
+        sent.len()
+    );
+    assert!(
+        outcomes.get(&Answer::Delivered).copied().unwrap_or(0) > 0,
+        "some tells reach a player on the move"
+    );
+    Ok(())
+}
+
+/// Alice tells Bob a numbered line every [`PACE`], not waiting for answers
+/// (tells are in flight through every moment of every move), until `done`
+/// and at least [`MIN_TELLS`]; the lines told.
+async fn tell_until(alice: &mut Bot, done: impl Fn() -> bool) -> anyhow::Result<Vec<String>> {
     let mut sent = Vec::new();
-    while sent.len() < MIN_TELLS || !walker.is_finished() {
+    while sent.len() < MIN_TELLS || !done() {
         let text = format!("line {}", sent.len());
         alice.send(&format!("tell bob {text}")).await?;
         sent.push(text);
         tokio::time::sleep(PACE).await;
     }
-    let mut bob = walker.await??;
+    Ok(sent)
+}
 
+/// Every tell in `sent` answered to Alice exactly once; each one she was
+/// told went heard by Bob exactly once, each other one never. How they
+/// were answered.
+async fn check_answers(
+    alice: &mut Bot,
+    bob: &mut Bot,
+    sent: &[String],
+) -> anyhow::Result<BTreeMap<Answer, usize>> {
     // Every tell answered: wait while answers keep coming.
     let answered = |alice: &Bot| alice.transcript().lines().filter(|l| is_answer(l)).count();
     until_progress("every tell answered", WAIT, || {
-        let n = answered(&alice);
+        let n = answered(alice);
         Ok((n < sent.len()).then_some(n))
     })
     .await?;
@@ -163,11 +190,11 @@ async fn every_tell_to_a_player_crossing_shards_is_answered_once_and_heard_once(
     );
     let heard = bob.transcript();
     let mut outcomes: BTreeMap<Answer, usize> = BTreeMap::new();
-    for text in &sent {
-        let told = answers
+    for text in sent {
+        let delivered = answers
             .iter()
-            .filter(|l| **l == format!("You tell Bob, '{text}'"));
-        let delivered = told.count();
+            .filter(|l| **l == format!("You tell Bob, '{text}'"))
+            .count();
         assert!(
             delivered <= 1,
             "{text:?} answered as delivered {delivered} times"
@@ -184,20 +211,44 @@ async fn every_tell_to_a_player_crossing_shards_is_answered_once_and_heard_once(
         }
     }
     for line in &answers {
-        match answer_of(line, "") {
-            Some(Answer::NotOnline) => *outcomes.entry(Answer::NotOnline).or_default() += 1,
-            Some(Answer::Unreachable) => *outcomes.entry(Answer::Unreachable).or_default() += 1,
-            _ => {}
+        if let Some(a @ (Answer::NotOnline | Answer::Unreachable)) = answer_of(line, "") {
+            *outcomes.entry(a).or_default() += 1;
         }
     }
+    Ok(outcomes)
+}
+
+/// Bob's shard drains (SIGTERM) while Alice tells him: he moves to the
+/// other shard in place, and every tell is still answered once and heard
+/// once if it was told as heard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tell_to_a_player_whose_shard_drains_is_answered_once_and_heard_once()
+-> anyhow::Result<()> {
+    let mut cluster = start()?;
+    let addr = cluster.gate.addr.clone();
+    let mut alice = Bot::create_at(&addr, "Alice", PASSWORD).await?;
+    let mut bob = Bot::create_at(&addr, "Bob", PASSWORD).await?;
+    for dir in path_to_zone(&start_room(), "forest") {
+        bob.command(&dir).await?;
+    }
+    let (_, _, shard) = bob.where_().await?;
+    assert_eq!(shard, "shard-b");
+
+    let mut shard_b = cluster._shards.remove(1);
+    let drain = tokio::task::spawn_blocking(move || {
+        let status = shard_b.stop_with(libc::SIGTERM, Duration::from_secs(120));
+        (shard_b, status)
+    });
+    let sent = tell_until(&mut alice, || drain.is_finished()).await?;
+    let (_shard_b, status) = drain.await?;
+    assert!(status?.success(), "shard-b drained and exited cleanly");
+    let outcomes = check_answers(&mut alice, &mut bob, &sent).await?;
     eprintln!(
-        "{} tells while Bob crossed {CROSSINGS} times: {outcomes:?}",
+        "{} tells while Bob's shard drained: {outcomes:?}",
         sent.len()
     );
-    assert!(
-        outcomes.get(&Answer::Delivered).copied().unwrap_or(0) > 0,
-        "some tells reach a player on the move"
-    );
+    let (_, _, shard) = bob.where_().await?;
+    assert_eq!(shard, "shard-a", "Bob moved with the drain");
     Ok(())
 }
 
