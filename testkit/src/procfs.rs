@@ -119,6 +119,23 @@ fn hex_addr(a: std::net::SocketAddr) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cpu_time_of_this_process_grows_with_work() {
+        let pid = std::process::id() as i32;
+        let before = cpu_seconds(pid).expect("readable");
+        assert!(before >= 0.0);
+        // Work until a clock tick is charged to us; the bound only stops a
+        // hang (a loaded machine gives us a slice of a core, not none).
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while cpu_seconds(pid).expect("readable") <= before {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
+            }
+            assert!(start.elapsed() < std::time::Duration::from_secs(60));
+        }
+    }
+
     use super::*;
 
     #[test]

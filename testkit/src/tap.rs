@@ -136,3 +136,38 @@ pub fn decode_wire(wire: &[u8]) -> anyhow::Result<Decoded> {
     }
     Ok(d)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flate2::{Compress, Compression, FlushCompress};
+
+    fn deflate(c: &mut Compress, input: &[u8], flush: FlushCompress) -> Vec<u8> {
+        let mut out = Vec::with_capacity(input.len() + 1024);
+        c.compress_vec(input, &mut out, flush).expect("deflate");
+        out
+    }
+
+    #[test]
+    fn a_capture_decodes_through_a_stream_and_after_it() {
+        let mut c = Compress::new(Compression::default(), true);
+        let mut wire = b"banner\r\n".to_vec();
+        wire.extend_from_slice(&START);
+        wire.extend(deflate(&mut c, b"Welcome, Ada.\r\n", FlushCompress::Sync));
+        wire.extend(deflate(&mut c, b"Market Square\r\n", FlushCompress::Finish));
+        wire.extend_from_slice(b"plain again");
+        let d = decode_wire(&wire).expect("valid");
+        let mut expected = b"banner\r\n".to_vec();
+        expected.extend_from_slice(&START);
+        let at = expected.len();
+        expected.extend_from_slice(b"Welcome, Ada.\r\nMarket Square\r\nplain again");
+        assert_eq!(d.plain, expected);
+        assert_eq!((d.streams, d.first_stream_at), (1, Some(at)));
+        assert_eq!(d.compressed_plain, 30);
+
+        let mut broken = b"x".to_vec();
+        broken.extend_from_slice(&START);
+        broken.extend_from_slice(b"not zlib at all");
+        assert!(decode_wire(&broken).is_err());
+    }
+}

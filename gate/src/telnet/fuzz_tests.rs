@@ -4,7 +4,8 @@
 //! broken, truncated and giant subnegotiations for every option we speak,
 //! stray IACs, raw bytes), split into arbitrary reads. A bounded number of
 //! cases (`PROPTEST_CASES` raises it); a failure prints its minimized input
-//! and is kept in `proptest-regressions/` to run first next time.
+//! and is kept in `gate/proptest-regressions/telnet/fuzz_tests.txt` (commit
+//! it with the fix) to run first next time.
 //!
 //! After every read: no panic, every buffer under its documented cap, the
 //! replies bounded per event. At the end: the same bytes in one read parse
