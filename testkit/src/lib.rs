@@ -23,6 +23,8 @@
 //! - [`soak`]: the seeded chaos soak and its history checker (`telos-soak`).
 //! - [`wait`]: waits bounded by progress (nothing happened for N s), not
 //!   by a wall-clock total.
+//! - [`tap`]: a recording TCP tap in front of the gate (what a real client
+//!   was sent), and an MCCP2-aware decoder of such a capture.
 //! - [`proxy`]: a fault-injecting TCP proxy (partitions, one-way drops,
 //!   slow links) for the soak's links.
 
@@ -44,6 +46,7 @@ pub mod sentinel;
 pub mod soak;
 pub mod stats;
 pub mod storm;
+pub mod tap;
 pub mod wait;
 pub mod world;
 

@@ -27,6 +27,29 @@ impl Status {
     }
 }
 
+/// CPU time a process has used, user and system, in seconds
+/// (`/proc/<pid>/stat` fields 14 and 15).
+pub fn cpu_seconds(pid: i32) -> anyhow::Result<f64> {
+    let path = format!("/proc/{pid}/stat");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    // The command name (field 2) may hold spaces: count after its ')'.
+    let rest = text
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .with_context(|| format!("parsing {path}"))?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| -> anyhow::Result<f64> {
+        // Field n is at index n - 3 after the name.
+        Ok(fields
+            .get(i - 3)
+            .with_context(|| format!("{path}: no field {i}"))?
+            .parse::<f64>()?)
+    };
+    // SAFETY: sysconf reads a constant of the running system.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Ok((ticks(14)? + ticks(15)?) / hz)
+}
+
 /// Read `/proc/<pid>/status` (Linux).
 pub fn status(pid: i32) -> anyhow::Result<Status> {
     let path = format!("/proc/{pid}/status");
@@ -96,6 +119,23 @@ fn hex_addr(a: std::net::SocketAddr) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cpu_time_of_this_process_grows_with_work() {
+        let pid = std::process::id() as i32;
+        let before = cpu_seconds(pid).expect("readable");
+        assert!(before >= 0.0);
+        // Work until a clock tick is charged to us; the bound only stops a
+        // hang (a loaded machine gives us a slice of a core, not none).
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while cpu_seconds(pid).expect("readable") <= before {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
+            }
+            assert!(start.elapsed() < std::time::Duration::from_secs(60));
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -33,6 +33,9 @@ pub mod negotiator;
 pub mod parser;
 pub mod ttype;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 pub use self::caps::Capabilities;
 pub use self::negotiator::{Change, Negotiator};
 pub use self::parser::{

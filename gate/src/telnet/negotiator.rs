@@ -133,6 +133,17 @@ impl Negotiator {
         }
     }
 
+    /// Bytes of what the client said that this connection keeps: its
+    /// names, GMCP subscriptions, the TTYPE cycle's last answer. Bounded
+    /// by [`caps`](super::caps)' limits, whatever the client sends.
+    pub fn held_bytes(&self) -> usize {
+        let c = &self.caps;
+        c.client_name.len()
+            + c.terminal_type.len()
+            + c.gmcp_packages.iter().map(String::len).sum::<usize>()
+            + self.ttype.held_bytes()
+    }
+
     /// Process one event; append any reply to `out`. A compression change
     /// is left in [`change`](Self::change): the caller applies it before
     /// the next event.

@@ -119,6 +119,12 @@ impl TelnetParser {
         }
     }
 
+    /// Bytes of an unfinished subnegotiation held now (its buffer's
+    /// capacity): at most [`MAX_SUBNEG_BYTES`], whatever the client sends.
+    pub fn buffered_bytes(&self) -> usize {
+        self.sb.capacity()
+    }
+
     fn sb_push(&mut self, b: u8) -> State {
         if self.sb.len() >= MAX_SUBNEG_BYTES {
             self.sb = Vec::new();

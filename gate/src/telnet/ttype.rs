@@ -25,6 +25,11 @@ pub struct Cycle {
 }
 
 impl Cycle {
+    /// Bytes kept from the client's answers.
+    pub fn held_bytes(&self) -> usize {
+        self.last.len()
+    }
+
     /// One `IS <name>` answer; `true` when the client should be asked again.
     pub fn on_answer(&mut self, raw: &[u8], caps: &mut Capabilities) -> bool {
         let name = clean_name(raw);

@@ -10,14 +10,17 @@
 //!   listener); otherwise published, and the shard whose zone gives it to
 //!   the listener answers `Heard`. A listener frozen mid-move hears nobody
 //!   until they land, so the tell is tried again every [`TELL_ROUND`] until
-//!   [`TELL_DEADLINE`]; each shard remembers the tells it delivered, so a
-//!   retry whose answer crossed it is answered, not delivered twice. The
+//!   [`TELL_DEADLINE`]. Every retry is the same tell (one id, and one
+//!   answer awaited across all rounds: a late answer to an earlier round
+//!   still counts); each shard remembers the tells it delivered or is
+//!   delivering, so a retry that queued up behind the first (a shard slow
+//!   to read the channel) is answered, not delivered twice. The
 //!   speaker always gets one line: what they said, "no one called X is
 //!   online" (the online list names nobody of that name twice in a row, or
 //!   only a concealed one to a speaker who is no admin), or "could not be
 //!   reached".
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,7 +33,7 @@ use crate::model::{Broadcast, Delivery, Tell};
 use crate::runtime::subscription::{self, read_until_lost};
 use crate::zone::comm::Outgoing;
 use crate::zone::roster::Roster;
-use crate::zone::{Hosted, ZoneEnv};
+use crate::zone::{ANSWER_BOUND, Hosted, WALK_RETRY_WINDOW, ZoneEnv};
 use telos_redis::directory::Directory;
 use telos_redis::directory::connection::RESPONSE_TIMEOUT;
 use telos_redis::directory::key_names;
@@ -41,9 +44,11 @@ use telos_redis::target::RedisTarget;
 pub const TELL_ROUND: Duration = Duration::from_millis(250);
 
 /// ... for this long, then the speaker hears it could not be delivered:
-/// the walk window (2 s, `WALK_RETRY_WINDOW`) plus a round, so a listener
-/// whose move is retried to its end is still reached.
-pub const TELL_DEADLINE: Duration = Duration::from_millis(2250);
+/// the walk window (`WALK_RETRY_WINDOW`) plus a round, so a listener whose
+/// move is retried to its end is still reached, and still inside the 2 s
+/// every command is answered within.
+pub const TELL_DEADLINE: Duration = WALK_RETRY_WINDOW.saturating_add(TELL_ROUND);
+const _: () = assert!(TELL_DEADLINE.as_millis() < ANSWER_BOUND.as_millis());
 
 /// Rounds the speaker's answer waits for them to land, if they are
 /// mid-move when it comes (a walk between zones of this shard).
@@ -101,6 +106,19 @@ struct Hub {
     pending: Mutex<HashMap<u64, oneshot::Sender<Fate>>>,
     /// Tells we delivered: (speaker's shard, id).
     delivered: Mutex<VecDeque<(String, u64)>>,
+    /// Tells being given to a zone right now: a retry of one of them
+    /// leaves the answer to the first.
+    delivering: Mutex<HashSet<(String, u64)>>,
+}
+
+/// What a shard may do with a tell from another shard.
+enum Claim {
+    /// Already given: answer again, give nothing.
+    Delivered,
+    /// Being given by an earlier copy, which answers.
+    Busy,
+    /// This copy gives it.
+    Mine,
 }
 
 /// Run the shard's comm: what its zones send out, and what the channel
@@ -114,6 +132,7 @@ pub async fn run(env: ZoneEnv, redis: RedisTarget, mut out: mpsc::Receiver<Outgo
         next_id: AtomicU64::new(1),
         pending: Mutex::default(),
         delivered: Mutex::default(),
+        delivering: Mutex::default(),
     });
     let (h, root) = (hub.clone(), env.root.clone());
     env.tracker
@@ -208,14 +227,39 @@ impl Hub {
 
     /// Round after round until the listener has it, the online list says
     /// nobody of that name plays (twice in a row: a handoff may briefly
-    /// list them nowhere), or the deadline.
+    /// list them nowhere), or the deadline. One id and one awaited answer
+    /// for every round.
     async fn find(&self, tell: &Tell) -> Fate {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, mut answer) = oneshot::channel();
+        {
+            let mut pending = self.pending.lock().expect("comm pending lock");
+            if pending.len() >= MAX_PENDING {
+                return Fate::Unreachable;
+            }
+            pending.insert(id, tx);
+        }
+        let fate = match self.rounds(tell, id, &mut answer).await {
+            // An answer that came in meanwhile is the truth.
+            fate @ (Fate::Absent | Fate::Unreachable) => answer.try_recv().unwrap_or(fate),
+            Fate::Heard => Fate::Heard,
+        };
+        self.pending.lock().expect("comm pending lock").remove(&id);
+        fate
+    }
+
+    async fn rounds(&self, tell: &Tell, id: u64, answer: &mut oneshot::Receiver<Fate>) -> Fate {
         let key = tell.heard.to.clone();
         let deadline = Instant::now() + TELL_DEADLINE;
         let mut unlisted = 0;
         loop {
             if self.concealed_here(&key) && !tell.speaker_is_admin {
                 return Fate::Absent;
+            }
+            // Heard elsewhere in an earlier round, its answer late: the
+            // listener may have come here since; do not give it twice.
+            if let Ok(fate) = answer.try_recv() {
+                return fate;
             }
             if self.give_here(&tell.heard).await {
                 return Fate::Heard;
@@ -233,7 +277,7 @@ impl Hub {
                 _ => unlisted = 0,
             }
             let round = (Instant::now() + TELL_ROUND).min(deadline);
-            if let Some(fate) = self.ask_elsewhere(tell, round).await {
+            if let Some(fate) = self.ask_elsewhere(tell, id, answer, round).await {
                 return fate;
             }
             tokio::time::sleep_until(round).await;
@@ -259,32 +303,28 @@ impl Hub {
         )
     }
 
-    /// Publish the tell and wait for an answer until `until`.
-    async fn ask_elsewhere(&self, tell: &Tell, until: Instant) -> Option<Fate> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut pending = self.pending.lock().expect("comm pending lock");
-            if pending.len() >= MAX_PENDING {
-                return Some(Fate::Unreachable);
-            }
-            pending.insert(id, tx);
-        }
+    /// Publish the tell (again: the same id) and wait for its answer
+    /// until `until`.
+    async fn ask_elsewhere(
+        &self,
+        tell: &Tell,
+        id: u64,
+        answer: &mut oneshot::Receiver<Fate>,
+        until: Instant,
+    ) -> Option<Fate> {
         let wire = Wire::Tell {
             from_shard: self.shard.clone(),
             id,
             heard: tell.heard.clone(),
             speaker_is_admin: tell.speaker_is_admin,
         };
-        let fate = match serde_json::to_string(&wire) {
-            Ok(json) if self.publish(&json).await => tokio::time::timeout_at(until, rx)
+        match serde_json::to_string(&wire) {
+            Ok(json) if self.publish(&json).await => tokio::time::timeout_at(until, answer)
                 .await
                 .ok()
                 .and_then(Result::ok),
             _ => None,
-        };
-        self.pending.lock().expect("comm pending lock").remove(&id);
-        fate
+        }
     }
 
     /// One message from the channel. Channel lines and answers are
@@ -346,25 +386,41 @@ impl Hub {
         let seen = (from_shard.clone(), id);
         let heard_now = if self.concealed_here(&heard.to) && !speaker_is_admin {
             Some(false)
-        } else if self.already_delivered(&seen) {
-            Some(true)
-        } else if self.give_here(&heard).await {
-            self.remember(seen);
-            Some(true)
         } else {
-            // Not here: the shard that holds them answers.
-            None
+            match self.claim(&seen) {
+                Claim::Delivered => Some(true),
+                Claim::Busy => None,
+                Claim::Mine => {
+                    let given = self.give_here(&heard).await;
+                    if given {
+                        self.remember(seen.clone());
+                    }
+                    self.delivering
+                        .lock()
+                        .expect("comm delivering lock")
+                        .remove(&seen);
+                    // Not here: the shard that holds them answers.
+                    given.then_some(true)
+                }
+            }
         };
         if let Some(heard) = heard_now {
             self.answer(from_shard, id, heard).await;
         }
     }
 
-    fn already_delivered(&self, seen: &(String, u64)) -> bool {
-        self.delivered
-            .lock()
-            .expect("comm delivered lock")
-            .contains(seen)
+    /// Whether this copy of a tell is the one to give it (checked and
+    /// marked in one step: copies are handled concurrently).
+    fn claim(&self, seen: &(String, u64)) -> Claim {
+        let delivered = self.delivered.lock().expect("comm delivered lock");
+        let mut delivering = self.delivering.lock().expect("comm delivering lock");
+        if delivered.contains(seen) {
+            Claim::Delivered
+        } else if !delivering.insert(seen.clone()) {
+            Claim::Busy
+        } else {
+            Claim::Mine
+        }
     }
 
     fn remember(&self, seen: (String, u64)) {

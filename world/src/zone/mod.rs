@@ -39,7 +39,7 @@ mod state_row;
 
 pub use actor::{spawn_adopted_zone, spawn_zone};
 pub use env::ZoneEnv;
-pub use frozen::WALK_RETRY_WINDOW;
+pub use frozen::{ANSWER_BOUND, WALK_RETRY_WINDOW};
 pub use handle::{InputReply, JoinError, MAILBOX, Unadopted, ZoneHandle, ZoneUnavailable};
 pub use hosted::{Hosted, Opening, Taken};
 pub use phase::DrainReport;

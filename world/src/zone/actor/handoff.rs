@@ -3,13 +3,14 @@
 //! retry for a transient refusal, or the player kept here.
 
 use telos_proto::v1::{Redirect, server_frame::Frame};
+use tokio::time::Instant;
 use tracing::{debug, info};
 
 use super::ZoneActor;
 use crate::handoff::source::{
     Begun, HandoffRequest, Refused, THIS_SHARD, begin_handoff, send_abort,
 };
-use crate::zone::frozen::{FrozenPlayer, OPENING_POLL, RETRY_BACKOFF_MAX};
+use crate::zone::frozen::FrozenPlayer;
 use crate::zone::handle::Msg;
 use telos_redis::store::ClaimId;
 
@@ -124,13 +125,7 @@ impl ZoneActor {
             && self
                 .sibling(&frozen.target_room)
                 .is_some_and(|to| to.is_opening() || to.accepts_arrivals());
-        let wait = if opening {
-            OPENING_POLL
-        } else {
-            let wait = walk.backoff;
-            walk.backoff = (walk.backoff * 2).min(RETRY_BACKOFF_MAX);
-            wait
-        };
+        let wait = walk.wait_before_retry(opening, Instant::now());
         walk.refusal = Some(refused.message.clone());
         debug!(zone = %self.id, player = %key, step = refused.step, ?wait, "move refused for now; trying again");
         let departure = frozen.departure;
