@@ -30,9 +30,9 @@ const WAIT: Duration = Duration::from_secs(30);
 const CROSSINGS: usize = 40;
 /// Between two of Alice's tells: several land in every handoff.
 const PACE: Duration = Duration::from_millis(20);
-/// How long the listener's shard is stopped: about four of the speaker's
-/// retry rounds (250 ms each), inside the tell's deadline (2.25 s).
-const HELD_UP: Duration = Duration::from_millis(1100);
+/// How long the listener's shard is stopped: about three of the speaker's
+/// retry rounds (250 ms each), well inside the tell's deadline (1.75 s).
+const HELD_UP: Duration = Duration::from_millis(750);
 /// `who` asked this many times, 100 ms apart, for a player who just
 /// arrived (the online list is republished within a second).
 const LISTED_TRIES: usize = 100;

@@ -129,7 +129,11 @@ pub async fn run(env: ZoneEnv, redis: RedisTarget, mut out: mpsc::Receiver<Outgo
         directory: env.directory.clone(),
         hosted: env.hosted.clone(),
         roster: env.roster.clone(),
-        next_id: AtomicU64::new(1),
+        // Random per process: a shard restarted under the same id must not
+        // reuse ids its predecessor's tells still hold in a listener
+        // shard's delivered memory (they would be answered "heard" and
+        // never given).
+        next_id: AtomicU64::new(rand::random::<u64>() >> 1),
         pending: Mutex::default(),
         delivered: Mutex::default(),
         delivering: Mutex::default(),
@@ -239,13 +243,17 @@ impl Hub {
             }
             pending.insert(id, tx);
         }
-        let fate = match self.rounds(tell, id, &mut answer).await {
-            // An answer that came in meanwhile is the truth.
-            fate @ (Fate::Absent | Fate::Unreachable) => answer.try_recv().unwrap_or(fate),
-            Fate::Heard => Fate::Heard,
-        };
+        let fate = self.rounds(tell, id, &mut answer).await;
+        // Out of `pending` first: an answer arriving from here on finds no
+        // sender and is dropped, so the `try_recv` below sees every answer
+        // that will ever come (read before the removal, one landing in
+        // between was lost and a heard tell reported unreached).
         self.pending.lock().expect("comm pending lock").remove(&id);
-        fate
+        match fate {
+            // An answer that came in meanwhile is the truth.
+            Fate::Absent | Fate::Unreachable => answer.try_recv().unwrap_or(fate),
+            Fate::Heard => Fate::Heard,
+        }
     }
 
     async fn rounds(&self, tell: &Tell, id: u64, answer: &mut oneshot::Receiver<Fate>) -> Fate {
