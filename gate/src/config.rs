@@ -69,7 +69,10 @@ pub struct GateConfig {
     pub resume_give_up: Duration,
     /// First backoff between resume attempts; doubles up to `resume_backoff_max`.
     pub resume_backoff_initial: Duration,
-    /// Longest backoff between resume attempts.
+    /// Longest backoff between resume attempts: a shard back from a restart
+    /// is found within it, so it stays well under the 2 s every command is
+    /// answered within (at 5 s, a player whose shard came back 0.1 s after
+    /// an attempt waited up to 3.2 s more: healthy soak seed 395006880).
     pub resume_backoff_max: Duration,
     /// Dial timeout for a shard's gRPC address.
     pub upstream_connect_timeout: Duration,
@@ -127,7 +130,7 @@ impl Default for GateConfig {
             pre_login_timeout: DEFAULT_PRE_LOGIN_TIMEOUT,
             resume_give_up: Duration::from_secs(60),
             resume_backoff_initial: Duration::from_millis(200),
-            resume_backoff_max: Duration::from_secs(5),
+            resume_backoff_max: Duration::from_secs(1),
             upstream_connect_timeout: Duration::from_secs(5),
             upstream_attach_timeout: Duration::from_secs(20),
             upstream_keepalive: Duration::from_secs(10),

@@ -455,7 +455,9 @@ impl Session {
                     return Err(End::ResumeGaveUp);
                 }
                 tracing::debug!(conn_id = %conn.conn_id, why, backoff = ?outage.backoff, "resume attempt failed");
-                self.upstream = Upstream::Backoff(now() + outage.backoff);
+                // Jittered: a shard's players do not all knock at once.
+                let wait = outage.backoff.mul_f64(rand::random_range(0.5..=1.0));
+                self.upstream = Upstream::Backoff(now() + wait);
                 outage.backoff = (outage.backoff * 2).min(cfg.resume_backoff_max);
             }
         }
