@@ -114,15 +114,15 @@ impl Store {
         self.create_row(name, &phc, state_json, creator).await
     }
 
-    /// The connection id that created this character (`""` when created
-    /// without one); `None` when there is no such character.
+    /// The connection id that created this character; `None` when there is
+    /// no such character or it was created without one.
     pub async fn creator(&self, name: &str) -> Result<Option<String>, StoreError> {
-        let (exists, creator): (bool, Option<String>) = redis::pipe()
-            .exists(row_key(name)?)
-            .hget(row_key(name)?, "creator")
+        let creator: Option<String> = redis::cmd("HGET")
+            .arg(row_key(name)?)
+            .arg("creator")
             .query_async(&mut self.conn())
             .await?;
-        Ok(exists.then(|| creator.unwrap_or_default()))
+        Ok(creator.filter(|c| !c.is_empty()))
     }
 
     /// [`create_character`](Self::create_character) with a password hash

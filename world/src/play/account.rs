@@ -128,9 +128,7 @@ async fn made_by_this_login(
     login: &telos_proto::v1::Login,
 ) -> Result<bool, StoreError> {
     let store = shard.store();
-    if login.conn_id.is_empty()
-        || store.creator(&login.name).await?.as_deref() != Some(login.conn_id.as_str())
-    {
+    if store.creator(&login.name).await?.as_deref() != Some(login.conn_id.as_str()) {
         return Ok(false);
     }
     store.verify_password(&login.name, &login.password).await
