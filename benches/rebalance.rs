@@ -92,7 +92,7 @@ async fn run() -> anyhow::Result<()> {
             case.total.as_secs_f64()
         );
         println!(
-            "  players: round trip p50 {:.0} ms before, longest during {:.0} ms (p99 {:.0} ms); journals exact",
+            "  players: round trip p50 {:.1} ms before, longest during {:.0} ms (p99 {:.1} ms); journals exact",
             ms(nearest_rank(&calm, 50.0).unwrap_or_default()),
             ms(busy.last().copied().unwrap_or_default()),
             ms(nearest_rank(&busy, 99.0).unwrap_or_default()),
