@@ -15,7 +15,10 @@
 //!    the replica: the kill → promotion time, and the steps in flight from
 //!    the kill until the old primary is back as a replica (with one
 //!    replica the promoted primary is alone meanwhile, and fenced writes
-//!    wait) — p50/p99/max, next to the steps before the kill.
+//!    wait) — p50/p99/max, next to the steps before the kill and after
+//!    it; and the pause per player: each walker's longest step in that
+//!    window, p50/p99/max over the walkers, next to each one's longest step
+//!    in as long a calm window before the kill.
 //!
 //! `TELOS_BENCH_REPS=N` sets the writes and crossings per side (default
 //! 200 and 40).
@@ -251,15 +254,28 @@ async fn failover(mut cluster: SentinelCluster) -> anyhow::Result<()> {
     let replicated = killed.elapsed();
     tokio::time::sleep(CALM).await;
     stop.store(true, Ordering::Relaxed);
-    let (mut calm, mut around) = (Vec::new(), Vec::new());
+    let (mut calm, mut around, mut after) = (Vec::new(), Vec::new(), Vec::new());
+    // Each walker's pause: its longest step overlapping the failover
+    // window, against its longest step in as long a calm window before.
+    let (mut paused, mut calm_longest) = (Vec::new(), Vec::new());
+    let calm_from = killed - replicated.max(CALM);
     for w in walkers {
+        let (mut longest, mut longest_calm) = (Duration::ZERO, Duration::ZERO);
         for (sent, took) in w.await?? {
             if sent + took >= killed && sent <= killed + replicated {
                 around.push(took);
+                longest = longest.max(took);
             } else if sent + took < killed {
                 calm.push(took);
+                if sent >= calm_from {
+                    longest_calm = longest_calm.max(took);
+                }
+            } else {
+                after.push(took);
             }
         }
+        paused.push(longest);
+        calm_longest.push(longest_calm);
     }
     println!(
         "  kill -> promoted {:.2} s, -> old primary a replica again {:.2} s",
@@ -268,6 +284,10 @@ async fn failover(mut cluster: SentinelCluster) -> anyhow::Result<()> {
     );
     println!("  steps before the kill      {}", summary(&calm));
     println!("  steps during the failover  {}", summary(&around));
+    println!("  steps after it             {}", summary(&after));
+    println!("  pause per player (each walker's longest step in the failover window)");
+    println!("    failover                 {}", summary(&paused));
+    println!("    as long a calm window    {}", summary(&calm_longest));
     drop((gate, shards));
     Ok(())
 }

@@ -31,17 +31,22 @@
 //!
 //! - **floor items**: quiet again, each on a fresh cluster whose city
 //!   opens from a saved zone state of [`ITEM_CASES`] floor items (spread
-//!   over its rooms, at most 100 a room, so the largest case is capped at
-//!   the city's rooms x 100): what flushing the zone state on close and
-//!   loading it on open adds to a transfer (issue 19), next to the quiet
-//!   case of the same run (the city's own few items).
+//!   over its rooms, at most 100 a room): what flushing the zone state on
+//!   close and loading it on open adds to a transfer (issue 19), next to
+//!   the quiet case of the same run (the city's own few items). A room
+//!   keeps at most `MAX_FLOOR_ITEMS` (100: the game's bound, so no player
+//!   grows a room without end; a load drops the rest), so the starter
+//!   city's 17 rooms hold 1 700: a case with more runs on a copy of the
+//!   world whose city has storerooms added below the square, enough for
+//!   all its items.
 //!
 //! Baseline, same run and same load: the probe resumed on the zone's owner
 //! with the zone already open, [`BASELINE_PER_TRANSFER`] times between
 //! transfers. The probe logs out before every measurement (and the bench
 //! waits until no shard lists it online), so each resume is a fresh entry.
 //!
-//! `TELOS_BENCH_REPS` overrides the number of transfers per case.
+//! `TELOS_BENCH_REPS` overrides the number of transfers per case;
+//! `TELOS_BENCH_BUSY=0` skips the busy case.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -56,8 +61,8 @@ use telos_testkit::RedisServer;
 use telos_testkit::driver::Driver;
 use telos_testkit::keys::TempKeys;
 use telos_testkit::play::PlayStream;
-use telos_testkit::process::{Proc, start_keyed_world};
-use telos_testkit::world::starter_zones;
+use telos_testkit::process::{Proc, WorldOpts, start_keyed_world, start_world};
+use telos_testkit::world::{WorldCopy, WorldMap, starter_zones};
 use telos_tls::{Role, TlsKeys};
 use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinHandle;
@@ -114,6 +119,8 @@ struct Bench {
     dir: Directory,
     shards: [Proc; 2],
     probe: Probe,
+    /// The world the shards run when it is not the starter world.
+    _world: Option<WorldCopy>,
 }
 
 const SHARD_IDS: [&str; 2] = ["shard-a", "shard-b"];
@@ -141,18 +148,22 @@ async fn run(quiet_reps: usize, busy_reps: usize) -> anyhow::Result<()> {
         &quiet,
     );
 
-    let players = start_players(&bench, BUSY_PLAYERS).await?;
-    let busy = run_case(&mut bench, busy_reps, &players.trips).await;
-    let stopped = players.stop().await;
-    let busy = busy?;
-    print_case(
-        &format!(
-            "busy: {BUSY_PLAYERS} players in {ZONE} journaling one line per {} ms each, {busy_reps} transfers",
-            PACE.as_millis()
-        ),
-        &busy,
-    );
-    stopped?;
+    // TELOS_BENCH_BUSY=0: the quiet and floor-item cases only (the busy
+    // case creates its players first, an Argon2 hash each).
+    if std::env::var("TELOS_BENCH_BUSY").as_deref() != Ok("0") {
+        let players = start_players(&bench, BUSY_PLAYERS).await?;
+        let busy = run_case(&mut bench, busy_reps, &players.trips).await;
+        let stopped = players.stop().await;
+        let busy = busy?;
+        print_case(
+            &format!(
+                "busy: {BUSY_PLAYERS} players in {ZONE} journaling one line per {} ms each, {busy_reps} transfers",
+                PACE.as_millis()
+            ),
+            &busy,
+        );
+        stopped?;
+    }
     drop(bench);
     for n in ITEM_CASES {
         let mut bench = start(n).await?;
@@ -181,10 +192,47 @@ async fn run(quiet_reps: usize, busy_reps: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The world for a case of `items` floor items: the starter world when
+/// its city's rooms hold them, else a copy whose city has enough
+/// storerooms added (a chain down from the square).
+fn world_for(items: usize) -> anyhow::Result<Option<WorldCopy>> {
+    let rooms = WorldMap::starter().rooms_in(ZONE).len();
+    let missing = items.div_ceil(PER_ROOM).saturating_sub(rooms);
+    if missing == 0 {
+        return Ok(None);
+    }
+    let copy = WorldCopy::new()?;
+    let file = copy.path().join(format!("{ZONE}.json"));
+    let mut city: serde_json::Value = serde_json::from_slice(&std::fs::read(&file)?)?;
+    let rooms = city["rooms"].as_array_mut().context("city rooms")?;
+    let square = rooms
+        .iter_mut()
+        .find(|r| r["id"] == "city:square")
+        .context("city:square")?;
+    square["exits"]["down"] = "city:store_1".into();
+    for i in 1..=missing {
+        let mut exits = serde_json::json!({ "up": if i == 1 { "city:square".to_string() } else { format!("city:store_{}", i - 1) } });
+        if i < missing {
+            exits["down"] = format!("city:store_{}", i + 1).into();
+        }
+        rooms.push(serde_json::json!({
+            "id": format!("city:store_{i}"),
+            "name": format!("Storeroom {i}"),
+            "description": "Shelves of bread, floor to ceiling.",
+            "exits": exits,
+        }));
+    }
+    std::fs::write(&file, serde_json::to_vec_pretty(&city)?)?;
+    Ok(Some(copy))
+}
+
 /// The city's saved state as a first open reads it: `n` bread loaves on
-/// its floors, at most [`PER_ROOM`] a room.
-async fn seed_items(url: &str, n: usize) -> anyhow::Result<()> {
-    let map = telos_testkit::world::WorldMap::starter();
+/// the floors of `world`'s city, at most [`PER_ROOM`] a room.
+async fn seed_items(url: &str, n: usize, world: Option<&WorldCopy>) -> anyhow::Result<()> {
+    let map = match world {
+        Some(w) => WorldMap::load(w.path())?,
+        None => WorldMap::starter(),
+    };
     let mut floors = serde_json::Map::new();
     let mut left = n;
     for room in map.rooms_in(ZONE) {
@@ -225,8 +273,9 @@ async fn floor_items(bench: &Bench) -> anyhow::Result<usize> {
 /// both shards, ready.
 async fn start(items: usize) -> anyhow::Result<Bench> {
     let redis = RedisServer::start()?;
+    let world = world_for(items)?;
     if items > 0 {
-        seed_items(&redis.url, items).await?;
+        seed_items(&redis.url, items, world.as_ref()).await?;
     }
     let keys = TempKeys::generate()?;
     let others: Vec<String> = starter_zones().into_iter().filter(|z| z != ZONE).collect();
@@ -234,22 +283,17 @@ async fn start(items: usize) -> anyhow::Result<Bench> {
     // The bench moves the city away from its home: the rebalancer would
     // move it back in the middle of a case.
     let no_flags = ["--rebalance", "off"];
-    let a = start_keyed_world(
-        SHARD_IDS[0],
-        &redis.url,
-        &[ZONE],
-        keys.path(),
-        None,
-        &no_flags,
-    )?;
-    let b = start_keyed_world(
-        SHARD_IDS[1],
-        &redis.url,
-        &others,
-        keys.path(),
-        None,
-        &no_flags,
-    )?;
+    let shard = |id: &str, zones: &[&str]| match &world {
+        None => start_keyed_world(id, &redis.url, zones, keys.path(), None, &no_flags),
+        Some(w) => {
+            let mut o = WorldOpts::new(id, &redis.url, zones).keyed(keys.path());
+            o.world = w.path().to_path_buf();
+            o.extra.extend(no_flags.iter().map(|f| f.to_string()));
+            start_world(o)
+        }
+    };
+    let a = shard(SHARD_IDS[0], &[ZONE])?;
+    let b = shard(SHARD_IDS[1], &others)?;
     let dir = Directory::connect(&redis.url).await?;
     let until = Instant::now() + SETTLE_TIMEOUT;
     loop {
@@ -272,6 +316,7 @@ async fn start(items: usize) -> anyhow::Result<Bench> {
         dir,
         shards: [a, b],
         probe,
+        _world: world,
     })
 }
 

@@ -92,10 +92,37 @@ impl Store {
         password: &str,
         state_json: &[u8],
     ) -> Result<(), StoreError> {
+        self.create_character_by(name, password, state_json, "")
+            .await
+    }
+
+    /// [`create_character`](Self::create_character) asked by the
+    /// connection `creator` (a gate's connection id), kept in the row so
+    /// that connection's retry of a create that took effect — answered
+    /// "try again" after the row was written, or lost on the way back — can
+    /// be told from a name another player holds ([`creator`](Self::creator)).
+    pub async fn create_character_by(
+        &self,
+        name: &str,
+        password: &str,
+        state_json: &[u8],
+        creator: &str,
+    ) -> Result<(), StoreError> {
         // A bad name is refused before a hash is spent on it.
         row_key(name)?;
         let phc = self.hasher.hash(password).await?;
-        self.create_character_hashed(name, &phc, state_json).await
+        self.create_row(name, &phc, state_json, creator).await
+    }
+
+    /// The connection id that created this character; `None` when there is
+    /// no such character or it was created without one.
+    pub async fn creator(&self, name: &str) -> Result<Option<String>, StoreError> {
+        let creator: Option<String> = redis::cmd("HGET")
+            .arg(row_key(name)?)
+            .arg("creator")
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(creator.filter(|c| !c.is_empty()))
     }
 
     /// [`create_character`](Self::create_character) with a password hash
@@ -109,6 +136,16 @@ impl Store {
         phc: &str,
         state_json: &[u8],
     ) -> Result<(), StoreError> {
+        self.create_row(name, phc, state_json, "").await
+    }
+
+    async fn create_row(
+        &self,
+        name: &str,
+        phc: &str,
+        state_json: &[u8],
+        creator: &str,
+    ) -> Result<(), StoreError> {
         let key = row_key(name)?;
         let persist_id = hex::encode(rand::random::<[u8; PERSIST_ID_BYTES]>());
         let created: i64 = CREATE
@@ -117,6 +154,7 @@ impl Store {
             .arg(phc)
             .arg(state_json)
             .arg(persist_id)
+            .arg(creator)
             .invoke_async(&mut self.conn().durable())
             .await?;
         if created == 1 {

@@ -71,7 +71,12 @@ pub(super) async fn login_frame(
         }
         let ch = shard.game().new_player(&login.name);
         match store
-            .create_character(&login.name, &login.password, &ch.dump_state_json())
+            .create_character_by(
+                &login.name,
+                &login.password,
+                &ch.dump_state_json(),
+                &login.conn_id,
+            )
             .await
         {
             Ok(()) => {
@@ -85,10 +90,16 @@ pub(super) async fn login_frame(
                     warn!(error = %e, "marking the creator's address as known failed");
                 }
             }
-            Err(StoreError::NameTaken) => {
-                send_closed(out, NAME_TAKEN, true).await;
-                return None;
-            }
+            Err(StoreError::NameTaken) => match made_by_this_login(shard, &login).await {
+                Ok(true) => {
+                    info!(player = %key, "create retried: the character its first try made");
+                }
+                Ok(false) => {
+                    send_closed(out, NAME_TAKEN, true).await;
+                    return None;
+                }
+                Err(e) => return refuse_for_store(out, e, "create failed").await,
+            },
             Err(e) => return refuse_for_store(out, e, "create failed").await,
         }
     } else if !check_password(shard, &login, out, caller).await {
@@ -102,6 +113,25 @@ pub(super) async fn login_frame(
         Err(e) => return refuse_for_store(out, e, "issuing a credential failed").await,
     };
     enter(shard, key, login.conn_id, credential, out).await
+}
+
+/// Whether a create that met its name taken is this connection's retry of
+/// a create that took effect: the row was written, then the login was
+/// answered "try again" (its start zone not served yet, the credential
+/// not issued) or the answer was lost, and the gate asked again — this
+/// shard or the next — with the same connection id and password. Then the
+/// character is the player's own and the login goes on; anyone else's
+/// create (another connection, another password) still hears the name is
+/// taken.
+async fn made_by_this_login(
+    shard: &Shard,
+    login: &telos_proto::v1::Login,
+) -> Result<bool, StoreError> {
+    let store = shard.store();
+    if store.creator(&login.name).await?.as_deref() != Some(login.conn_id.as_str()) {
+        return Ok(false);
+    }
+    store.verify_password(&login.name, &login.password).await
 }
 
 /// Whether `login`'s password is right, within the failed-login limits:
