@@ -458,6 +458,7 @@ mod handoff_claim {
             players: 0,
             capacity: 100,
             handoff_version,
+            incarnation: 0,
         }
     }
 
