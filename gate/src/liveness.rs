@@ -11,11 +11,12 @@
 //!    heartbeating (listed, whatever its state: a draining shard is busy,
 //!    not hung) is fine. A shard with links that is *not* listed has not
 //!    heartbeated for a presence TTL (3 s): suspect.
-//!    So is an address where a newer process of the shard now publishes
-//!    than the one last seen there (`LiveShard::incarnation`): a
-//!    replacement started under the same id and address while its
-//!    predecessor is only paused keeps the entry listed, but the gate's
-//!    links may still reach the predecessor (issue 17).
+//!    An address where a newer process of the shard now publishes than
+//!    the one last seen there (`LiveShard::incarnation`) is not probed
+//!    but condemned at once: a replacement started under the same id and
+//!    address while its predecessor is only paused keeps the entry listed,
+//!    the gate's links may still reach the predecessor, and a probe could
+//!    reach either process behind the one address (issue 17).
 //! 2. A suspect is probed on the very HTTP/2 connection its players use: one
 //!    gRPC health check ([`HEALTH_CHECK`]; any gRPC answer, `Unimplemented`
 //!    included, proves the process and the connection alive). Only a probe
@@ -88,9 +89,22 @@ pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
         };
         let replaced = replaced_at(&mut incarnations, &listed);
         let listed: HashSet<&str> = listed.iter().map(|s| s.addr.as_str()).collect();
+        // Not probed: behind one address some connections reach the new
+        // process (it answers) and the links may sit on the old one. The
+        // old process is paused, superseded or dead; its links end, and
+        // a link already on the new one costs a resume, never input.
+        for addr in in_use.iter().filter(|a| replaced.contains(*a)) {
+            shared.pool.evict(addr);
+            let links = liveness.condemn(addr);
+            tracing::warn!(
+                addr,
+                links,
+                "a newer process of the shard publishes at this address; resuming its players there"
+            );
+        }
         let suspects: Vec<String> = in_use
             .into_iter()
-            .filter(|a| !listed.contains(a.as_str()) || replaced.contains(a))
+            .filter(|a| !listed.contains(a.as_str()) && !replaced.contains(a))
             .collect();
         // Concurrently: after a Redis restart every shard is a suspect.
         let mut probes = tokio::task::JoinSet::new();
