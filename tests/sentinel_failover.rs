@@ -8,7 +8,10 @@
 //!   no socket closes, every journal is exact;
 //! - no zone changes owner or generation at any sample (every 100 ms,
 //!   through the Sentinel-following directory): generations never go back
-//!   and no zone is ever held by two shards; no shard fenced a zone;
+//!   and no zone is ever held by two shards; no shard fenced a zone —
+//!   when the failover fits in the leases' margin. A failover slower than
+//!   that (a loaded machine) lapses leases: then a fence and a higher
+//!   generation are correct, and only monotonic fencing is checked;
 //! - the old primary comes back as a replica of the new one.
 //!
 //! The pause players saw (the slowest steps around the failover) is printed
@@ -44,8 +47,10 @@ const SHARDS: [(&str, [&str; 2]); 3] = [
 const WALKERS: usize = 20;
 
 /// Longer than the failover (1 s to judge the primary down, ~1–2 s to
-/// promote, ~0.5 s for the clients): the leases ride it out, so any change
-/// of owner or generation is a defect, not a fence.
+/// promote, ~0.5 s for the clients, and the old primary back as a replica,
+/// since fenced writes wait for one): the leases ride it out, so any change
+/// of owner or generation is a defect, not a fence — unless the failover
+/// took longer than the leases' margin (see the check).
 const LEASE_MS: &str = "12000";
 
 const CALM: Duration = Duration::from_secs(3);
@@ -283,26 +288,60 @@ async fn walkers_carry_on_through_a_primary_failover() -> anyhow::Result<()> {
     }
     stop_sampling.store(true, Ordering::Relaxed);
     let samples = sampling.await?;
+    // Whether the leases could ride the failover out: a lease is trusted
+    // for 80 % of its TTL from its last renew's send, renews come every
+    // third of the TTL, and no renew is acknowledged from the SIGKILL until
+    // a replica has the new primary's writes (`WAIT 1`). A failover slower
+    // than that margin (a loaded machine: CI once saw city's generation
+    // rise 1 -> 2) lapses leases, and then a fence and a new generation are
+    // what fencing is for, not a defect; only going back, or a change of
+    // owner at the same generation, is.
+    let margin = Duration::from_millis(LEASE_MS.parse::<u64>()?) * 8 / 10
+        - Duration::from_millis(LEASE_MS.parse::<u64>()?) / 3;
+    let lapse_possible = replicated >= margin;
+    if lapse_possible {
+        eprintln!(
+            "failover: writes were refused for {replicated:?}, past the leases' margin \
+             {margin:?}: a lease may have lapsed; only monotonic fencing is checked"
+        );
+    }
     let mut after_failover = 0;
+    let mut last: BTreeMap<&str, (String, u64)> = BTreeMap::new();
     for (at, zone, owner) in &samples {
         let expected = before.get(zone).cloned();
-        if owner.as_ref() != expected.as_ref() {
+        if !lapse_possible && owner.as_ref() != expected.as_ref() {
             problems.push(format!("{zone}: sampled {owner:?}, held {expected:?}"));
+        }
+        if let Some((owner, generation)) = owner {
+            let prev = last
+                .get(zone.as_str())
+                .cloned()
+                .or_else(|| expected.clone());
+            if let Some((prev_owner, prev_gen)) = prev
+                && (*generation < prev_gen || (*generation == prev_gen && *owner != prev_owner))
+            {
+                problems.push(format!(
+                    "{zone}: ({owner}, {generation}) sampled after ({prev_owner}, {prev_gen})"
+                ));
+            }
+            last.insert(zone.as_str(), (owner.clone(), *generation));
         }
         after_failover += usize::from(*at > killed + promoted);
     }
     anyhow::ensure!(after_failover > 0, "no sample after the failover");
-    for (zone, held) in &before {
-        assert_eq!(
-            dir.zone_owner(zone).await?.as_ref(),
-            Some(held),
-            "{zone} after"
-        );
-    }
-    for (shard, (id, _)) in shards.iter().zip(SHARDS) {
-        let log = shard.plain_log();
-        if log.contains("fencing the zone") {
-            problems.push(format!("{id} fenced a zone:\n{log}"));
+    if !lapse_possible {
+        for (zone, held) in &before {
+            assert_eq!(
+                dir.zone_owner(zone).await?.as_ref(),
+                Some(held),
+                "{zone} after"
+            );
+        }
+        for (shard, (id, _)) in shards.iter().zip(SHARDS) {
+            let log = shard.plain_log();
+            if log.contains("fencing the zone") {
+                problems.push(format!("{id} fenced a zone:\n{log}"));
+            }
         }
     }
     // The old primary came back as a replica; on a loaded machine Sentinel

@@ -339,6 +339,7 @@ async fn forged_shard(
         players: 0,
         capacity: 2000,
         handoff_version: telos_world::handoff::HANDOFF_VERSION,
+        incarnation: 0,
     };
     dir.heartbeat(&entry, Duration::from_secs(60)).await?;
     Ok(rx)

@@ -497,6 +497,7 @@ async fn a_stale_completion_is_rejected_and_the_exact_one_lands() -> anyhow::Res
         players: 0,
         capacity: 10,
         handoff_version: 1,
+        incarnation: 0,
     };
     dir.heartbeat(&target, Duration::from_secs(60)).await?;
     // An earlier owner's claim and close, so "gen - 1" is a real close.

@@ -91,6 +91,7 @@ fn listed(s: ShardInfo) -> Option<LiveShard> {
     (!s.addr.is_empty()).then_some(LiveShard {
         id: s.id,
         addr: s.addr,
+        incarnation: s.incarnation,
     })
 }
 

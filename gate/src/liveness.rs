@@ -11,6 +11,12 @@
 //!    heartbeating (listed, whatever its state: a draining shard is busy,
 //!    not hung) is fine. A shard with links that is *not* listed has not
 //!    heartbeated for a presence TTL (3 s): suspect.
+//!    An address where a newer process of the shard now publishes than
+//!    the one last seen there (`LiveShard::incarnation`) is not probed
+//!    but condemned at once: a replacement started under the same id and
+//!    address while its predecessor is only paused keeps the entry listed,
+//!    the gate's links may still reach the predecessor, and a probe could
+//!    reach either process behind the one address (issue 17).
 //! 2. A suspect is probed on the very HTTP/2 connection its players use: one
 //!    gRPC health check ([`HEALTH_CHECK`]; any gRPC answer, `Unimplemented`
 //!    included, proves the process and the connection alive). Only a probe
@@ -35,7 +41,7 @@
 //! peers can serve the zone (its lease outlives the hang by 4–6 s), so
 //! they wait in the world's park and get in as soon as it is served.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,6 +51,7 @@ use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::Channel;
 
 use crate::metrics as m;
+use crate::registry::LiveShard;
 use crate::shared::Shared;
 
 /// How often the registry is read while the gate holds links: half the
@@ -65,6 +72,8 @@ pub const HEALTH_CHECK: &str = "/grpc.health.v1.Health/Check";
 /// Watch the shards the gate has links to until `stop`; see the module docs.
 pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
     let liveness = shared.pool.liveness();
+    // The process last seen publishing at each address.
+    let mut incarnations: HashMap<String, u64> = HashMap::new();
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -78,10 +87,24 @@ pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
         let Ok(listed) = shared.registry.heartbeating().await else {
             continue;
         };
+        let replaced = replaced_at(&mut incarnations, &listed);
         let listed: HashSet<&str> = listed.iter().map(|s| s.addr.as_str()).collect();
+        // Not probed: behind one address some connections reach the new
+        // process (it answers) and the links may sit on the old one. The
+        // old process is paused, superseded or dead; its links end, and
+        // a link already on the new one costs a resume, never input.
+        for addr in in_use.iter().filter(|a| replaced.contains(*a)) {
+            shared.pool.evict(addr);
+            let links = liveness.condemn(addr);
+            tracing::warn!(
+                addr,
+                links,
+                "a newer process of the shard publishes at this address; resuming its players there"
+            );
+        }
         let suspects: Vec<String> = in_use
             .into_iter()
-            .filter(|a| !listed.contains(a.as_str()))
+            .filter(|a| !listed.contains(a.as_str()) && !replaced.contains(a))
             .collect();
         // Concurrently: after a Redis restart every shard is a suspect.
         let mut probes = tokio::task::JoinSet::new();
@@ -117,6 +140,28 @@ pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
             );
         }
     }
+}
+
+/// Addresses where a newer process now publishes than the one last seen
+/// there: a replacement started under the same shard id at the same
+/// address (an orchestrator that does not wait for a stalled process to
+/// die, a service address in front of both). The entry stays listed, so
+/// absence never makes its predecessor suspect, yet the gate's links may
+/// still reach the predecessor, paused; they are probed like an absent
+/// shard's. `seen` becomes what is listed now.
+fn replaced_at(seen: &mut HashMap<String, u64>, listed: &[LiveShard]) -> HashSet<String> {
+    let now: HashMap<String, u64> = listed
+        .iter()
+        .filter(|s| s.incarnation != 0)
+        .map(|s| (s.addr.clone(), s.incarnation))
+        .collect();
+    let replaced = now
+        .iter()
+        .filter(|(addr, inc)| seen.get(*addr).is_some_and(|before| before < inc))
+        .map(|(addr, _)| addr.clone())
+        .collect();
+    *seen = now;
+    replaced
 }
 
 /// Whether the shard behind `channel` answers one gRPC call in time.
@@ -157,6 +202,31 @@ fn answered(code: Code) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn entry(addr: &str, incarnation: u64) -> LiveShard {
+        LiveShard {
+            id: "shard-a".into(),
+            addr: addr.into(),
+            incarnation,
+        }
+    }
+
+    #[test]
+    fn a_newer_process_at_a_known_address_is_a_replacement() {
+        let mut seen = HashMap::new();
+        let first = [entry("10.0.0.1:7000", 3)];
+        assert!(replaced_at(&mut seen, &first).is_empty(), "first sight");
+        assert!(
+            replaced_at(&mut seen, &first).is_empty(),
+            "the same process"
+        );
+        let replaced = replaced_at(&mut seen, &[entry("10.0.0.1:7000", 4)]);
+        assert_eq!(replaced, HashSet::from(["10.0.0.1:7000".to_string()]));
+        assert!(replaced_at(&mut seen, &[entry("10.0.0.1:7000", 4)]).is_empty());
+        // Unknown incarnations (an old shard) say nothing.
+        assert!(replaced_at(&mut seen, &[entry("10.0.0.1:7000", 0)]).is_empty());
+        assert!(replaced_at(&mut seen, &[entry("10.0.0.1:7000", 5)]).is_empty());
+    }
 
     #[test]
     fn transport_failures_are_not_answers() {

@@ -13,6 +13,11 @@ pub struct LiveShard {
     pub id: String,
     /// gRPC address, `host:port`.
     pub addr: String,
+    /// The process publishing the entry (0: unknown). A higher one at an
+    /// address the gate has links to means a replacement took over the
+    /// shard id there while those links may still reach its predecessor
+    /// ([`crate::liveness`]).
+    pub incarnation: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +58,7 @@ impl StaticRegistry {
                     LiveShard {
                         id: addr.clone(),
                         addr,
+                        incarnation: 0,
                     }
                 })
                 .collect(),

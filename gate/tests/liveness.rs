@@ -38,6 +38,7 @@ fn shards(addrs: &Mutex<Vec<String>>) -> Vec<LiveShard> {
         .map(|a| LiveShard {
             id: a.clone(),
             addr: a.clone(),
+            incarnation: 0,
         })
         .collect()
 }

@@ -307,6 +307,7 @@ async fn join(
         applied_seq: 0,
         saved_seq: 0,
         dirty: false,
+        quit: false,
         out,
         wedged: false,
         persist_id: row.persist_id.clone(),

@@ -33,6 +33,7 @@ fn peer(id: &str, state: ShardState, players: u64, capacity: u64) -> ShardInfo {
         players,
         capacity,
         handoff_version: 2,
+        incarnation: 0,
     }
 }
 

@@ -18,6 +18,7 @@ fn entry(addr: &str) -> ShardInfo {
         players: 0,
         capacity: 100,
         handoff_version: 2,
+        incarnation: 0,
     }
 }
 
@@ -129,6 +130,9 @@ async fn an_older_process_is_superseded_and_removes_nothing() {
     let shards = dir.shards().await.unwrap();
     assert_eq!(shards.len(), 1);
     assert_eq!(shards[0].addr, "127.0.0.1:7002");
+    // The entry says which process published it (the gate tells a
+    // replacement at one address from its paused predecessor by it).
+    assert_eq!(shards[0].incarnation, second.incarnation());
     second.deregister("a").await.unwrap();
     assert!(dir.shards().await.unwrap().is_empty());
 }

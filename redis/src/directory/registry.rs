@@ -55,6 +55,7 @@ pub(crate) fn shard_from_fields(key: &str, flat: &[String]) -> Result<ShardInfo,
             .get("handoff_version")
             .and_then(|v| v.parse().ok())
             .unwrap_or(0),
+        incarnation: map.get("inc").and_then(|v| v.parse().ok()).unwrap_or(0),
     })
 }
 

@@ -46,6 +46,7 @@ fn shard(id: &str, state: ShardState) -> ShardInfo {
         players: 3,
         capacity: 100,
         handoff_version: 2,
+        incarnation: 0,
     }
 }
 

@@ -68,6 +68,13 @@ pub struct ShardInfo {
     /// entry written before versions were advertised (never compatible).
     #[serde(default)]
     pub handoff_version: u32,
+    /// The process that published the entry (its fencing token, minted
+    /// at its start): two processes of one shard id — a paused one and
+    /// its replacement, even at one address — are told apart by it. Read
+    /// from the registry; a heartbeat writes its own process's, whatever
+    /// this says. 0: an entry written before incarnations existed.
+    #[serde(default)]
+    pub incarnation: u64,
 }
 
 /// A player as `who` lists it.

@@ -10,5 +10,6 @@ end
 redis.call('HSET', KEYS[1],
   'name', ARGV[1], 'pw', ARGV[2], 'state', ARGV[3],
   'state_version', 1, 'owner_epoch', 0, 'owner_claim', '', 'conn_id', '', 'applied_seq', 0,
+  'quit_seq', 0,
   'tier', 'player', 'persist_id', ARGV[4], 'creator', ARGV[5] or '')
 return 1

@@ -13,6 +13,7 @@
 //! | `owner_claim` | the id of the claim that minted `owner_epoch` ([`ClaimId`]) |
 //! | `conn_id` | gate connection whose input the state reflects |
 //! | `applied_seq` | highest input `seq` applied in `state` (exactly-once watermark) |
+//! | `quit_seq` | `applied_seq` when the save that wrote it ended `conn_id`'s session with the player's `quit`, else 0: a resume of that connection is answered `Goodbye.` (the quit's reply may have been lost after its save landed) |
 //! | `tier` | `player` / `builder` / `admin` |
 //! | `persist_id` | random id minted at create, stable forever |
 //!

@@ -16,7 +16,7 @@ static SET_TIER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("s
 static HEAL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("heal.lua")));
 
 /// Row fields in the order [`parse_row`] expects them.
-const ROW_FIELDS: [&str; 8] = [
+const ROW_FIELDS: [&str; 9] = [
     "name",
     "persist_id",
     "state",
@@ -24,6 +24,7 @@ const ROW_FIELDS: [&str; 8] = [
     "owner_epoch",
     "conn_id",
     "applied_seq",
+    "quit_seq",
     "tier",
 ];
 
@@ -62,6 +63,7 @@ fn parse_row(key: &str, fields: Vec<Option<Vec<u8>>>) -> Result<Option<Character
         owner_epoch: number(bytes(None)?)?,
         conn_id: text(bytes(Some(""))?)?,
         applied_seq: number(bytes(Some("0"))?)?,
+        quit_seq: number(bytes(Some("0"))?)?,
         tier: text(bytes(Some("player"))?)?,
     }))
 }
@@ -221,6 +223,32 @@ impl Store {
         conn_id: &str,
         applied_seq: u64,
     ) -> Result<SaveOutcome, StoreError> {
+        self.save_marked(
+            name,
+            epoch,
+            expected_version,
+            state_json,
+            conn_id,
+            applied_seq,
+            false,
+        )
+        .await
+    }
+
+    /// [`save`](Self::save), and `quit`: the last line applied
+    /// (`applied_seq`) was the player's quit, which ends `conn_id`'s
+    /// session ([`CharacterRow::quit_by`]).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn save_marked(
+        &self,
+        name: &str,
+        epoch: u64,
+        expected_version: u64,
+        state_json: &[u8],
+        conn_id: &str,
+        applied_seq: u64,
+        quit: bool,
+    ) -> Result<SaveOutcome, StoreError> {
         let reply: (i64, u64, u64, String) = SAVE
             .key(row_key(name)?)
             .arg(epoch)
@@ -228,6 +256,7 @@ impl Store {
             .arg(state_json)
             .arg(conn_id)
             .arg(applied_seq)
+            .arg(if quit { applied_seq } else { 0 })
             .invoke_async(&mut self.conn().durable())
             .await?;
         save_outcome(reply)
@@ -238,7 +267,7 @@ impl Store {
     /// applied only while no newer owner exists and the row is really
     /// behind — at `epoch` and `claim` with a version below `last_version`
     /// (the one the session last wrote), or at an older epoch. See
-    /// `heal.lua`.
+    /// `heal.lua`. `quit` as in [`save_marked`](Self::save_marked).
     #[allow(clippy::too_many_arguments)]
     pub async fn heal(
         &self,
@@ -249,6 +278,7 @@ impl Store {
         state_json: &[u8],
         conn_id: &str,
         applied_seq: u64,
+        quit: bool,
     ) -> Result<SaveOutcome, StoreError> {
         let reply: (i64, u64, u64, String) = HEAL
             .key(row_key(name)?)
@@ -258,6 +288,7 @@ impl Store {
             .arg(conn_id)
             .arg(applied_seq)
             .arg(claim.to_string())
+            .arg(if quit { applied_seq } else { 0 })
             .invoke_async(&mut self.conn().durable())
             .await?;
         save_outcome(reply)

@@ -218,6 +218,52 @@ async fn save_is_fenced_on_version_and_epoch() {
     ));
 }
 
+/// A quit's save marks the row: the connection it names ended with a quit
+/// at its `applied_seq` (a resume of it is answered `Goodbye.`). Any other
+/// save — a later session, another connection — clears the mark, and the
+/// mark names only its own connection.
+#[tokio::test]
+async fn a_quit_save_marks_the_row_for_its_connection_only() {
+    let (_r, store) = setup().await;
+    store
+        .create_character("Quinn", "password1", b"{}")
+        .await
+        .unwrap();
+    let row = store.load("quinn").await.unwrap().unwrap();
+    assert_eq!(row.quit_seq, 0);
+    assert!(!row.quit_by(""), "a fresh row ended no session");
+    let c = store.claim_character("quinn").await.unwrap();
+    store
+        .save("quinn", c.epoch, 1, b"{}", "conn-1", 4)
+        .await
+        .unwrap();
+    assert!(
+        !store
+            .load("quinn")
+            .await
+            .unwrap()
+            .unwrap()
+            .quit_by("conn-1")
+    );
+    store
+        .save_marked("quinn", c.epoch, 2, b"{}", "conn-1", 5, true)
+        .await
+        .unwrap();
+    let row = store.load("quinn").await.unwrap().unwrap();
+    assert_eq!((row.applied_seq, row.quit_seq), (5, 5));
+    assert!(row.quit_by("conn-1"));
+    assert!(!row.quit_by("conn-2"), "another connection did not quit");
+
+    let next = store.claim_character("quinn").await.unwrap();
+    store
+        .save("quinn", next.epoch, 3, b"{}", "conn-2", 1)
+        .await
+        .unwrap();
+    let row = store.load("quinn").await.unwrap().unwrap();
+    assert_eq!(row.quit_seq, 0);
+    assert!(!row.quit_by("conn-1") && !row.quit_by("conn-2"));
+}
+
 #[tokio::test]
 async fn tiers() {
     let (_r, store) = setup().await;
@@ -412,6 +458,7 @@ mod handoff_claim {
             players: 0,
             capacity: 100,
             handoff_version,
+            incarnation: 0,
         }
     }
 
@@ -673,7 +720,7 @@ mod heal {
 
         // Not gone back: the session wrote version 2, the row is at 2.
         let refused = store
-            .heal("hal", c.epoch, c.claim, 2, b"{\"x\":1}", "conn", 4)
+            .heal("hal", c.epoch, c.claim, 2, b"{\"x\":1}", "conn", 4, false)
             .await
             .unwrap();
         assert!(
@@ -690,6 +737,7 @@ mod heal {
                 b"{\"x\":1}",
                 "conn",
                 4,
+                false,
             )
             .await
             .unwrap();
@@ -700,7 +748,7 @@ mod heal {
         // Our epoch and claim, and we had written version 5: heal, above both.
         assert_eq!(
             store
-                .heal("hal", c.epoch, c.claim, 5, b"{\"v\":6}", "conn", 9)
+                .heal("hal", c.epoch, c.claim, 5, b"{\"v\":6}", "conn", 9, false)
                 .await
                 .unwrap(),
             SaveOutcome::Saved { version: 6 }
@@ -720,7 +768,7 @@ mod heal {
         let mine = ClaimId::random();
         assert_eq!(
             store
-                .heal("hal", newer, mine, 6, b"{\"v\":7}", "conn", 10)
+                .heal("hal", newer, mine, 6, b"{\"v\":7}", "conn", 10, false)
                 .await
                 .unwrap(),
             SaveOutcome::Saved { version: 7 }
@@ -730,7 +778,16 @@ mod heal {
         assert_eq!(first_claim_of(&store, "hal").await, mine);
         // A newer owner than the healer: refused, nothing written.
         let refused = store
-            .heal("hal", c.epoch, c.claim, 99, b"{\"stale\":1}", "conn", 11)
+            .heal(
+                "hal",
+                c.epoch,
+                c.claim,
+                99,
+                b"{\"stale\":1}",
+                "conn",
+                11,
+                false,
+            )
             .await
             .unwrap();
         assert!(

@@ -17,7 +17,20 @@ pub struct CharacterRow {
     pub owner_epoch: u64,
     pub conn_id: String,
     pub applied_seq: u64,
+    /// `applied_seq` when the save that wrote this row ended `conn_id`'s
+    /// session with the player's `quit`; 0 otherwise (and in rows written
+    /// before the field existed).
+    pub quit_seq: u64,
     pub tier: String,
+}
+
+impl CharacterRow {
+    /// Whether `conn_id`'s session ended with a quit this row holds: its
+    /// last applied line was the quit, saved. A resume of that connection
+    /// has nothing to play on; it is answered as the quit was.
+    pub fn quit_by(&self, conn_id: &str) -> bool {
+        self.conn_id == conn_id && self.quit_seq != 0 && self.quit_seq == self.applied_seq
+    }
 }
 
 /// The result of a claim: the newly minted owner epoch and the row as it

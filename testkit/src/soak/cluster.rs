@@ -41,6 +41,10 @@ use super::status::parse_status;
 /// `telosctl transfer --wait` gives a transfer this many seconds: far more
 /// than one takes (well under a second), so only a stuck one fails.
 const TRANSFER_WAIT_SECS: &str = "30";
+/// Starts of a shard on fresh ports when a port picked for it was taken.
+const BIND_ATTEMPTS: u32 = 5;
+/// How a process says a port it was given is taken (the OS's words).
+const PORT_TAKEN: &str = "Address already in use";
 /// A `telosctl transfer --wait` run is killed after this.
 const TRANSFER_EXIT_TIMEOUT: Duration = Duration::from_secs(40);
 
@@ -185,8 +189,34 @@ impl Cluster {
     }
 
     /// A new incarnation of shard `i` on its current listen and metrics
-    /// addresses, registered under its name.
+    /// addresses, registered under its name. Ports are picked free and
+    /// bound later by the shard: on a shared machine another process can
+    /// take one meanwhile (overlap seed 749446916: `/metrics` `Address
+    /// already in use`, the run could not be made). Such a start is made
+    /// again on fresh ports (the front proxy leads to the new listener;
+    /// the sampler scrapes the new metrics address).
     fn spawn_shard(&mut self, i: usize) -> anyhow::Result<Proc> {
+        let mut attempt = 1;
+        loop {
+            match self.spawn_shard_once(i) {
+                Err(e) if attempt < BIND_ATTEMPTS && format!("{e:#}").contains(PORT_TAKEN) => {
+                    let name = self.shards[i].incarnation_name();
+                    eprintln!(
+                        "{name}: a port picked for it was taken meanwhile; starting it on fresh ports"
+                    );
+                    self.forget(&name);
+                    let slot = &mut self.shards[i];
+                    slot.listen = format!("127.0.0.1:{}", free_port());
+                    slot.metrics = format!("127.0.0.1:{}", free_port());
+                    slot.front.set_upstream(&slot.listen);
+                    attempt += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn spawn_shard_once(&mut self, i: usize) -> anyhow::Result<Proc> {
         let slot = &mut self.shards[i];
         slot.incarnation += 1;
         let name = slot.incarnation_name();

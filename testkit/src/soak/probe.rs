@@ -2,7 +2,7 @@
 //! scheme of `redis/src/directory` and `redis/src/store`): who leases each
 //! zone, which shards are live, what the fences and durable rows say.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -36,7 +36,16 @@ pub struct View {
     pub shards: BTreeMap<String, Option<String>>,
     /// Pending transfer records.
     pub transfers: u64,
+    /// Zones whose lease is bound to another process than the one its
+    /// owner's registry entry names: a killed shard's lease, while its
+    /// restarted process (listed live under the same id) waits for it to
+    /// lapse — nobody serves the zone yet.
+    pub predecessor_leases: BTreeSet<String>,
 }
+
+/// A hash's first field as text and its second as a number (a lease's
+/// owner and process, a registry entry's state and process).
+type Pair = (Option<String>, Option<u64>);
 
 impl View {
     /// Registered and `live` (not draining).
@@ -53,6 +62,7 @@ impl View {
                 .values()
                 .all(|o| o.as_deref().is_some_and(|o| self.is_live(o)))
             && self.transfers == 0
+            && self.predecessor_leases.is_empty()
     }
 
     pub fn zones_of(&self, shard: &str) -> Vec<String> {
@@ -133,11 +143,17 @@ impl Probe {
     pub async fn view(&self) -> anyhow::Result<View> {
         let mut pipe = redis::pipe();
         for z in &self.zones {
-            pipe.hget(format!("telos:zone:{z}:lease"), "owner");
+            pipe.cmd("HMGET")
+                .arg(format!("telos:zone:{z}:lease"))
+                .arg("owner")
+                .arg("inc");
         }
         let shard_ids = self.shard_ids();
         for s in &shard_ids {
-            pipe.hget(format!("telos:shard:{s}"), "state");
+            pipe.cmd("HMGET")
+                .arg(format!("telos:shard:{s}"))
+                .arg("state")
+                .arg("inc");
         }
         pipe.scard("telos:transfers");
         let mut conn = self.conn.clone();
@@ -145,19 +161,36 @@ impl Probe {
         let transfers =
             redis::from_redis_value(values.pop().unwrap_or(redis::Value::Nil)).unwrap_or(0);
         let mut values = values.into_iter();
-        let owners = self
-            .zones
+        let mut pair = || -> Pair {
+            let v: Vec<redis::Value> = values
+                .next()
+                .and_then(|v| redis::from_redis_value(v).ok())
+                .unwrap_or_default();
+            let mut v = v.into_iter();
+            (opt_string(v.next()), opt_u64(v.next()))
+        };
+        let leases: Vec<(String, Pair)> = self.zones.iter().map(|z| (z.clone(), pair())).collect();
+        let entries: Vec<(String, Pair)> = shard_ids.into_iter().map(|s| (s, pair())).collect();
+        let incs: BTreeMap<&str, u64> = entries
             .iter()
-            .map(|z| (z.clone(), opt_string(values.next())))
+            .filter_map(|(s, (_, inc))| Some((s.as_str(), (*inc)?)))
             .collect();
-        let shards = shard_ids
-            .into_iter()
-            .map(|s| (s, opt_string(values.next())))
+        let predecessor_leases = leases
+            .iter()
+            .filter(|(_, (owner, inc))| {
+                let (Some(owner), Some(inc)) = (owner, inc) else {
+                    return false;
+                };
+                // 0: not bound to a process yet (a flip, a completion).
+                *inc != 0 && incs.get(owner.as_str()).is_some_and(|now| now != inc)
+            })
+            .map(|(z, _)| z.clone())
             .collect();
         Ok(View {
-            owners,
-            shards,
+            owners: leases.into_iter().map(|(z, (o, _))| (z, o)).collect(),
+            shards: entries.into_iter().map(|(s, (st, _))| (s, st)).collect(),
             transfers,
+            predecessor_leases,
         })
     }
 
@@ -278,6 +311,7 @@ mod tests {
                 .map(|(s, st)| (s.to_string(), st.map(str::to_string)))
                 .collect(),
             transfers,
+            predecessor_leases: BTreeSet::new(),
         }
     }
 
@@ -329,6 +363,23 @@ mod tests {
         assert_eq!(round.journal_tail["Bob"], None);
         let v = probe.view().await.unwrap();
         assert!(v.healthy());
+        // A restarted shard-a (incarnation 2) listed while the lease is
+        // still bound to the killed one (1): nobody serves city yet.
+        let _: () = redis::pipe()
+            .hset("telos:zone:city:lease", "inc", 1)
+            .hset("telos:shard:shard-a", "inc", 2)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let v = probe.view().await.unwrap();
+        assert_eq!(v.predecessor_leases, BTreeSet::from(["city".to_string()]));
+        assert!(!v.healthy(), "a predecessor's lease counted as served");
+        let _: () = redis::pipe()
+            .hset("telos:zone:city:lease", "inc", 2)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert!(probe.view().await.unwrap().healthy());
         let (journal, epoch) = probe.durable_row("ann").await.unwrap();
         assert_eq!(journal, ["Ann 1", "Ann 2"]);
         assert_eq!(epoch, Some(2));

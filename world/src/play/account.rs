@@ -253,7 +253,12 @@ pub(super) async fn resume_frame(
         .check_credential(&key, &resume.conn_id, &resume.credential)
         .await
     {
-        Ok(true) => enter(shard, key, resume.conn_id, resume.credential, out).await,
+        Ok(true) => {
+            if ended_by_quit(shard, &key, &resume.conn_id, out).await? {
+                return None;
+            }
+            enter(shard, key, resume.conn_id, resume.credential, out).await
+        }
         Ok(false) => {
             send_closed(
                 out,
@@ -269,6 +274,38 @@ pub(super) async fn resume_frame(
             None
         }
     }
+}
+
+/// A resume of a connection whose session a saved quit ended: the quit's
+/// save landed but its reply was lost (a Redis link that held its answers),
+/// so the world closed the session not-final for the gate to replay the
+/// quit, and there is nothing left to replay. Answered as the quit was —
+/// `Goodbye.`, final, the credential revoked — rather than put back into
+/// play with no answer (partition soak seed 937332575). `Some(true)`:
+/// answered; `None`: the row could not be read (said, non-final).
+async fn ended_by_quit(
+    shard: &Shard,
+    key: &str,
+    conn_id: &str,
+    out: &mpsc::Sender<ServerFrame>,
+) -> Option<bool> {
+    let row = match shard.store().load(key).await {
+        Ok(row) => row,
+        Err(e) => {
+            warn!(player = %key, error = %e, "loading the character to resume failed");
+            send_closed(out, UNREACHABLE, false).await;
+            return None;
+        }
+    };
+    if !row.is_some_and(|r| r.quit_by(conn_id)) {
+        return Some(false);
+    }
+    info!(player = %key, conn_id, "resume of a session its saved quit ended: saying goodbye");
+    if let Err(e) = shard.store().revoke_credential(key, conn_id).await {
+        warn!(player = %key, error = %e, "revoking the resume credential after quit failed; it lapses by its TTL");
+    }
+    send_closed(out, "Goodbye.", true).await;
+    Some(true)
 }
 
 fn valid_conn_id(id: &str) -> bool {

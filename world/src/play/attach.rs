@@ -95,6 +95,7 @@ pub(super) async fn attach_local(
         applied_seq,
         saved_seq: applied_seq,
         dirty: false,
+        quit: false,
         out: out.clone(),
         wedged: false,
         persist_id: row.persist_id.clone(),
@@ -166,6 +167,7 @@ pub(super) async fn attach_frame(
         saved_seq: 0,
         // Not saved since the freeze: the first cadence saves it here.
         dirty: true,
+        quit: false,
         out: out.clone(),
         wedged: false,
         persist_id: activated.persist_id.clone(),

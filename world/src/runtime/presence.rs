@@ -51,6 +51,8 @@ impl Shard {
             players: players.len() as u64,
             capacity: self.cfg.capacity,
             handoff_version: self.cfg.handoff_version,
+            // Written as this process's own by the heartbeat itself.
+            incarnation: 0,
         };
         (info, counts.into_iter().collect())
     }

@@ -95,10 +95,22 @@ pub async fn save_player(
     }
     let json = character.dump_state_json();
     let seq = meta.applied_seq;
+    // A quit's save says so in the row: if its reply is lost after it
+    // landed, the resume that follows has nothing to replay and must end
+    // the session as the quit did (partition soak seed 937332575).
+    let quit = meta.quit;
     let mut epoch = meta.epoch;
     let mut result = tokio::time::timeout(
         SAVE_TIMEOUT,
-        store.save(&key, epoch, meta.state_version, &json, &meta.conn_id, seq),
+        store.save_marked(
+            &key,
+            epoch,
+            meta.state_version,
+            &json,
+            &meta.conn_id,
+            seq,
+            quit,
+        ),
     )
     .await;
     if let Ok(Ok(SaveOutcome::Refused {
@@ -129,13 +141,14 @@ pub async fn save_player(
                 epoch = current_epoch;
                 result = tokio::time::timeout(
                     SAVE_TIMEOUT,
-                    store.save(
+                    store.save_marked(
                         &key,
                         current_epoch,
                         meta.state_version,
                         &json,
                         &meta.conn_id,
                         seq,
+                        quit,
                     ),
                 )
                 .await;
@@ -149,7 +162,15 @@ pub async fn save_player(
                 meta.state_version = current_version;
                 result = tokio::time::timeout(
                     SAVE_TIMEOUT,
-                    store.save(&key, epoch, meta.state_version, &json, &meta.conn_id, seq),
+                    store.save_marked(
+                        &key,
+                        epoch,
+                        meta.state_version,
+                        &json,
+                        &meta.conn_id,
+                        seq,
+                        quit,
+                    ),
                 )
                 .await;
             }
@@ -171,6 +192,7 @@ pub async fn save_player(
                         &json,
                         &meta.conn_id,
                         seq,
+                        quit,
                     ),
                 )
                 .await;
@@ -289,6 +311,7 @@ mod tests {
             applied_seq: 3,
             saved_seq: 0,
             dirty: true,
+            quit: false,
             out: tx,
             wedged: false,
             persist_id: "pid".into(),

@@ -39,6 +39,11 @@ pub struct SessionMeta {
     pub saved_seq: u64,
     /// Durable state changed since the last save.
     pub dirty: bool,
+    /// The player quit (or hung up): the session's last line is applied
+    /// and its save records that this connection's session ended there
+    /// (the row's `quit_seq`), so a resume after a lost save reply is
+    /// answered `Goodbye.` instead of played on.
+    pub quit: bool,
     /// Frames to the gate.
     pub out: mpsc::Sender<ServerFrame>,
     /// The out channel was found full: the gate stopped reading.
@@ -185,6 +190,7 @@ mod tests {
             applied_seq: 5,
             saved_seq: 0,
             dirty: true,
+            quit: false,
             out,
             wedged: false,
             persist_id: "p".into(),

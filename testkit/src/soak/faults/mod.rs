@@ -302,8 +302,8 @@ impl Driver<'_> {
         rec: &mut FaultRecord,
     ) -> anyhow::Result<()> {
         let zone = self.pick_zone(p);
-        let owner = owner_of(view, &zone);
-        let to = self.transfer_target(view, &[&owner], p.pick)?;
+        let (owner, view) = self.owned(&zone, view).await?;
+        let to = self.transfer_target(&view, &[&owner], p.pick)?;
         rec.target = format!("{zone} {owner}->{to}");
         self.move_zone(&zone, &to).await?;
         rec.restored = Some(self.clock.now());
@@ -320,8 +320,8 @@ impl Driver<'_> {
         rec: &mut FaultRecord,
     ) -> anyhow::Result<()> {
         let zone = self.pick_zone(p);
-        let a = owner_of(view, &zone);
-        let b = self.transfer_target(view, &[&a], p.pick)?;
+        let (a, view) = self.owned(&zone, view).await?;
+        let b = self.transfer_target(&view, &[&a], p.pick)?;
         rec.target = format!("{zone} {a}->{b}");
         self.move_zone(&zone, &b).await?;
         let first = self.clock.now();
@@ -340,6 +340,29 @@ impl Driver<'_> {
         ));
         rec.restored = Some(t);
         Ok(())
+    }
+
+    /// `zone`'s live owner, and the view it was read in. A transfer moves
+    /// a zone from its owner; in the overlap mode one may come while the
+    /// zone is between owners (a Redis restart or a shard's death just
+    /// before: overlap seed 749446916), which telosctl rightly refuses
+    /// ("no live owner to transfer from"). So it waits for one, as an
+    /// operator would; none within the recovery bound is a problem.
+    async fn owned(&self, zone: &str, view: &View) -> anyhow::Result<(String, View)> {
+        let until = Instant::now() + RECOVERY_TIMEOUT;
+        let mut view = view.clone();
+        loop {
+            let owner = owner_of(&view, zone);
+            if !owner.is_empty() && view.shards.get(&owner).is_some_and(Option::is_some) {
+                return Ok((owner, view));
+            }
+            anyhow::ensure!(
+                Instant::now() < until,
+                "{zone} had no live owner to transfer from for {RECOVERY_TIMEOUT:?}"
+            );
+            tokio::time::sleep(POLL).await;
+            view = self.view().await;
+        }
     }
 
     /// `pick` among the live shards not in `not`.

@@ -27,6 +27,12 @@ impl ZoneActor {
     /// landed, so that otherwise the gate resumes and replays the lines only
     /// it holds, the quit included.
     pub(super) async fn leave_for_good(&mut self, key: &str, why: Leaving) {
+        if matches!(why, Leaving::Quit)
+            && let Some(m) = self.sessions.get_mut(key)
+        {
+            // The save below records that the session ended here.
+            m.quit = true;
+        }
         let held = self
             .sessions
             .get_mut(key)
