@@ -1,14 +1,17 @@
 //! The settings of the web listener: the web client and its WebSocket
 //! endpoint (`--web-listen`), how long a session outlives its page's
 //! dropped connection (`--web-resume-grace-secs`), what is kept to replay
-//! to a page that comes back (`--web-replay-bytes`). See
+//! to a page that comes back (`--web-replay-bytes`), which HTTP proxies'
+//! `X-Forwarded-For` is believed (`--web-forwarded-from`). See
 //! docs/operations.md, "Playing in a browser".
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use clap::Args;
+use ipnet::IpNet;
 
+use crate::config_edge::networks;
 use crate::config_file::{ConfigError, FileConfig, pick, positive_pick};
 
 /// A phone that loses its signal in a tunnel or switches from Wi-Fi to
@@ -32,6 +35,19 @@ pub struct WebConfig {
     pub resume_grace: Duration,
     /// Output bytes kept per web session for replay on resume.
     pub replay_bytes: usize,
+    /// HTTP reverse proxies whose `X-Forwarded-For` names the player.
+    pub forwarded_from: Vec<IpNet>,
+}
+
+impl WebConfig {
+    /// Whether `X-Forwarded-For` from `peer` is believed.
+    pub fn is_forwarder(&self, peer: IpAddr) -> bool {
+        let peer = match peer {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(peer, IpAddr::V4),
+            v4 => v4,
+        };
+        self.forwarded_from.iter().any(|n| n.contains(&peer))
+    }
 }
 
 impl Default for WebConfig {
@@ -40,6 +56,7 @@ impl Default for WebConfig {
             listen: None,
             resume_grace: DEFAULT_RESUME_GRACE,
             replay_bytes: DEFAULT_REPLAY_BYTES,
+            forwarded_from: Vec::new(),
         }
     }
 }
@@ -60,6 +77,11 @@ pub struct WebCli {
     /// back [default: 65536].
     #[arg(long, value_name = "BYTES", env = "TELOS_GATE_WEB_REPLAY_BYTES")]
     pub web_replay_bytes: Option<String>,
+    /// HTTP reverse proxies (addresses or CIDR networks, comma-separated)
+    /// in front of --web-listen whose X-Forwarded-For header names the
+    /// player; from anyone else the header is ignored [default: none].
+    #[arg(long, value_name = "ADDRS", env = "TELOS_GATE_WEB_FORWARDED_FROM")]
+    pub web_forwarded_from: Option<String>,
 }
 
 fn addr(flag: &str, var: &str, value: Option<String>) -> Result<Option<SocketAddr>, ConfigError> {
@@ -91,8 +113,23 @@ impl WebCli {
             file.web_resume_grace_secs,
             d.resume_grace.as_secs(),
         )?;
+        let forwarded_from = pick::<String>(
+            "web-forwarded-from",
+            "TELOS_GATE_WEB_FORWARDED_FROM",
+            self.web_forwarded_from.as_ref(),
+            file.web_forwarded_from.clone(),
+        )?
+        .map(|list| {
+            networks(
+                &list,
+                "web_forwarded_from (--web-forwarded-from / TELOS_GATE_WEB_FORWARDED_FROM)",
+            )
+        })
+        .transpose()?
+        .unwrap_or_default();
         Ok(WebConfig {
             listen: addr("web_listen", "TELOS_GATE_WEB_LISTEN", listen)?,
+            forwarded_from,
             resume_grace: Duration::from_secs(grace),
             replay_bytes: positive_pick(
                 "web_replay_bytes",
@@ -134,5 +171,19 @@ mod tests {
             ..WebCli::default()
         };
         assert!(zero.resolve(&FileConfig::default()).is_err());
+        let proxies = WebCli {
+            web_forwarded_from: Some("10.0.0.0/8, 192.168.1.2".into()),
+            ..WebCli::default()
+        };
+        let w = proxies.resolve(&FileConfig::default()).unwrap();
+        assert!(w.is_forwarder("10.1.2.3".parse().unwrap()));
+        assert!(w.is_forwarder("::ffff:192.168.1.2".parse().unwrap()));
+        assert!(!w.is_forwarder("192.168.1.3".parse().unwrap()));
+        let bad = WebCli {
+            web_forwarded_from: Some("proxy.example".into()),
+            ..WebCli::default()
+        };
+        let err = bad.resolve(&FileConfig::default()).unwrap_err();
+        assert!(err.to_string().contains("--web-forwarded-from"), "{err}");
     }
 }
