@@ -2,8 +2,10 @@
 //! endpoint (`--web-listen`), how long a session outlives its page's
 //! dropped connection (`--web-resume-grace-secs`), what is kept to replay
 //! to a page that comes back (`--web-replay-bytes`), which HTTP proxies'
-//! `X-Forwarded-For` is believed (`--web-forwarded-from`). See
-//! docs/operations.md, "Playing in a browser".
+//! `X-Forwarded-For` is believed (`--web-forwarded-from`), and how long a
+//! telnet session outlives its client's (`--telnet-resume-grace-secs`).
+//! See docs/operations.md, "Playing in a browser" and "A telnet client's
+//! own drop".
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -33,8 +35,12 @@ pub struct WebConfig {
     /// How long a logged-in web session is kept after its page's
     /// connection dropped, waiting for the page to resume it.
     pub resume_grace: Duration,
-    /// Output bytes kept per web session for replay on resume.
+    /// Output bytes kept per web session for replay on resume (and per
+    /// telnet session, [`crate::grace`]).
     pub replay_bytes: usize,
+    /// How long a logged-in telnet session is kept after its client's
+    /// connection dropped, for `resume <token>`; zero: not kept.
+    pub telnet_grace: Duration,
     /// HTTP reverse proxies whose `X-Forwarded-For` names the player.
     pub forwarded_from: Vec<IpNet>,
 }
@@ -56,6 +62,7 @@ impl Default for WebConfig {
             listen: None,
             resume_grace: DEFAULT_RESUME_GRACE,
             replay_bytes: DEFAULT_REPLAY_BYTES,
+            telnet_grace: DEFAULT_RESUME_GRACE,
             forwarded_from: Vec::new(),
         }
     }
@@ -82,6 +89,11 @@ pub struct WebCli {
     /// player; from anyone else the header is ignored [default: none].
     #[arg(long, value_name = "ADDRS", env = "TELOS_GATE_WEB_FORWARDED_FROM")]
     pub web_forwarded_from: Option<String>,
+    /// Seconds a telnet player's session is kept after their connection
+    /// dropped, for `resume <token>` from a new one; 0: not kept
+    /// [default: 60].
+    #[arg(long, value_name = "SECS", env = "TELOS_GATE_TELNET_RESUME_GRACE")]
+    pub telnet_resume_grace_secs: Option<String>,
 }
 
 fn addr(flag: &str, var: &str, value: Option<String>) -> Result<Option<SocketAddr>, ConfigError> {
@@ -127,8 +139,16 @@ impl WebCli {
         })
         .transpose()?
         .unwrap_or_default();
+        let telnet_grace = pick::<u64>(
+            "telnet-resume-grace-secs",
+            "TELOS_GATE_TELNET_RESUME_GRACE",
+            self.telnet_resume_grace_secs.as_ref(),
+            file.telnet_resume_grace_secs,
+        )?
+        .map_or(d.telnet_grace, Duration::from_secs);
         Ok(WebConfig {
             listen: addr("web_listen", "TELOS_GATE_WEB_LISTEN", listen)?,
+            telnet_grace,
             forwarded_from,
             resume_grace: Duration::from_secs(grace),
             replay_bytes: positive_pick(
@@ -158,6 +178,13 @@ mod tests {
         assert_eq!(w.listen, Some("127.0.0.1:4080".parse().unwrap()));
         assert_eq!(w.resume_grace, Duration::from_secs(5));
         assert_eq!(w.replay_bytes, DEFAULT_REPLAY_BYTES);
+        assert_eq!(w.telnet_grace, DEFAULT_RESUME_GRACE);
+        let off = WebCli {
+            telnet_resume_grace_secs: Some("0".into()),
+            ..WebCli::default()
+        };
+        let off = off.resolve(&FileConfig::default()).unwrap();
+        assert_eq!(off.telnet_grace, Duration::ZERO);
         let off = WebCli::default().resolve(&FileConfig::default()).unwrap();
         assert_eq!(off, WebConfig::default());
         let bad = WebCli {

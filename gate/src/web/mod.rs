@@ -11,7 +11,6 @@ pub mod frames;
 pub mod listen;
 pub mod park;
 pub mod replay;
-pub mod tokens;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -33,9 +32,9 @@ use crate::metrics as m;
 use crate::player_tls::PlayerTls;
 use crate::shared::Shared;
 use crate::stream::PlayerIo;
+use crate::tokens::Tokens;
 use frames::{PROTOCOLS, Proto};
 use park::{Attach, Park};
-use tokens::Tokens;
 
 /// The byte stream between a bridge and its connection task, each way:
 /// what a TCP socket's kernel buffer is to a telnet client
@@ -202,7 +201,7 @@ async fn open(mut ws: WebSocket, peer: SocketAddr, resume: Resume, web: Arc<WebS
         }
     };
     let (gate_end, park_end) = tokio::io::duplex(BRIDGE_BUFFER);
-    let conn = Conn::open(
+    let mut conn = Conn::open(
         PlayerIo::split(gate_end),
         peer,
         web.shared.clone(),
@@ -210,6 +209,8 @@ async fn open(mut ws: WebSocket, peer: SocketAddr, resume: Resume, web: Arc<WebS
         admitted.pre_login,
         Vec::new(),
     );
+    // The bridge keeps the session across the page's drops.
+    conn.resumable = false;
     let park = Park::new(
         web.tokens.clone(),
         &web.shared.cfg.web,

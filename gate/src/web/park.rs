@@ -21,7 +21,7 @@ use crate::config_web::WebConfig;
 
 use super::frames::{Msg, OutSplitter, Proto, gmcp_input, input_bytes, naws_input};
 use super::replay::{Input, Replay};
-use super::tokens::Tokens;
+use crate::tokens::Tokens;
 
 /// Bytes per read of the connection task's output.
 const CHUNK: usize = 4096;
