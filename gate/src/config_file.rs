@@ -54,6 +54,7 @@ pub struct FileConfig {
     pub web_replay_bytes: Option<usize>,
     pub web_tls: Option<bool>,
     pub telnet_resume_grace_secs: Option<u64>,
+    pub operator_listen: Option<String>,
     /// Comma-separated, as the flag.
     pub web_forwarded_from: Option<String>,
     /// `[mssp]`: what MUD listings are told (`NAME = "..."`, `CONTACT`,

@@ -43,6 +43,8 @@ pub struct WebConfig {
     pub telnet_grace: Duration,
     /// HTTP reverse proxies whose `X-Forwarded-For` names the player.
     pub forwarded_from: Vec<IpNet>,
+    /// The read-only operator page ([`crate::operator`]); `None`: off.
+    pub operator_listen: Option<SocketAddr>,
 }
 
 impl WebConfig {
@@ -64,6 +66,7 @@ impl Default for WebConfig {
             replay_bytes: DEFAULT_REPLAY_BYTES,
             telnet_grace: DEFAULT_RESUME_GRACE,
             forwarded_from: Vec::new(),
+            operator_listen: None,
         }
     }
 }
@@ -94,6 +97,11 @@ pub struct WebCli {
     /// [default: 60].
     #[arg(long, value_name = "SECS", env = "TELOS_GATE_TELNET_RESUME_GRACE")]
     pub telnet_resume_grace_secs: Option<String>,
+    /// The read-only operator page (shards, zones and owners, players,
+    /// recent drains and transfers; live): PORT (loopback) or ADDR:PORT
+    /// [default: off].
+    #[arg(long, value_name = "ADDR", env = "TELOS_GATE_OPERATOR_LISTEN")]
+    pub operator_listen: Option<String>,
 }
 
 fn addr(flag: &str, var: &str, value: Option<String>) -> Result<Option<SocketAddr>, ConfigError> {
@@ -146,7 +154,14 @@ impl WebCli {
             file.telnet_resume_grace_secs,
         )?
         .map_or(d.telnet_grace, Duration::from_secs);
+        let operator = pick::<String>(
+            "operator-listen",
+            "TELOS_GATE_OPERATOR_LISTEN",
+            self.operator_listen.as_ref(),
+            file.operator_listen.clone(),
+        )?;
         Ok(WebConfig {
+            operator_listen: addr("operator_listen", "TELOS_GATE_OPERATOR_LISTEN", operator)?,
             listen: addr("web_listen", "TELOS_GATE_WEB_LISTEN", listen)?,
             telnet_grace,
             forwarded_from,
@@ -179,6 +194,12 @@ mod tests {
         assert_eq!(w.resume_grace, Duration::from_secs(5));
         assert_eq!(w.replay_bytes, DEFAULT_REPLAY_BYTES);
         assert_eq!(w.telnet_grace, DEFAULT_RESUME_GRACE);
+        let op = WebCli {
+            operator_listen: Some("9180".into()),
+            ..WebCli::default()
+        };
+        let op = op.resolve(&FileConfig::default()).unwrap();
+        assert_eq!(op.operator_listen, Some("127.0.0.1:9180".parse().unwrap()));
         let off = WebCli {
             telnet_resume_grace_secs: Some("0".into()),
             ..WebCli::default()

@@ -66,7 +66,8 @@
 //!    player (`grace`: a telnet session kept across its client's drop). The connection runs
 //!    the login on its client, then the session's play loop; `web` bridges
 //!    a WebSocket onto it.
-//! 5. `server`: accepts players and starts the hung-shard watch.
+//! 5. `server`: accepts players and starts the hung-shard watch;
+//!    `operator`: the read-only operator page (the registry in Redis).
 
 pub mod admission;
 pub mod admit;
@@ -89,6 +90,7 @@ pub mod login;
 pub mod metrics;
 pub mod mud;
 pub mod notices;
+pub mod operator;
 pub mod output;
 pub mod player_tls;
 pub mod prompt;

@@ -15,7 +15,8 @@
 //! session then stops reading and keeps going until the world has every
 //! line and a `Hangup` after the last, and ends the session as `quit` does
 //! (`Closed{final}`), across handoffs and resumes like any other line; see
-//! [`HungUp`].
+//! [`HungUp`]. A telnet session first waits out its grace period for a
+//! `resume <token>` ([`crate::grace`]), and hangs up only after it.
 
 use std::time::{Duration, Instant};
 

@@ -96,6 +96,21 @@ async fn main() -> ExitCode {
         },
     };
     let shutdown = CancellationToken::new();
+    if let Some(addr) = settings.gate.web.operator_listen {
+        match TcpListener::bind(addr).await {
+            Ok(l) => {
+                let local = l.local_addr().map_or(addr, |a| a);
+                println!("telos-gate operator page on http://{local}/");
+                tracing::info!(addr = %local, "operator page listening");
+                telos_gate::operator::start(l, settings.redis.clone(), shutdown.clone());
+            }
+            Err(e) => {
+                return fail(format!(
+                    "invalid operator_listen (--operator-listen / TELOS_GATE_OPERATOR_LISTEN) {addr}: {e}"
+                ));
+            }
+        }
+    }
     if let Some(t) = players_tls {
         // One handler reloads the certificate for every listener using it.
         if let Err(e) = telos_gate::player_tls::reload_on_sighup(t.tls.clone(), shutdown.clone()) {
