@@ -9,7 +9,7 @@
 //!   `TELOS_BENCH_PLAYERS` (default [`DEFAULT_PLAYERS`]) telnet players
 //!   logged in and idle (a [`Bot`] each, one `look`), all closed again,
 //!   then the same number of web players (a WebSocket each on
-//!   `gmcp.mudstandards.org`, logged in, one `look`): the cost of an idle
+//!   `gmcp.mudstandards.org`, logged in, one `where`): the cost of an idle
 //!   player of each kind, per player.
 //! - **lines/s**: 1 and 5 players each keeping one `where` in flight for
 //!   `TELOS_BENCH_SECS` (default 2) seconds, over telnet and over a
@@ -67,12 +67,16 @@ fn main() -> anyhow::Result<()> {
     let rss = || procfs::status(gate.pid()).map(|s| s.rss_mib());
     let base = rss()?;
     let telnet = rt.block_on(async {
-        let bots = many(&names[..players], |n| async move {
-            let mut b = Bot::connect_at(&gate.addr, &n, PASSWORD).await?;
-            b.command("look").await?;
-            anyhow::Ok(b)
+        let bots = many(&names[..players], |n| {
+            let addr = gate.addr.clone();
+            async move {
+                let mut b = Bot::connect_at(&addr, &n, PASSWORD).await?;
+                b.command("look").await?;
+                anyhow::Ok(b)
+            }
         })
         .await?;
+        eprintln!("web bench: {} telnet players idle", bots.len());
         tokio::time::sleep(Duration::from_millis(500)).await;
         let full = rss()?;
         drop(bots);
@@ -85,11 +89,12 @@ fn main() -> anyhow::Result<()> {
             let web = web.clone();
             async move {
                 let mut p = Page::login(&web, &n).await?;
-                p.round_trip("look", "Obvious exits").await.ok();
+                p.round_trip("where", "where: zone=").await?;
                 anyhow::Ok(p)
             }
         })
         .await?;
+        eprintln!("web bench: {} web players idle", pages.len());
         tokio::time::sleep(Duration::from_millis(500)).await;
         let full = rss()?;
         drop(pages);
