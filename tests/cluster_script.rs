@@ -64,7 +64,9 @@ fn cluster_command(dir: &Path, redis_port: u16, shard_ports: &str, gate: &str) -
         .env("TELOS_GATE_LISTEN", gate)
         // Players' TLS on any free port (its certificate made by openssl).
         .env("TELOS_GATE_TLS_LISTEN", "127.0.0.1:0")
-        .env("TELOS_METRICS", "0");
+        .env("TELOS_METRICS", "0")
+        // The operator page on any free port (its default is fixed).
+        .env("TELOS_CLUSTER_OPERATOR", "127.0.0.1:0");
     cmd
 }
 

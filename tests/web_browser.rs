@@ -6,8 +6,9 @@
 //! character, walks across the shard boundary by clicking exits (the room
 //! and vitals panels change), goes offline mid-typing and comes back, plays
 //! through a SIGKILL of its shard (restarted) and a drain, and checks that
-//! every journal line is there exactly once, in order. Screenshots:
-//! `target/browser-screenshots/`.
+//! every journal line is there exactly once, in order; then the operator
+//! page (`--operator-listen`) shows the zones the drain moved. Screenshots:
+//! `target/browser-screenshots/` (`operator.png` the operator page's).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -53,8 +54,17 @@ fn a_browser_plays_through_a_walk_an_offline_spell_a_kill_and_a_drain() -> anyho
     assert!(first.contains(&zone_of(&start_room()).to_string()));
     let _a = start_keyed_world("shard-a", &redis.url, first, keys.path(), None, NO_FLAGS)?;
     let mut b = start_keyed_world("shard-b", &redis.url, second, keys.path(), None, NO_FLAGS)?;
-    let gate = start_keyed_gate(&redis.url, keys.path(), &["--web-listen", "127.0.0.1:0"])?;
+    let flags = [
+        "--web-listen",
+        "127.0.0.1:0",
+        "--operator-listen",
+        "127.0.0.1:0",
+    ];
+    let gate = start_keyed_gate(&redis.url, keys.path(), &flags)?;
     let url = web_url(&gate)?;
+    let operator = gate
+        .printed("operator page on ")
+        .context("the gate printed no operator page")?;
     let path = second
         .iter()
         .map(|z| path_to_zone(&start_room(), z))
@@ -68,6 +78,7 @@ fn a_browser_plays_through_a_walk_an_offline_spell_a_kill_and_a_drain() -> anyho
         .arg("Webber")
         .arg(serde_json::to_string(&path)?)
         .arg(&shots)
+        .arg(&operator)
         .current_dir(&browser_dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

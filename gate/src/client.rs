@@ -42,6 +42,9 @@ pub enum End {
     Evicted,
     /// Sent a PROXY header without being a configured proxy.
     ProxyRefused,
+    /// Presented a resume token: its socket went to the session it
+    /// resumed ([`crate::grace`]); nothing to say or close here.
+    Resumed,
 }
 
 impl From<SlowClient> for End {
@@ -101,6 +104,9 @@ pub struct Conn {
     /// Cancelled once logged in (a web session is kept across its
     /// page's drops only from then on: [`crate::web`]).
     pub seated: CancellationToken,
+    /// A telnet client's session is kept for a resume when its socket
+    /// drops ([`crate::grace`]); a web bridge's is kept by [`crate::web`].
+    pub resumable: bool,
 }
 
 impl Conn {
@@ -145,6 +151,7 @@ impl Conn {
             prompt: PromptState::default(),
             colour: ColourMode::Auto,
             seated: CancellationToken::new(),
+            resumable: true,
         }
     }
 
@@ -208,7 +215,7 @@ impl Conn {
     /// Say goodbye the way `end` calls for and close the socket.
     pub async fn finish(self, end: End) {
         let goodbye = match &end {
-            End::ClientGone => None,
+            End::ClientGone | End::Resumed => None,
             End::SlowClient => {
                 m::disconnect("slow_client");
                 tracing::info!(peer = %self.peer, conn_id = %self.conn_id, "slow client disconnected");

@@ -205,6 +205,15 @@ impl EdgeCli {
 
 /// `10.0.0.5,10.1.0.0/16,fd00::/8`: addresses are single-host networks.
 fn proxy_networks(list: &str) -> Result<Vec<IpNet>, ConfigError> {
+    networks(
+        list,
+        "proxy_protocol_from (--proxy-protocol-from / TELOS_GATE_PROXY_PROTOCOL_FROM)",
+    )
+}
+
+/// A comma-separated list of addresses and CIDR networks; `what` names the
+/// setting in the error.
+pub(crate) fn networks(list: &str, what: &str) -> Result<Vec<IpNet>, ConfigError> {
     list.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -213,7 +222,7 @@ fn proxy_networks(list: &str) -> Result<Vec<IpNet>, ConfigError> {
                 .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
                 .map_err(|_| {
                     ConfigError(format!(
-                        "invalid proxy_protocol_from (--proxy-protocol-from / TELOS_GATE_PROXY_PROTOCOL_FROM) {s:?}: expected an address or a CIDR network"
+                        "invalid {what} {s:?}: expected an address or a CIDR network"
                     ))
                 })
         })

@@ -52,6 +52,11 @@ pub struct FileConfig {
     pub web_listen: Option<String>,
     pub web_resume_grace_secs: Option<u64>,
     pub web_replay_bytes: Option<usize>,
+    pub web_tls: Option<bool>,
+    pub telnet_resume_grace_secs: Option<u64>,
+    pub operator_listen: Option<String>,
+    /// Comma-separated, as the flag.
+    pub web_forwarded_from: Option<String>,
     /// `[mssp]`: what MUD listings are told (`NAME = "..."`, `CONTACT`,
     /// `WEBSITE`, ...), names in upper case as MSSP spells them.
     pub mssp: Option<toml::Table>,

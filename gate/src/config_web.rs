@@ -1,14 +1,19 @@
 //! The settings of the web listener: the web client and its WebSocket
 //! endpoint (`--web-listen`), how long a session outlives its page's
 //! dropped connection (`--web-resume-grace-secs`), what is kept to replay
-//! to a page that comes back (`--web-replay-bytes`). See
-//! docs/operations.md, "Playing in a browser".
+//! to a page that comes back (`--web-replay-bytes`), which HTTP proxies'
+//! `X-Forwarded-For` is believed (`--web-forwarded-from`), and how long a
+//! telnet session outlives its client's (`--telnet-resume-grace-secs`).
+//! See docs/operations.md, "Playing in a browser" and "A telnet client's
+//! own drop".
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use clap::Args;
+use ipnet::IpNet;
 
+use crate::config_edge::networks;
 use crate::config_file::{ConfigError, FileConfig, pick, positive_pick};
 
 /// A phone that loses its signal in a tunnel or switches from Wi-Fi to
@@ -30,8 +35,27 @@ pub struct WebConfig {
     /// How long a logged-in web session is kept after its page's
     /// connection dropped, waiting for the page to resume it.
     pub resume_grace: Duration,
-    /// Output bytes kept per web session for replay on resume.
+    /// Output bytes kept per web session for replay on resume (and per
+    /// telnet session, [`crate::grace`]).
     pub replay_bytes: usize,
+    /// How long a logged-in telnet session is kept after its client's
+    /// connection dropped, for `resume <token>`; zero: not kept.
+    pub telnet_grace: Duration,
+    /// HTTP reverse proxies whose `X-Forwarded-For` names the player.
+    pub forwarded_from: Vec<IpNet>,
+    /// The read-only operator page ([`crate::operator`]); `None`: off.
+    pub operator_listen: Option<SocketAddr>,
+}
+
+impl WebConfig {
+    /// Whether `X-Forwarded-For` from `peer` is believed.
+    pub fn is_forwarder(&self, peer: IpAddr) -> bool {
+        let peer = match peer {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(peer, IpAddr::V4),
+            v4 => v4,
+        };
+        self.forwarded_from.iter().any(|n| n.contains(&peer))
+    }
 }
 
 impl Default for WebConfig {
@@ -40,6 +64,9 @@ impl Default for WebConfig {
             listen: None,
             resume_grace: DEFAULT_RESUME_GRACE,
             replay_bytes: DEFAULT_REPLAY_BYTES,
+            telnet_grace: DEFAULT_RESUME_GRACE,
+            forwarded_from: Vec::new(),
+            operator_listen: None,
         }
     }
 }
@@ -60,6 +87,21 @@ pub struct WebCli {
     /// back [default: 65536].
     #[arg(long, value_name = "BYTES", env = "TELOS_GATE_WEB_REPLAY_BYTES")]
     pub web_replay_bytes: Option<String>,
+    /// HTTP reverse proxies (addresses or CIDR networks, comma-separated)
+    /// in front of --web-listen whose X-Forwarded-For header names the
+    /// player; from anyone else the header is ignored [default: none].
+    #[arg(long, value_name = "ADDRS", env = "TELOS_GATE_WEB_FORWARDED_FROM")]
+    pub web_forwarded_from: Option<String>,
+    /// Seconds a telnet player's session is kept after their connection
+    /// dropped, for `resume <token>` from a new one; 0: not kept
+    /// [default: 60].
+    #[arg(long, value_name = "SECS", env = "TELOS_GATE_TELNET_RESUME_GRACE")]
+    pub telnet_resume_grace_secs: Option<String>,
+    /// The read-only operator page (shards, zones and owners, players,
+    /// recent drains and transfers; live): PORT (loopback) or ADDR:PORT
+    /// [default: off].
+    #[arg(long, value_name = "ADDR", env = "TELOS_GATE_OPERATOR_LISTEN")]
+    pub operator_listen: Option<String>,
 }
 
 fn addr(flag: &str, var: &str, value: Option<String>) -> Result<Option<SocketAddr>, ConfigError> {
@@ -91,8 +133,38 @@ impl WebCli {
             file.web_resume_grace_secs,
             d.resume_grace.as_secs(),
         )?;
+        let forwarded_from = pick::<String>(
+            "web-forwarded-from",
+            "TELOS_GATE_WEB_FORWARDED_FROM",
+            self.web_forwarded_from.as_ref(),
+            file.web_forwarded_from.clone(),
+        )?
+        .map(|list| {
+            networks(
+                &list,
+                "web_forwarded_from (--web-forwarded-from / TELOS_GATE_WEB_FORWARDED_FROM)",
+            )
+        })
+        .transpose()?
+        .unwrap_or_default();
+        let telnet_grace = pick::<u64>(
+            "telnet-resume-grace-secs",
+            "TELOS_GATE_TELNET_RESUME_GRACE",
+            self.telnet_resume_grace_secs.as_ref(),
+            file.telnet_resume_grace_secs,
+        )?
+        .map_or(d.telnet_grace, Duration::from_secs);
+        let operator = pick::<String>(
+            "operator-listen",
+            "TELOS_GATE_OPERATOR_LISTEN",
+            self.operator_listen.as_ref(),
+            file.operator_listen.clone(),
+        )?;
         Ok(WebConfig {
+            operator_listen: addr("operator_listen", "TELOS_GATE_OPERATOR_LISTEN", operator)?,
             listen: addr("web_listen", "TELOS_GATE_WEB_LISTEN", listen)?,
+            telnet_grace,
+            forwarded_from,
             resume_grace: Duration::from_secs(grace),
             replay_bytes: positive_pick(
                 "web_replay_bytes",
@@ -121,6 +193,19 @@ mod tests {
         assert_eq!(w.listen, Some("127.0.0.1:4080".parse().unwrap()));
         assert_eq!(w.resume_grace, Duration::from_secs(5));
         assert_eq!(w.replay_bytes, DEFAULT_REPLAY_BYTES);
+        assert_eq!(w.telnet_grace, DEFAULT_RESUME_GRACE);
+        let op = WebCli {
+            operator_listen: Some("9180".into()),
+            ..WebCli::default()
+        };
+        let op = op.resolve(&FileConfig::default()).unwrap();
+        assert_eq!(op.operator_listen, Some("127.0.0.1:9180".parse().unwrap()));
+        let off = WebCli {
+            telnet_resume_grace_secs: Some("0".into()),
+            ..WebCli::default()
+        };
+        let off = off.resolve(&FileConfig::default()).unwrap();
+        assert_eq!(off.telnet_grace, Duration::ZERO);
         let off = WebCli::default().resolve(&FileConfig::default()).unwrap();
         assert_eq!(off, WebConfig::default());
         let bad = WebCli {
@@ -134,5 +219,19 @@ mod tests {
             ..WebCli::default()
         };
         assert!(zero.resolve(&FileConfig::default()).is_err());
+        let proxies = WebCli {
+            web_forwarded_from: Some("10.0.0.0/8, 192.168.1.2".into()),
+            ..WebCli::default()
+        };
+        let w = proxies.resolve(&FileConfig::default()).unwrap();
+        assert!(w.is_forwarder("10.1.2.3".parse().unwrap()));
+        assert!(w.is_forwarder("::ffff:192.168.1.2".parse().unwrap()));
+        assert!(!w.is_forwarder("192.168.1.3".parse().unwrap()));
+        let bad = WebCli {
+            web_forwarded_from: Some("proxy.example".into()),
+            ..WebCli::default()
+        };
+        let err = bad.resolve(&FileConfig::default()).unwrap_err();
+        assert!(err.to_string().contains("--web-forwarded-from"), "{err}");
     }
 }

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admission::PreLoginPlace;
 use crate::client::{Conn, End};
+use crate::grace::{knock, resume_line};
 use crate::lines::LineEvent;
 use crate::login::{BANNER, Credentials, LoginDialog, LoginStep, PASSWORD_PROMPT, REPEAT_PROMPT};
 use crate::metrics as m;
@@ -79,6 +80,15 @@ async fn login(conn: &mut Conn) -> Result<(String, Established), End> {
             return Err(End::ProxyRefused);
         }
         let was_password = dialog.awaiting_password();
+        if let Some(token) = resume_line(&line).filter(|_| !was_password && conn.resumable) {
+            match knock(conn, token).await {
+                Ok(()) => return Err(End::Resumed),
+                Err(refused) => {
+                    conn.out.line(refused)?;
+                    continue;
+                }
+            }
+        }
         if was_password && conn.reader.negotiator.speaks_telnet {
             // Echo comes back on; the client did not echo the Enter either.
             let show = conn.reader.negotiator.set_hide_input(false);

@@ -41,6 +41,8 @@
 //! - [`command_rate`]: one player's commands per second, a burst then a
 //!   rate; commands over it wait their turn.
 //! - [`session`]: the play loop: forward, freeze, re-attach, replay.
+//! - [`grace`]: a telnet session kept for the grace period after its
+//!   client's connection drops, resumed with `resume <token>`.
 //! - [`connection`]: the per-player task: greeting, login, then the session.
 //! - [`web`]: the web client and its WebSocket endpoint, bridged onto
 //!   the same connection task; sessions kept across a page's drops.
@@ -54,19 +56,22 @@
 //!    `config_tls` → `config`, `metrics`, `lines`, `telnet`, `login`,
 //!    `buffer`, `notices`, `ratelimit`, `hangup`, `stream`, `prompt`,
 //!    `colour` →
-//!    `admission`, `proxy`, `registry`: leaves, no imports of the crate but
-//!    along their chains.
+//!    `admission`, `proxy`, `registry`, `tokens`: leaves, no imports of the
+//!    crate but along their chains.
 //! 2. `directory`: the shard list over Redis (a `registry` impl);
 //!    `stream` → `output` → `reader`: the socket halves (the reader answers
-//!    telnet negotiation through the output); `output` → `command_rate`.
+//!    telnet negotiation through the output); `output` → `command_rate`;
+//!    `reader` → `handover` (a resuming telnet client's socket).
 //! 3. `watch` → `upstream` → `upstream_state`, `shared` → `liveness`, `admit`: links to
 //!    the shards.
 //!    A link holds a watch; the pool of links is shared by every
 //!    connection; the hung-shard watch reads the shared registry and pool.
-//! 4. `client` → `mud` → `session` → `connection` → `web`: one player. The connection runs
+//! 4. `client` → `grace` → `mud` → `session` → `connection` → `web`: one
+//!    player (`grace`: a telnet session kept across its client's drop). The connection runs
 //!    the login on its client, then the session's play loop; `web` bridges
 //!    a WebSocket onto it.
-//! 5. `server`: accepts players and starts the hung-shard watch.
+//! 5. `server`: accepts players and starts the hung-shard watch;
+//!    `operator`: the read-only operator page (the registry in Redis).
 
 pub mod admission;
 pub mod admit;
@@ -81,6 +86,8 @@ pub mod config_tls;
 pub mod config_web;
 pub mod connection;
 pub mod directory;
+pub mod grace;
+pub mod handover;
 pub mod hangup;
 pub mod lines;
 pub mod liveness;
@@ -88,6 +95,7 @@ pub mod login;
 pub mod metrics;
 pub mod mud;
 pub mod notices;
+pub mod operator;
 pub mod output;
 pub mod player_tls;
 pub mod prompt;
@@ -100,6 +108,7 @@ pub mod session;
 pub mod shared;
 pub mod stream;
 pub mod telnet;
+pub mod tokens;
 pub mod upstream;
 pub mod upstream_state;
 pub mod watch;

@@ -143,6 +143,11 @@ impl Reader {
         !self.lines.is_empty()
     }
 
+    /// A line as if the player had typed it, after those already read.
+    pub fn push_line(&mut self, line: &str) {
+        self.lines.push_back(LineEvent::Line(line.to_string()));
+    }
+
     /// The player logged in: read at its own pace from now on.
     pub fn lift_budget(&mut self) {
         self.budget = None;

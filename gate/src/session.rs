@@ -15,9 +15,9 @@
 //! session then stops reading and keeps going until the world has every
 //! line and a `Hangup` after the last, and ends the session as `quit` does
 //! (`Closed{final}`), across handoffs and resumes like any other line; see
-//! [`HungUp`].
+//! [`HungUp`]. A telnet session first waits out its grace period for a
+//! `resume <token>` ([`crate::grace`]), and hangs up only after it.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use telos_proto::v1::server_frame::Frame;
@@ -25,15 +25,15 @@ use telos_proto::v1::server_frame::Frame;
 use crate::buffer::InputBuffer;
 use crate::client::{Conn, End};
 use crate::command_rate::Pacer;
+use crate::grace::{Grace, Knock};
 use crate::hangup::{self, HungUp};
 use crate::lines::LineEvent;
 use crate::metrics as m;
 use crate::notices::{INPUT_PAUSED, SHIMMER, chatter_dropped};
 use crate::reader::ReadError;
-use crate::shared::Shared;
 use crate::telnet::gmcp;
 use crate::upstream::{EstablishError, Established, Opening, Who, establish};
-use crate::upstream_state::{Attaching, Kind, UpEvent, Upstream, upstream_event};
+use crate::upstream_state::{Attaching, Kind, UpEvent, Upstream, resume_attempt, upstream_event};
 
 /// How much of the last output line is kept for the repeat check.
 const LAST_LINE_CHARS: usize = 200;
@@ -70,6 +70,8 @@ pub struct Session {
     /// Chatter lines dropped and not yet told of ([`chatter_dropped`]).
     dropped_chatter: u64,
     commands: Pacer,
+    /// Kept across the client's own drop ([`crate::grace`]).
+    grace: Grace,
 }
 
 impl Session {
@@ -98,6 +100,7 @@ impl Session {
             hung_up: None,
             dropped_chatter: 0,
             commands: Pacer::new(edge.command_burst, edge.commands_per_sec),
+            grace: Grace::new(conn),
         }
     }
 
@@ -107,7 +110,10 @@ impl Session {
             return e.into();
         }
         let (package, json) = gmcp::char_name(&self.who.name);
-        if let Err(e) = conn.send_gmcp(&package, &json) {
+        if let Err(e) = conn
+            .send_gmcp(&package, &json)
+            .and_then(|()| self.grace.offer(conn))
+        {
             return e.into();
         }
         tracing::info!(peer = %conn.peer, conn_id = %conn.conn_id, name = %self.who.name,
@@ -130,8 +136,10 @@ impl Session {
             // the writer catches up: a flood becomes TCP backpressure.
             let paused = conn.out.input_paused();
             let hung_up = self.hung_up.as_ref().map(|h| h.give_up);
-            let can_read =
-                hung_up.is_none() && !paused && !conn.reader.has_lines() && !self.buffer.is_full();
+            let can_read = hung_up.is_none() && !self.grace.is_away() && !paused;
+            let settled =
+                self.buffer.applied() == self.buffer.assigned() && !conn.reader.has_lines();
+            let can_read = can_read && !conn.reader.has_lines() && !self.buffer.is_full();
             let idle_at = conn.idle_deadline();
             let chatter_mark = conn.out.chatter_mark();
             let command_wait = self.commands.wait.map(tokio::time::Instant::from_std);
@@ -150,6 +158,11 @@ impl Session {
                         self.upstream = Upstream::Connecting(self.resume_attempt(conn), Kind::Resume);
                         Ok(())
                     }
+                },
+                knock = self.grace.knock(settled) => match knock {
+                    Knock::Resume(h) => self.grace.resume(conn, h),
+                    Knock::Settled => self.grace.keep(conn),
+                    Knock::Expired => self.hang_up(conn),
                 },
                 r = conn.out.drained(), if paused => r.map_err(End::from),
                 _ = conn.out.below(chatter_mark), if self.dropped_chatter > 0 => {
@@ -230,6 +243,9 @@ impl Session {
     /// The client closed its side or its socket failed: read no more, and
     /// end once the world has applied every line read (see [`HungUp`]).
     fn hang_up(&mut self, conn: &mut Conn) -> Result<(), End> {
+        if self.grace.leave(conn) {
+            return Ok(()); // Kept for a resume first ([`crate::grace`]).
+        }
         tracing::debug!(conn_id = %conn.conn_id, name = %self.who.name,
             unapplied = self.buffer.assigned() - self.buffer.applied(), "client hung up");
         self.hung_up = Some(HungUp {
@@ -465,22 +481,11 @@ impl Session {
     }
 
     fn resume_attempt(&self, conn: &Conn) -> Attaching {
-        let shared: Arc<Shared> = conn.shared.clone();
-        let who = self.who.clone();
-        let fallback = self.last_addr.clone();
-        Box::pin(async move {
-            let shards = shared
-                .registry
-                .live_shards()
-                .await
-                .map_err(|e| EstablishError::Unavailable(e.to_string()))?;
-            let addr = if shards.is_empty() {
-                fallback
-            } else {
-                shards[rand::random_range(0..shards.len())].addr.clone()
-            };
-            establish(&shared.pool, &addr, Opening::Resume, who).await
-        })
+        resume_attempt(
+            conn.shared.clone(),
+            self.who.clone(),
+            self.last_addr.clone(),
+        )
     }
 }
 

@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use crate::admission::{PreLogin, Seats};
 use crate::config::GateConfig;
+use crate::handover::Handover;
 use crate::ratelimit::{ConnectionCounter, IpLimiter};
 use crate::registry::ShardRegistry;
 use crate::telnet::mssp::MsspStatus;
+use crate::tokens::Tokens;
 use crate::upstream::ChannelPool;
 
 /// What every connection task shares.
@@ -27,6 +29,8 @@ pub struct Shared {
     pub pre_login: Arc<PreLogin>,
     /// Seats of logged-in players.
     pub seats: Seats,
+    /// Telnet sessions waiting for (or open to) a resume ([`crate::grace`]).
+    pub resumes: Tokens<Handover>,
     /// What MSSP crawlers are told (the player count kept fresh by
     /// [`crate::server`]).
     pub mssp: Arc<MsspStatus>,
@@ -53,6 +57,7 @@ impl Shared {
             ),
             pre_login: PreLogin::new(cfg.edge.max_pre_login),
             seats: Seats::new(cfg.max_connections),
+            resumes: Tokens::default(),
             registry,
             cfg,
         }

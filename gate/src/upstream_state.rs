@@ -4,13 +4,33 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use telos_proto::v1::server_frame::Frame;
 
-use crate::upstream::{EstablishError, Established, Link};
+use crate::shared::Shared;
+use crate::upstream::{EstablishError, Established, Link, Opening, Who, establish};
 
 /// An attach in flight.
 pub type Attaching = Pin<Box<dyn Future<Output = Result<Established, EstablishError>> + Send>>;
+
+/// A resume of `who`'s session on a random live shard (`fallback`, the
+/// last shard's address, when the registry lists none).
+pub fn resume_attempt(shared: Arc<Shared>, who: Who, fallback: String) -> Attaching {
+    Box::pin(async move {
+        let shards = shared
+            .registry
+            .live_shards()
+            .await
+            .map_err(|e| EstablishError::Unavailable(e.to_string()))?;
+        let addr = if shards.is_empty() {
+            fallback
+        } else {
+            shards[rand::random_range(0..shards.len())].addr.clone()
+        };
+        establish(&shared.pool, &addr, Opening::Resume, who).await
+    })
+}
 
 #[derive(Debug, Clone, Copy)]
 pub enum Kind {

@@ -392,7 +392,13 @@ pub fn keyed_gate_command(listen: &str, redis_url: &str, keys: &Path, extra: &[&
 /// connects from 127.0.0.1, so a test cluster is one "address" with many
 /// players, and a login storm keeps failing connections open for its whole
 /// run. Tests of these limits pass the flags they test.
-pub const GATE_TEST_EDGE_ENV: [(&str, &str); 10] = [
+///
+/// A telnet client that hangs up ends its session once its lines are
+/// applied, as before the grace period for telnet resumes: tests of hang-ups,
+/// counts and storms expect that; the resume tests pass
+/// `--telnet-resume-grace-secs`.
+pub const GATE_TEST_EDGE_ENV: [(&str, &str); 11] = [
+    ("TELOS_GATE_TELNET_RESUME_GRACE", "0"),
     ("TELOS_GATE_MAX_CONNECTIONS_PER_IP", "100000"),
     ("TELOS_GATE_MAX_CONNECTIONS_PER_IPV4_24", "100000"),
     ("TELOS_GATE_MAX_CONNECTIONS_PER_IPV6_48", "100000"),

@@ -12,7 +12,7 @@ import { chromium } from "playwright-core";
 import { createInterface } from "node:readline";
 import { mkdirSync } from "node:fs";
 
-const [url, name, pathJson, shots] = process.argv.slice(2);
+const [url, name, pathJson, shots, operatorUrl] = process.argv.slice(2);
 const path = JSON.parse(pathJson);
 mkdirSync(shots, { recursive: true });
 const answers = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
@@ -53,7 +53,8 @@ async function type(line) {
 
 async function where() {
   const from = await type("where");
-  return (await waitOut(/where: zone=\S+ room=(\S+) shard=(\S+)/, from)).slice(1);
+  // \s+: the gate wraps text to the page's width (Telos.Size), as NAWS.
+  return (await waitOut(/where: zone=\S+\s+room=(\S+)\s+shard=(\S+)/, from)).slice(1);
 }
 
 const journal = [];
@@ -120,6 +121,20 @@ if (JSON.stringify(got) !== JSON.stringify(journal)) {
 await page.screenshot({ path: `${shots}/client-journal.png` });
 await page.setViewportSize({ width: 1280, height: 800 });
 await page.screenshot({ path: `${shots}/client-desktop.png` });
+
+// The operator page: the zones the drain moved, live, and its events.
+if (operatorUrl) {
+  const op = await context.newPage();
+  await op.setViewportSize({ width: 1280, height: 900 });
+  await op.goto(operatorUrl);
+  await op.waitForFunction(
+    () => document.querySelectorAll("#zones tbody tr").length > 0
+      // A zone the kill or the drain moved (through "-" when a read fell
+      // between the release and the adoption).
+      && /zone \S+: \S+ -> shard-a/.test(document.getElementById("events").textContent),
+    null, { timeout: STEP });
+  await op.screenshot({ path: `${shots}/operator.png`, fullPage: true });
+}
 await browser.close();
 console.log("pass");
 process.exit(process.exitCode || 0);

@@ -55,28 +55,38 @@ async fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => return fail(format!("listen socket: {e}")),
     };
-    let tls = match &settings.tls_players {
+    let players_tls = settings.tls_players.as_ref();
+    let tls = match players_tls.and_then(|t| t.listen.map(|l| (l, t.tls.clone()))) {
         None => None,
-        Some(t) => match TcpListener::bind(t.listen).await {
-            Ok(l) => Some((l, t.tls.clone())),
+        Some((listen, cert)) => match TcpListener::bind(listen).await {
+            Ok(l) => Some((l, cert)),
             Err(e) => {
                 return fail(format!(
-                    "invalid tls_listen (--tls-listen / TELOS_GATE_TLS_LISTEN) {}: {e}",
-                    t.listen
+                    "invalid tls_listen (--tls-listen / TELOS_GATE_TLS_LISTEN) {listen}: {e}"
                 ));
             }
         },
     };
+    let web_tls = players_tls.filter(|t| t.web).map(|t| t.tls.clone());
     let web = match settings.gate.web.listen {
+        None if web_tls.is_some() => {
+            return fail(
+                "invalid web_tls (--web-tls): no --web-listen to serve TLS on".to_string(),
+            );
+        }
         None => None,
         Some(addr) => match TcpListener::bind(addr).await {
             Ok(web) => {
                 let local = web.local_addr().map_or(addr, |a| a);
+                let scheme = if web_tls.is_some() { "https" } else { "http" };
                 // Before the line tests wait for: the address is known then.
-                println!("telos-gate web client on http://{local}/");
+                println!("telos-gate web client on {scheme}://{local}/");
                 let _ = std::io::stdout().flush();
-                tracing::info!(addr = %local, "web client listening");
-                Some(WebListeners { web })
+                tracing::info!(addr = %local, tls = web_tls.is_some(), "web client listening");
+                Some(WebListeners {
+                    web,
+                    tls: web_tls.clone(),
+                })
             }
             Err(e) => {
                 return fail(format!(
@@ -86,10 +96,28 @@ async fn main() -> ExitCode {
         },
     };
     let shutdown = CancellationToken::new();
-    if let Some((l, t)) = &tls {
-        if let Err(e) = telos_gate::player_tls::reload_on_sighup(t.clone(), shutdown.clone()) {
+    if let Some(addr) = settings.gate.web.operator_listen {
+        match TcpListener::bind(addr).await {
+            Ok(l) => {
+                let local = l.local_addr().map_or(addr, |a| a);
+                println!("telos-gate operator page on http://{local}/");
+                tracing::info!(addr = %local, "operator page listening");
+                telos_gate::operator::start(l, settings.redis.clone(), shutdown.clone());
+            }
+            Err(e) => {
+                return fail(format!(
+                    "invalid operator_listen (--operator-listen / TELOS_GATE_OPERATOR_LISTEN) {addr}: {e}"
+                ));
+            }
+        }
+    }
+    if let Some(t) = players_tls {
+        // One handler reloads the certificate for every listener using it.
+        if let Err(e) = telos_gate::player_tls::reload_on_sighup(t.tls.clone(), shutdown.clone()) {
             return fail(format!("SIGHUP handler (certificate reloads): {e}"));
         }
+    }
+    if let Some((l, _)) = &tls {
         // Before the readiness line below: a reader that waits for that
         // one has this one too.
         match l.local_addr() {

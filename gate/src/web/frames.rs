@@ -12,7 +12,7 @@
 use crate::telnet::caps::{MTTS_256, MTTS_ANSI, MTTS_TRUECOLOR, MTTS_UTF8};
 use crate::telnet::gmcp::OPT_GMCP;
 use crate::telnet::ttype::{OPT_TTYPE, TTYPE_IS};
-use crate::telnet::{DO, DONT, IAC, OPT_ECHO, SB, SE, WILL, WONT};
+use crate::telnet::{DO, DONT, IAC, OPT_ECHO, OPT_NAWS, SB, SE, WILL, WONT};
 
 pub const GMCP_PROTOCOL: &str = "gmcp.mudstandards.org";
 pub const TERMINAL_PROTOCOL: &str = "terminal.mudstandards.org";
@@ -254,6 +254,22 @@ pub fn gmcp_input(message: &str) -> Vec<u8> {
     bytes
 }
 
+/// The page's size in characters (`Telos.Size {"width":W,"height":H}`,
+/// sent as it opens and when it is resized) as the telnet NAWS
+/// subnegotiation a telnet client sends for its window: the gate wraps
+/// the world's text to it as for a narrow terminal ([`crate::mud`]).
+pub fn naws_input(width: u16, height: u16) -> Vec<u8> {
+    let mut bytes = vec![IAC, SB, OPT_NAWS];
+    for b in [width.to_be_bytes(), height.to_be_bytes()].concat() {
+        bytes.push(b);
+        if b == IAC {
+            bytes.push(IAC);
+        }
+    }
+    bytes.extend_from_slice(&[IAC, SE]);
+    bytes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,5 +378,28 @@ mod tests {
             assert_eq!(n.caps.colours(), colours, "{proto:?}");
             assert!(!n.caps.screen_reader());
         }
+    }
+
+    #[test]
+    fn a_page_size_is_a_naws_subnegotiation_the_negotiator_reads() {
+        use crate::telnet::Negotiator;
+        assert_eq!(
+            naws_input(40, 20),
+            vec![IAC, SB, OPT_NAWS, 0, 40, 0, 20, IAC, SE]
+        );
+        // 255 in either byte is doubled, as telnet escapes it.
+        assert_eq!(
+            naws_input(255, 0x1ff),
+            vec![IAC, SB, OPT_NAWS, 0, IAC, IAC, 1, IAC, IAC, IAC, SE]
+        );
+        let mut n = Negotiator::default();
+        let mut parser = crate::telnet::parser::TelnetParser::default();
+        let (mut data, mut events, mut out) = (Vec::new(), Vec::new(), Vec::new());
+        parser.feed(&naws_input(33, 12), &mut data, &mut events);
+        for e in &events {
+            n.handle(e, &mut out);
+        }
+        assert!(data.is_empty(), "no stray input: {data:?}");
+        assert_eq!((n.caps.width, n.caps.height), (33, 12));
     }
 }

@@ -8,9 +8,9 @@
 //! The protocol: docs/operations.md, "Playing in a browser".
 
 pub mod frames;
+pub mod listen;
 pub mod park;
 pub mod replay;
-pub mod tokens;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, Query, State};
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::net::TcpListener;
@@ -29,11 +29,12 @@ use crate::admit::admit_client;
 use crate::client::Conn;
 use crate::connection;
 use crate::metrics as m;
+use crate::player_tls::PlayerTls;
 use crate::shared::Shared;
 use crate::stream::PlayerIo;
+use crate::tokens::Tokens;
 use frames::{PROTOCOLS, Proto};
 use park::{Attach, Park};
-use tokens::Tokens;
 
 /// The byte stream between a bridge and its connection task, each way:
 /// what a TCP socket's kernel buffer is to a telnet client
@@ -54,9 +55,11 @@ pub const WS_MAX_WRITE_BUFFER: usize = 64 * 1024;
 /// connection.
 pub const WS_MAX_MESSAGE: usize = 16 * 1024;
 
-/// The listener `--web-listen` bound.
+/// The listener `--web-listen` bound, and the certificate it serves
+/// with `--web-tls`.
 pub struct WebListeners {
     pub web: TcpListener,
+    pub tls: Option<Arc<PlayerTls>>,
 }
 
 /// What every web connection shares.
@@ -86,17 +89,15 @@ pub fn start(
         .route("/", get(index))
         .route("/app.js", get(app_js))
         .route("/style.css", get(style_css))
-        .route("/ws", get(upgrade))
-        .with_state(web);
-    let service = app.into_make_service_with_connect_info::<SocketAddr>();
-    tokio::spawn(async move {
-        let served = axum::serve(listeners.web, service)
-            .with_graceful_shutdown(shutdown.cancelled_owned())
-            .await;
-        if let Err(e) = served {
-            tracing::warn!(error = %e, "web listener failed");
-        }
-    });
+        .route("/ws", get(upgrade));
+    let shared = web.shared.clone();
+    tokio::spawn(listen::serve(
+        listeners.web,
+        app.with_state(web),
+        shared,
+        listeners.tls,
+        shutdown,
+    ));
 }
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
@@ -148,9 +149,11 @@ struct Resume {
 async fn upgrade(
     upgrade: WebSocketUpgrade,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     Query(resume): Query<Resume>,
     State(web): State<Arc<WebShared>>,
 ) -> Response {
+    let peer = listen::client_addr(&web.shared.cfg.web, peer, &headers);
     upgrade
         .protocols(PROTOCOLS)
         .read_buffer_size(WS_READ_BUFFER)
@@ -198,7 +201,7 @@ async fn open(mut ws: WebSocket, peer: SocketAddr, resume: Resume, web: Arc<WebS
         }
     };
     let (gate_end, park_end) = tokio::io::duplex(BRIDGE_BUFFER);
-    let conn = Conn::open(
+    let mut conn = Conn::open(
         PlayerIo::split(gate_end),
         peer,
         web.shared.clone(),
@@ -206,6 +209,8 @@ async fn open(mut ws: WebSocket, peer: SocketAddr, resume: Resume, web: Arc<WebS
         admitted.pre_login,
         Vec::new(),
     );
+    // The bridge keeps the session across the page's drops.
+    conn.resumable = false;
     let park = Park::new(
         web.tokens.clone(),
         &web.shared.cfg.web,

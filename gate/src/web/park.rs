@@ -19,9 +19,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config_web::WebConfig;
 
-use super::frames::{Msg, OutSplitter, Proto, gmcp_input, input_bytes};
+use super::frames::{Msg, OutSplitter, Proto, gmcp_input, input_bytes, naws_input};
 use super::replay::{Input, Replay};
-use super::tokens::Tokens;
+use crate::tokens::Tokens;
 
 /// Bytes per read of the connection task's output.
 const CHUNK: usize = 4096;
@@ -317,6 +317,12 @@ impl Park {
                 let ack = format!("Telos.Ack {{\"n\":{}}}", input.n);
                 ws.send(Message::Text(Utf8Bytes::from(ack))).await
             }
+            "Telos.Size" => {
+                if let Ok(size) = serde_json::from_str::<Size>(body) {
+                    self.pending.extend(naws_input(size.width, size.height));
+                }
+                Ok(())
+            }
             "Telos.Seen" => {
                 if let Ok(seen) = serde_json::from_str::<Seen>(body) {
                     self.replay.seen(seen.n);
@@ -335,6 +341,13 @@ impl Park {
 struct NumberedInput {
     n: u64,
     text: String,
+}
+
+/// The page's text area in characters; out of range is refused.
+#[derive(serde::Deserialize)]
+struct Size {
+    width: u16,
+    height: u16,
 }
 
 #[derive(serde::Deserialize)]

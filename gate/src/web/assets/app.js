@@ -50,6 +50,7 @@ function connect() {
   ws = sock;
   sock.onopen = () => {
     backoff = 250;
+    sendSize(true);
     if (!resuming) {
       unacked = [];
       gmcp("Core.Hello", { client: "Telos web", version: "1" });
@@ -81,6 +82,38 @@ function schedule() {
 function gmcp(pkg, body) {
   if (ws && ws.readyState === WebSocket.OPEN) ws.send(`${pkg} ${JSON.stringify(body)}`);
 }
+
+// The output pane's size in characters, as a telnet client's NAWS: the
+// gate wraps the world's text to it (a phone's narrow pane gets lines that
+// fit). Sent as the socket opens and when the pane is resized.
+let sizeSent = "";
+function paneSize() {
+  const probe = document.createElement("span");
+  probe.textContent = "0".repeat(10);
+  probe.style.visibility = "hidden";
+  out.appendChild(probe);
+  const cw = probe.getBoundingClientRect().width / 10;
+  const ch = probe.getBoundingClientRect().height;
+  probe.remove();
+  const style = getComputedStyle(out);
+  const w = out.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const h = out.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom);
+  if (!(cw > 0) || !(ch > 0)) return null;
+  return { width: Math.max(1, Math.floor(w / cw)), height: Math.max(1, Math.floor(h / ch)) };
+}
+function sendSize(force) {
+  const size = paneSize();
+  if (!size) return;
+  const key = `${size.width}x${size.height}`;
+  if (key === sizeSent && !force) return;
+  sizeSent = key;
+  gmcp("Telos.Size", size);
+}
+let resizeTimer = null;
+window.addEventListener("resize", () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(() => sendSize(false), 200);
+});
 
 function sendInput(item) {
   gmcp("Telos.Input", { n: item.n, text: item.text });

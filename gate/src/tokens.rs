@@ -1,4 +1,5 @@
-//! Resume tokens: which web session a token resumes. A token is issued to
+//! Resume tokens: which session (a web page's, [`crate::web`], or a
+//! telnet client's, [`crate::grace`]) a token resumes. A token is issued to
 //! one session, taken at most once (taking it removes it: two tabs racing
 //! with one token, one wins), and revoked when its session ends (quit,
 //! the grace period over, the gate stopping). Each resume issues the

@@ -1,0 +1,310 @@
+//! A telnet client's own drop, end to end over raw sockets with a real
+//! `telos-gate` (`--telnet-resume-grace-secs`) and a real keyed shard: the
+//! player is shown a resume token at login; their connection drops
+//! mid-session; what the room says meanwhile is kept; a new connection
+//! types `resume <token>` and carries on in the same session (the journal
+//! holds every line once, in order); a token is single-use; a player who
+//! missed more than the replay bound gets a notice and a fresh `look`; a
+//! resume takes over a connection that still looks alive; after `quit` or
+//! the grace period the token resumes nothing.
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use telos_testkit::RedisServer;
+use telos_testkit::keys::TempKeys;
+use telos_testkit::process::{Proc, start_keyed_gate, start_keyed_world};
+use telos_testkit::world::starter_zones;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const NO_FLAGS: &[&str] = &[];
+/// Bounds a hang waiting for the next output (not a performance claim).
+const STEP: Duration = Duration::from_secs(20);
+const REFUSED: &str = "That resume token resumes nothing";
+const DROPPED: &str = "telnet client dropped; session kept for its resume";
+
+/// A raw telnet socket: it answers no negotiation; telnet commands are
+/// dropped from what it shows.
+struct Raw {
+    tcp: TcpStream,
+    text: String,
+    /// Where the next `expect` starts looking.
+    from: usize,
+}
+
+impl Raw {
+    async fn connect(addr: &str) -> anyhow::Result<Self> {
+        Ok(Self {
+            tcp: TcpStream::connect(addr).await?,
+            text: String::new(),
+            from: 0,
+        })
+    }
+
+    async fn line(&mut self, line: &str) -> anyhow::Result<()> {
+        self.tcp.write_all(format!("{line}\r\n").as_bytes()).await?;
+        Ok(())
+    }
+
+    /// Read until `needle` appears after the last match; the text up to
+    /// its end.
+    async fn expect(&mut self, needle: &str) -> anyhow::Result<String> {
+        loop {
+            if let Some(at) = self.text[self.from..].find(needle) {
+                let end = self.from + at + needle.len();
+                let seen = self.text[self.from..end].to_string();
+                self.from = end;
+                return Ok(seen);
+            }
+            let mut buf = vec![0u8; 8192];
+            let n = tokio::time::timeout(STEP, self.tcp.read(&mut buf))
+                .await
+                .with_context(|| {
+                    format!("waiting for {needle:?} in {:?}", &self.text[self.from..])
+                })??;
+            if n == 0 {
+                bail!(
+                    "closed waiting for {needle:?}: {:?}",
+                    &self.text[self.from..]
+                );
+            }
+            self.text
+                .push_str(&String::from_utf8_lossy(&strip_telnet(&buf[..n])));
+        }
+    }
+
+    /// The rest of the line after `prefix`.
+    async fn after(&mut self, prefix: &str) -> anyhow::Result<String> {
+        self.expect(prefix).await?;
+        let line = self.expect("\n").await?;
+        Ok(line.trim().to_string())
+    }
+}
+
+/// Telnet commands out (IAC x y, IAC SB ... IAC SE); single bytes kept.
+fn strip_telnet(bytes: &[u8]) -> Vec<u8> {
+    const IAC: u8 = 255;
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != IAC {
+            out.push(bytes[i]);
+            i += 1;
+            continue;
+        }
+        match bytes.get(i + 1) {
+            Some(250) => {
+                while i + 1 < bytes.len() && !(bytes[i] == IAC && bytes[i + 1] == 240) {
+                    i += 1;
+                }
+                i += 2;
+            }
+            Some(251..=254) => i += 3,
+            _ => i += 2,
+        }
+    }
+    out
+}
+
+/// Log in `name` on a raw socket; its resume token.
+async fn login(addr: &str, name: &str) -> anyhow::Result<(Raw, String)> {
+    let mut c = Raw::connect(addr).await?;
+    c.expect("create <name> <password>").await?;
+    c.line(&format!("create {name} correct horse")).await?;
+    c.expect(&format!("Welcome, {name}")).await?;
+    let token = token(&mut c).await?;
+    Ok((c, token))
+}
+
+async fn token(c: &mut Raw) -> anyhow::Result<String> {
+    let rest = c.after("Your resume token is ").await?;
+    Ok(rest.split('.').next().unwrap_or_default().to_string())
+}
+
+/// Wait until the gate has logged `needle` `n` times.
+async fn logged(gate: &Proc, needle: &str, n: usize) -> anyhow::Result<()> {
+    let until = std::time::Instant::now() + STEP;
+    while gate.plain_log().matches(needle).count() < n {
+        if std::time::Instant::now() > until {
+            bail!("{needle:?} not logged {n} times");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_telnet_player_resumes_with_the_token_and_loses_nothing() -> anyhow::Result<()> {
+    let redis = RedisServer::start()?;
+    let keys = TempKeys::generate()?;
+    let _world = start_keyed_world(
+        "shard-a",
+        &redis.url,
+        &starter_zones(),
+        keys.path(),
+        None,
+        NO_FLAGS,
+    )?;
+    let flags = [
+        "--telnet-resume-grace-secs",
+        "60",
+        "--web-replay-bytes",
+        "2048",
+    ];
+    let gate = start_keyed_gate(&redis.url, keys.path(), &flags)?;
+    let addr = gate.addr.clone();
+
+    let (mut a, first) = login(&addr, "Resa").await?;
+    let (mut b, _) = login(&addr, "Bystander").await?;
+    a.line("journal one").await?;
+    a.line("journal two").await?;
+    a.line("say ready").await?;
+    a.expect("ready").await?;
+    b.expect("ready").await?;
+
+    // Mid-session the connection drops; the room talks meanwhile.
+    a.line("journal three").await?;
+    drop(a);
+    logged(&gate, DROPPED, 1).await?;
+    b.line("say while you were away").await?;
+    b.expect("while you were away").await?;
+
+    let mut a = Raw::connect(&addr).await?;
+    a.expect("create <name>").await?;
+    a.line(&format!("resume {first}")).await?;
+    a.expect("*** Session resumed.").await?;
+    a.expect("while you were away").await?;
+    let second = token(&mut a).await?;
+    assert_ne!(second, first, "a fresh token after each resume");
+    a.line("journal four").await?;
+    a.line("journal").await?;
+    let journal = a.expect("journal end").await?;
+    let lines: Vec<&str> = journal
+        .lines()
+        .filter_map(|l| l.trim().split_once(": ").map(|(_, t)| t))
+        .collect();
+    assert_eq!(lines, ["one", "two", "three", "four"], "{journal}");
+    // The room sees the same player: B hears A.
+    a.line("say back").await?;
+    b.expect("back").await?;
+
+    // The spent token resumes nothing.
+    let mut late = Raw::connect(&addr).await?;
+    late.expect("create <name>").await?;
+    late.line(&format!("resume {first}")).await?;
+    late.expect(REFUSED).await?;
+
+    // Missed more than the bound: a notice and a fresh look.
+    drop(a);
+    logged(&gate, DROPPED, 2).await?;
+    for i in 0..40 {
+        b.line(&format!("say chatter {i} {}", "x".repeat(60)))
+            .await?;
+    }
+    b.expect("chatter 39").await?;
+    let mut a = Raw::connect(&addr).await?;
+    a.expect("create <name>").await?;
+    a.line(&format!("resume {second}")).await?;
+    a.expect("*** Session resumed.").await?;
+    let missed = a.expect("missed more output than was kept").await?;
+    assert!(!missed.contains("chatter"), "{missed}");
+    let third = token(&mut a).await?;
+    // The fresh look: the room, and who is in it.
+    a.expect("Bystander is here.").await?;
+
+    // A resume while the old connection still looks alive takes it over.
+    let mut again = Raw::connect(&addr).await?;
+    again.expect("create <name>").await?;
+    again.line(&format!("resume {third}")).await?;
+    again.expect("*** Session resumed.").await?;
+    a.expect("resumed from another connection").await?;
+    let fourth = token(&mut again).await?;
+
+    // After quit the token resumes nothing.
+    again.line("quit").await?;
+    again.expect("Goodbye").await?;
+    // The session has ended once the gate closes the connection.
+    let mut rest = Vec::new();
+    tokio::time::timeout(STEP, again.tcp.read_to_end(&mut rest)).await??;
+    let mut after_quit = Raw::connect(&addr).await?;
+    after_quit.expect("create <name>").await?;
+    after_quit.line(&format!("resume {fourth}")).await?;
+    after_quit.expect(REFUSED).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_grace_period_the_session_ends_and_its_token_is_refused() -> anyhow::Result<()> {
+    let redis = RedisServer::start()?;
+    let keys = TempKeys::generate()?;
+    let _world = start_keyed_world(
+        "shard-a",
+        &redis.url,
+        &starter_zones(),
+        keys.path(),
+        None,
+        NO_FLAGS,
+    )?;
+    let gate = start_keyed_gate(
+        &redis.url,
+        keys.path(),
+        &["--telnet-resume-grace-secs", "1"],
+    )?;
+    let (mut a, token) = login(&gate.addr, "Brief").await?;
+    a.line("journal kept").await?;
+    a.line("journal").await?;
+    a.expect("journal end 1").await?;
+    drop(a);
+    logged(&gate, "not resumed within the grace period", 1).await?;
+    let mut late = Raw::connect(&gate.addr).await?;
+    late.expect("create <name>").await?;
+    late.line(&format!("resume {token}")).await?;
+    late.expect(REFUSED).await?;
+    // The session ended as a hang-up: the character logs in again and
+    // finds its journal.
+    late.line("connect Brief correct horse").await?;
+    late.expect("Welcome, Brief").await?;
+    late.line("journal").await?;
+    let journal = late.expect("journal end").await?;
+    assert!(journal.contains("journal 1: kept"), "{journal}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_only_half_closes_reads_every_answer_and_can_resume() -> anyhow::Result<()> {
+    let redis = RedisServer::start()?;
+    let keys = TempKeys::generate()?;
+    let _world = start_keyed_world(
+        "shard-a",
+        &redis.url,
+        &starter_zones(),
+        keys.path(),
+        None,
+        NO_FLAGS,
+    )?;
+    let gate = start_keyed_gate(
+        &redis.url,
+        keys.path(),
+        &["--telnet-resume-grace-secs", "60"],
+    )?;
+    let (mut a, token) = login(&gate.addr, "Scripta").await?;
+    // A script piping commands into `nc`: lines, then the end of its input.
+    for i in 0..5 {
+        a.line(&format!("journal scripted {i}")).await?;
+    }
+    a.line("journal").await?;
+    a.tcp.shutdown().await?;
+    let journal = a.expect("journal end 5").await?;
+    assert!(journal.contains("journal 5: scripted 4"), "{journal}");
+    // Its answers read, the gate closes the socket; the session waits.
+    let mut rest = Vec::new();
+    tokio::time::timeout(STEP, a.tcp.read_to_end(&mut rest)).await??;
+    let mut back = Raw::connect(&gate.addr).await?;
+    back.expect("create <name>").await?;
+    back.line(&format!("resume {token}")).await?;
+    back.expect("*** Session resumed.").await?;
+    back.line("journal").await?;
+    back.expect("journal end 5").await?;
+    Ok(())
+}

@@ -1,0 +1,287 @@
+//! The web listener at the edge, end to end with a real `telos-gate` and a
+//! real keyed shard, through a Rust WebSocket client (tokio-tungstenite):
+//! `wss://` with `--web-tls` (the players' certificate, trusted by the
+//! client alone, renewed on SIGHUP), the page's width wrapping the world's
+//! text (`Telos.Size`, the NAWS equivalent), a slowloris request closed by
+//! the header-read timeout, `X-Forwarded-For` believed only from
+//! `--web-forwarded-from`, and the PROXY protocol from
+//! `--proxy-protocol-from` as the telnet listener takes it.
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use futures_util::{SinkExt, StreamExt};
+use telos_testkit::RedisServer;
+use telos_testkit::keys::TempKeys;
+use telos_testkit::player_tls::{SelfSigned, peer_certificate};
+use telos_testkit::process::{Proc, start_keyed_gate, start_keyed_world};
+use telos_testkit::world::starter_zones;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+const NO_FLAGS: &[&str] = &[];
+/// Bounds a hang waiting for the next message (not a performance claim).
+const STEP: Duration = Duration::from_secs(20);
+/// The gate's header-read timeout is 10 s; a hang past this is a failure.
+const SLOWLORIS_BOUND: Duration = Duration::from_secs(30);
+
+/// The web listener's address the gate printed, and its scheme.
+fn web_addr(gate: &Proc, scheme: &str) -> anyhow::Result<String> {
+    let url = gate
+        .printed("web client on ")
+        .context("the gate printed no web address")?;
+    let addr = url
+        .strip_prefix(&format!("{scheme}://"))
+        .with_context(|| format!("{url} is not {scheme}://"))?;
+    Ok(addr.trim_end_matches('/').to_string())
+}
+
+/// A page on `gmcp.mudstandards.org`: the game text it was sent.
+struct Page<S> {
+    ws: WebSocketStream<S>,
+    text: String,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Page<S> {
+    async fn open(stream: S, forwarded_for: Option<&str>) -> anyhow::Result<Self> {
+        let mut req = "ws://localhost/ws".into_client_request()?;
+        req.headers_mut()
+            .insert("Sec-WebSocket-Protocol", "gmcp.mudstandards.org".parse()?);
+        if let Some(xff) = forwarded_for {
+            req.headers_mut().insert("X-Forwarded-For", xff.parse()?);
+        }
+        let (ws, _) = tokio_tungstenite::client_async(req, stream).await?;
+        Ok(Self {
+            ws,
+            text: String::new(),
+        })
+    }
+
+    /// Read until the game text holds `needle`; `None`: the gate closed.
+    async fn expect(&mut self, needle: &str) -> anyhow::Result<()> {
+        while !self.text.contains(needle) {
+            let msg = tokio::time::timeout(STEP, self.ws.next())
+                .await
+                .with_context(|| format!("waiting for {needle:?}; got {:?}", self.text))?;
+            match msg {
+                Some(Ok(Message::Binary(b))) => self.text.push_str(&String::from_utf8_lossy(&b)),
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => {
+                    bail!("closed waiting for {needle:?}; got {:?}", self.text)
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn line(&mut self, line: &str) -> anyhow::Result<()> {
+        self.ws
+            .send(Message::Binary(format!("{line}\n").into_bytes().into()))
+            .await?;
+        Ok(())
+    }
+
+    async fn gmcp(&mut self, message: &str) -> anyhow::Result<()> {
+        self.ws.send(Message::Text(message.into())).await?;
+        Ok(())
+    }
+}
+
+/// A connection to the plain web listener at `addr` that first sends a
+/// PROXY v1 header naming `client`.
+async fn proxied(addr: &str, client: &str) -> anyhow::Result<TcpStream> {
+    let mut tcp = TcpStream::connect(addr).await?;
+    let header = format!("PROXY TCP4 {client} 127.0.0.1 40000 80\r\n");
+    tcp.write_all(header.as_bytes()).await?;
+    Ok(tcp)
+}
+
+/// Wait until the server closes `stream`, reading (and dropping) what it
+/// sends; `Err` if it is still open after `bound`.
+async fn closed_within<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    bound: Duration,
+) -> anyhow::Result<()> {
+    let mut buf = [0u8; 1024];
+    tokio::time::timeout(bound, async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .context("the connection stayed open")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wss_plays_wraps_to_the_page_and_closes_a_slowloris() -> anyhow::Result<()> {
+    let redis = RedisServer::start()?;
+    let keys = TempKeys::generate()?;
+    let dir = tempfile::tempdir()?;
+    let cert = SelfSigned::write(dir.path(), "players")?;
+    let _world = start_keyed_world(
+        "shard-a",
+        &redis.url,
+        &starter_zones(),
+        keys.path(),
+        None,
+        NO_FLAGS,
+    )?;
+    let (c, k) = (
+        cert.cert.display().to_string(),
+        cert.key.display().to_string(),
+    );
+    let flags = [
+        "--web-listen",
+        "127.0.0.1:0",
+        "--web-tls",
+        "--tls-cert",
+        &c,
+        "--tls-key",
+        &k,
+    ];
+    let gate = start_keyed_gate(&redis.url, keys.path(), &flags)?;
+    let addr = web_addr(&gate, "https")?;
+
+    // A WebSocket over TLS, trusting the players' certificate only.
+    let mut page = Page::open(cert.connect(&addr).await?, None).await?;
+    page.expect("create <name> <password>").await?;
+    // The page's output pane is 30 characters wide.
+    page.gmcp(r#"Telos.Size {"width":30,"height":20}"#).await?;
+    page.line("create Wessie correct horse").await?;
+    page.expect("Welcome, Wessie").await?;
+    page.text.clear();
+    page.line("look").await?;
+    page.line("say wrapped").await?;
+    page.expect("wrapped").await?;
+    let look = page.text.clone();
+    let widest = look.lines().map(|l| l.trim_end().chars().count()).max();
+    assert!(look.len() > 120, "a room's description: {look:?}");
+    assert!(
+        widest <= Some(30),
+        "lines wrap to the page's 30 columns: {look:?}"
+    );
+
+    // A renewed certificate on SIGHUP: new connections see it.
+    let renewed = SelfSigned::write(dir.path(), "players")?;
+    gate.signal(libc::SIGHUP);
+    gate.wait_log("players' TLS certificate reloaded", STEP)
+        .await?;
+    assert_eq!(peer_certificate(&addr).await?, renewed.der);
+    page.line("say still here").await?;
+    page.expect("still here").await?;
+
+    // Slowloris: a request's headers a piece at a time, never finished.
+    let mut slow = renewed.connect(&addr).await?;
+    slow.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n")
+        .await?;
+    slow.flush().await?;
+    closed_within(&mut slow, SLOWLORIS_BOUND).await?;
+    // A client that does not trust the certificate gets nothing.
+    let stranger = SelfSigned::write(dir.path(), "stranger")?;
+    assert!(stranger.connect(&addr).await.is_err());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forwarded_for_counts_only_from_a_trusted_proxy() -> anyhow::Result<()> {
+    let redis = RedisServer::start()?;
+    let keys = TempKeys::generate()?;
+    let _world = start_keyed_world(
+        "shard-a",
+        &redis.url,
+        &starter_zones(),
+        keys.path(),
+        None,
+        NO_FLAGS,
+    )?;
+    let one = [
+        "--max-connections-per-ip",
+        "1",
+        "--web-listen",
+        "127.0.0.1:0",
+    ];
+    let trusting = [&one[..], &["--web-forwarded-from", "127.0.0.0/8"]].concat();
+    let gate = start_keyed_gate(&redis.url, keys.path(), &trusting)?;
+    let addr = web_addr(&gate, "http")?;
+    let conn = || TcpStream::connect(addr.clone());
+
+    let mut a = Page::open(conn().await?, Some("203.0.113.1, 198.51.100.1")).await?;
+    a.expect("create <name>").await?;
+    // The same player address again: over the cap of one.
+    let mut again = Page::open(conn().await?, Some("198.51.100.1")).await?;
+    again
+        .expect("Too many connections from your address")
+        .await?;
+    // Another player behind the same proxy: their own count.
+    let mut b = Page::open(conn().await?, Some("198.51.100.2")).await?;
+    b.expect("create <name>").await?;
+
+    // From an untrusted peer the header is the client's word: ignored.
+    let plain = start_keyed_gate(&redis.url, keys.path(), &one)?;
+    let addr = web_addr(&plain, "http")?;
+    let mut c = Page::open(TcpStream::connect(&addr).await?, Some("198.51.100.3")).await?;
+    c.expect("create <name>").await?;
+    let mut spoof = Page::open(TcpStream::connect(&addr).await?, Some("198.51.100.4")).await?;
+    spoof
+        .expect("Too many connections from your address")
+        .await?;
+    drop((a, b, c));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_proxy_protocol_names_the_player_as_on_telnet() -> anyhow::Result<()> {
+    let redis = RedisServer::start()?;
+    let keys = TempKeys::generate()?;
+    let _world = start_keyed_world(
+        "shard-a",
+        &redis.url,
+        &starter_zones(),
+        keys.path(),
+        None,
+        NO_FLAGS,
+    )?;
+    let flags = [
+        "--max-connections-per-ip",
+        "1",
+        "--web-listen",
+        "127.0.0.1:0",
+        "--proxy-protocol-from",
+        "127.0.0.1",
+    ];
+    let gate = start_keyed_gate(&redis.url, keys.path(), &flags)?;
+    let addr = web_addr(&gate, "http")?;
+
+    let mut a = Page::open(proxied(&addr, "198.51.100.1").await?, None).await?;
+    a.expect("create <name>").await?;
+    let mut again = Page::open(proxied(&addr, "198.51.100.1").await?, None).await?;
+    again
+        .expect("Too many connections from your address")
+        .await?;
+    let mut b = Page::open(proxied(&addr, "198.51.100.2").await?, None).await?;
+    b.expect("create <name>").await?;
+    // From the balancer, a connection without the header is refused.
+    let mut bare = TcpStream::connect(&addr).await?;
+    bare.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await?;
+    let mut answer = Vec::new();
+    tokio::time::timeout(STEP, bare.read_to_end(&mut answer)).await??;
+    assert!(
+        !String::from_utf8_lossy(&answer).contains("200 OK"),
+        "served without a PROXY header: {}",
+        String::from_utf8_lossy(&answer)
+    );
+    // The telnet listener takes the same header from the same balancer.
+    let mut telnet = proxied(&gate.addr, "198.51.100.9").await?;
+    let mut greeting = vec![0u8; 4096];
+    let n = tokio::time::timeout(STEP, telnet.read(&mut greeting)).await??;
+    assert!(n > 0, "telnet over PROXY answers");
+    drop((a, b));
+    Ok(())
+}
