@@ -22,7 +22,10 @@ const NO_FLAGS: &[&str] = &[];
 /// Bounds a hang waiting for the next output (not a performance claim).
 const STEP: Duration = Duration::from_secs(20);
 const REFUSED: &str = "That resume token resumes nothing";
-const DROPPED: &str = "telnet client dropped; session kept for its resume";
+/// Logged once the dropped client's lines are answered and the session's
+/// output is kept for its resume (`grace::KEPT_LOG`): a resume before it
+/// is a takeover, which replays nothing.
+const DROPPED: &str = "dropped telnet client's lines answered; its output kept for the resume";
 
 /// A raw telnet socket: it answers no negotiation; telnet commands are
 /// dropped from what it shows.

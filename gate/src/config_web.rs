@@ -64,7 +64,11 @@ impl Default for WebConfig {
             listen: None,
             resume_grace: DEFAULT_RESUME_GRACE,
             replay_bytes: DEFAULT_REPLAY_BYTES,
-            telnet_grace: DEFAULT_RESUME_GRACE,
+            // Off unless asked for: a kept session stays in `who`, in its
+            // room and in its address's connection count after its client
+            // hung up, which outside clients of the player protocol do not
+            // expect of a telnet server (web pages resume by default).
+            telnet_grace: Duration::ZERO,
             forwarded_from: Vec::new(),
             operator_listen: None,
         }
@@ -94,7 +98,8 @@ pub struct WebCli {
     pub web_forwarded_from: Option<String>,
     /// Seconds a telnet player's session is kept after their connection
     /// dropped, for `resume <token>` from a new one; 0: not kept
-    /// [default: 60].
+    /// [default: 0, off: a hang-up ends the session at once, as the player
+    /// protocol in CONTRACT.md has it; 60 is a good value to turn it on].
     #[arg(long, value_name = "SECS", env = "TELOS_GATE_TELNET_RESUME_GRACE")]
     pub telnet_resume_grace_secs: Option<String>,
     /// The read-only operator page (shards, zones and owners, players,
@@ -193,19 +198,20 @@ mod tests {
         assert_eq!(w.listen, Some("127.0.0.1:4080".parse().unwrap()));
         assert_eq!(w.resume_grace, Duration::from_secs(5));
         assert_eq!(w.replay_bytes, DEFAULT_REPLAY_BYTES);
-        assert_eq!(w.telnet_grace, DEFAULT_RESUME_GRACE);
+        // Telnet's grace is asked for, never a default.
+        assert_eq!(w.telnet_grace, Duration::ZERO);
         let op = WebCli {
             operator_listen: Some("9180".into()),
             ..WebCli::default()
         };
         let op = op.resolve(&FileConfig::default()).unwrap();
         assert_eq!(op.operator_listen, Some("127.0.0.1:9180".parse().unwrap()));
-        let off = WebCli {
-            telnet_resume_grace_secs: Some("0".into()),
+        let on = WebCli {
+            telnet_resume_grace_secs: Some("60".into()),
             ..WebCli::default()
         };
-        let off = off.resolve(&FileConfig::default()).unwrap();
-        assert_eq!(off.telnet_grace, Duration::ZERO);
+        let on = on.resolve(&FileConfig::default()).unwrap();
+        assert_eq!(on.telnet_grace, Duration::from_secs(60));
         let off = WebCli::default().resolve(&FileConfig::default()).unwrap();
         assert_eq!(off, WebConfig::default());
         let bad = WebCli {

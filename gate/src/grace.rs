@@ -35,6 +35,10 @@ use crate::telnet::TelnetParser;
 /// this line and a fresh `look`.
 pub const MISSED: &str = "*** You missed more output than was kept; here is where you are.";
 pub const RESUMED: &str = "*** Session resumed.";
+/// Logged once a dropped client's lines are all answered and what follows
+/// is kept for its resume (a resume before it takes the session over and
+/// replays nothing: docs/operations.md, "A telnet client's own drop").
+pub const KEPT_LOG: &str = "dropped telnet client's lines answered; its output kept for the resume";
 pub const TAKEN_OVER: &str = "*** This session was resumed from another connection.";
 pub const REFUSED: &str =
     "That resume token resumes nothing (mistyped, already used, or its session ended).";
@@ -183,6 +187,7 @@ impl Grace {
         let old = std::mem::replace(&mut conn.out, sink);
         tokio::spawn(old.close(TAKEOVER_CLOSE));
         away.kept = Some(kept);
+        tracing::info!(conn_id = %conn.conn_id, "{KEPT_LOG}");
         Ok(())
     }
 

@@ -43,7 +43,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 use tonic::Code;
@@ -74,6 +74,9 @@ pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
     let liveness = shared.pool.liveness();
     // The process last seen publishing at each address.
     let mut incarnations: HashMap<String, u64> = HashMap::new();
+    // When the registry was last read: a process newly listed now was not
+    // listed then, so only links older than that can reach its predecessor.
+    let mut last_read: Option<Instant> = None;
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -81,21 +84,34 @@ pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
         }
         let in_use = liveness.in_use();
         if in_use.is_empty() {
+            // Nothing to end; and what was seen is forgotten, so a shard
+            // restarted cleanly while no link reached it is not taken, at
+            // the next link, for a replacement of the process last seen.
+            incarnations.clear();
+            last_read = None;
             continue;
         }
+        let read_at = Instant::now();
         // Unreadable registry (Redis down): no evidence either way.
         let Ok(listed) = shared.registry.heartbeating().await else {
             continue;
         };
         let replaced = replaced_at(&mut incarnations, &listed);
+        let previous_read = last_read.replace(read_at);
         let listed: HashSet<&str> = listed.iter().map(|s| s.addr.as_str()).collect();
         // Not probed: behind one address some connections reach the new
         // process (it answers) and the links may sit on the old one. The
         // old process is paused, superseded or dead; its links end, and
         // a link already on the new one costs a resume, never input.
         for addr in in_use.iter().filter(|a| replaced.contains(*a)) {
+            let Some(before) = previous_read else {
+                continue;
+            };
+            let links = liveness.condemn_older(addr, before);
+            if links == 0 {
+                continue;
+            }
             shared.pool.evict(addr);
-            let links = liveness.condemn(addr);
             tracing::warn!(
                 addr,
                 links,

@@ -21,6 +21,8 @@ pub struct Liveness {
 #[derive(Debug)]
 struct Watched {
     id: u64,
+    /// When the first of its links started.
+    since: std::time::Instant,
     /// Cancelled when the shard is condemned.
     token: CancellationToken,
     /// Links (and attaches in flight) holding a [`Watch`] of this entry.
@@ -71,6 +73,7 @@ impl Liveness {
                 .next_id
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             token: CancellationToken::new(),
+            since: std::time::Instant::now(),
             users: 0,
         });
         w.users += 1;
@@ -85,6 +88,22 @@ impl Liveness {
     /// Addresses with links now.
     pub(crate) fn in_use(&self) -> Vec<String> {
         self.lock().keys().cloned().collect()
+    }
+
+    /// End the links to `addr` if the first of them started before
+    /// `before` (returns how many): a newer process publishing at the
+    /// address was not yet listed then, so they may reach its paused
+    /// predecessor; links all made since reach whatever answered them
+    /// after it (a killed predecessor's broke, and their players resumed
+    /// on the new process: ending those would only make them resume again).
+    pub(crate) fn condemn_older(&self, addr: &str, before: std::time::Instant) -> usize {
+        let mut map = self.lock();
+        if map.get(addr).is_none_or(|w| w.since >= before) {
+            return 0;
+        }
+        let w = map.remove(addr).expect("checked under the same lock");
+        w.token.cancel();
+        w.users
     }
 
     /// End every link to `addr` (returns how many); later links start a
@@ -103,6 +122,25 @@ impl Liveness {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_links_older_than_the_replacement_are_condemned() {
+        let l = Arc::new(Liveness::default());
+        let old = l.watch("a:1");
+        let seen = std::time::Instant::now();
+        // Links made since the replacement was not yet listed stay.
+        assert_eq!(l.condemn_older("a:1", old_since(&l)), 0);
+        assert!(!old.token.is_cancelled());
+        assert_eq!(l.condemn_older("a:1", seen), 1);
+        assert!(old.token.is_cancelled());
+        let fresh = l.watch("a:1");
+        assert_eq!(l.condemn_older("a:1", seen), 0, "made after `seen`");
+        assert!(!fresh.token.is_cancelled());
+    }
+
+    fn old_since(l: &Liveness) -> std::time::Instant {
+        l.lock()["a:1"].since
+    }
 
     #[test]
     fn a_watch_counts_until_dropped_and_a_condemned_entry_is_replaced() {

@@ -18,11 +18,24 @@ use telos_redis::directory::OnlinePlayer;
 /// the gate must replay only what comes after (the row's watermark would
 /// apply them twice).
 fn takeover(mut old: SessionMeta, mut new: SessionMeta) -> SessionMeta {
-    old.output("Someone else has logged in as you. Goodbye.\n".into());
-    old.send(Frame::Closed(Closed {
-        reason: "Taken over by another login.".into(),
-        r#final: true,
-    }));
+    if old.conn_id == new.conn_id {
+        // The same client, resumed on a newer link (its gate gave the old
+        // one up): nobody else logged in, and the client stays. Said to the
+        // old stream non-final, in case its gate still reads it — final,
+        // "someone else has logged in" closed the player's socket when a
+        // gate resumed on a link it had condemned (gate_e2e and
+        // moves_under_faults, after a shard restart).
+        old.send(Frame::Closed(Closed {
+            reason: "resumed on a newer link".into(),
+            r#final: false,
+        }));
+    } else {
+        old.output("Someone else has logged in as you. Goodbye.\n".into());
+        old.send(Frame::Closed(Closed {
+            reason: "Taken over by another login.".into(),
+            r#final: true,
+        }));
+    }
     new.state_version = new.state_version.max(old.state_version);
     if old.conn_id == new.conn_id {
         new.applied_seq = new.applied_seq.max(old.applied_seq);
