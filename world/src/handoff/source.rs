@@ -280,19 +280,22 @@ async fn begin_handoff_inner(
             .map(|d| d.name().to_string())
             .unwrap_or_default(),
     };
-    // `Err((why, transient))`.
+    // `Err((why, transient, mid_move))`: `mid_move` when the destination
+    // does not hold the zone (`FailedPrecondition`), the expected race with
+    // a move of the zone under way.
     let prepared = async {
         let mut client = h
             .peers
             .handoff(&dest.addr)
-            .map_err(|e| (e.to_string(), true))?;
+            .map_err(|e| (e.to_string(), true, false))?;
         tokio::time::timeout(RPC_TIMEOUT, client.prepare(traced(request)))
             .await
-            .map_err(|_| ("timed out".to_string(), true))?
+            .map_err(|_| ("timed out".to_string(), true, false))?
             .map_err(|s| {
                 (
                     format!("{}: {}", s.code(), s.message()),
                     prepare_may_succeed_later(s.code()),
+                    s.code() == tonic::Code::FailedPrecondition,
                 )
             })
     }
@@ -300,8 +303,15 @@ async fn begin_handoff_inner(
     .await;
     let response = match prepared {
         Ok(r) => r.into_inner(),
-        Err((e, transient)) => {
-            warn!(to_shard = %dest.id, error = %e, "Prepare failed");
+        Err((e, transient, mid_move)) => {
+            if mid_move {
+                // The directory named a shard that does not hold the zone
+                // yet or any more: a move of the zone is under way (a
+                // transfer, a drain, a restart's claim). Tried again.
+                info!(to_shard = %dest.id, error = %e, "Prepare met the zone mid-move; the walk tries again");
+            } else {
+                warn!(to_shard = %dest.id, error = %e, "Prepare failed");
+            }
             // Best effort, and off the player's path: against a hung peer
             // the Abort would cost another RPC bound before the answer.
             let token = super::snapshot::handoff_token(&key, epoch);
