@@ -306,3 +306,48 @@ async fn the_proxy_protocol_names_the_player_as_on_telnet() -> anyhow::Result<()
     drop((a, b));
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_connection_that_never_becomes_a_websocket_ends_at_the_pre_login_timeout()
+-> anyhow::Result<()> {
+    let redis = RedisServer::start()?;
+    let keys = TempKeys::generate()?;
+    let _world = start_keyed_world(
+        "shard-a",
+        &redis.url,
+        &starter_zones(),
+        keys.path(),
+        None,
+        NO_FLAGS,
+    )?;
+    let flags = [
+        "--web-listen",
+        "127.0.0.1:0",
+        "--pre-login-timeout-secs",
+        "2",
+    ];
+    let gate = start_keyed_gate(&redis.url, keys.path(), &flags)?;
+    let addr = web_addr(&gate, "http")?;
+    // A page that logs in within the timeout plays on past it: the bound
+    // is the HTTP connection's, not its WebSocket's.
+    let mut page = Page::open(TcpStream::connect(&addr).await?, None).await?;
+    page.expect("create <name>").await?;
+    page.line("create Lingers correct horse").await?;
+    page.expect("Welcome, Lingers").await?;
+    // A request every half second, well inside the header-read timeout,
+    // on one kept-alive connection that never asks for the WebSocket.
+    let (mut read, mut write) = TcpStream::connect(&addr).await?.into_split();
+    let asking = tokio::spawn(async move {
+        let request = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
+        while write.write_all(request).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+    // Closed at the 2 s pre-login timeout; before the bound, it stayed
+    // open as long as the requests came.
+    let closed = closed_within(&mut read, Duration::from_secs(8)).await;
+    asking.abort();
+    closed?;
+    page.line("say still here").await?;
+    page.expect("still here").await
+}

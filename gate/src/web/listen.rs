@@ -87,7 +87,20 @@ pub async fn serve(
             shutdown: shutdown.clone(),
             _permit: permit,
         };
-        tokio::spawn(conn.run(stream, peer, proxied));
+        // Until its WebSocket, a connection is a stranger's, held to the
+        // pre-login timeout as a telnet one is: the header-read timeout
+        // alone let a client keep its slot for ever with a request every
+        // few seconds, or by never reading a response. (The WebSocket,
+        // once upgraded, runs in its own task, outside this bound.)
+        let deadline = shared.cfg.pre_login_timeout;
+        tokio::spawn(async move {
+            if tokio::time::timeout(deadline, conn.run(stream, peer, proxied))
+                .await
+                .is_err()
+            {
+                m::disconnect("pre_login_timeout");
+            }
+        });
     }
 }
 
