@@ -41,6 +41,12 @@ pub struct View {
     /// restarted process (listed live under the same id) waits for it to
     /// lapse — nobody serves the zone yet.
     pub predecessor_leases: BTreeSet<String>,
+    /// Shards whose newest process (the id's incarnation counter) is not
+    /// the one listed: a killed process's entry outlives it by up to the
+    /// presence TTL, and a restart within that time has minted its token
+    /// but not yet registered — the zones still look served by the dead
+    /// process (healthy 629640944).
+    pub unlisted_successors: BTreeSet<String>,
 }
 
 /// A hash's first field as text and its second as a number (a lease's
@@ -63,6 +69,7 @@ impl View {
                 .all(|o| o.as_deref().is_some_and(|o| self.is_live(o)))
             && self.transfers == 0
             && self.predecessor_leases.is_empty()
+            && self.unlisted_successors.is_empty()
     }
 
     pub fn zones_of(&self, shard: &str) -> Vec<String> {
@@ -154,6 +161,7 @@ impl Probe {
                 .arg(format!("telos:shard:{s}"))
                 .arg("state")
                 .arg("inc");
+            pipe.get(format!("telos:shard:{s}:incarnation"));
         }
         pipe.scard("telos:transfers");
         let mut conn = self.conn.clone();
@@ -161,16 +169,26 @@ impl Probe {
         let transfers =
             redis::from_redis_value(values.pop().unwrap_or(redis::Value::Nil)).unwrap_or(0);
         let mut values = values.into_iter();
-        let mut pair = || -> Pair {
-            let v: Vec<redis::Value> = values
-                .next()
-                .and_then(|v| redis::from_redis_value(v).ok())
-                .unwrap_or_default();
-            let mut v = v.into_iter();
-            (opt_string(v.next()), opt_u64(v.next()))
-        };
-        let leases: Vec<(String, Pair)> = self.zones.iter().map(|z| (z.clone(), pair())).collect();
-        let entries: Vec<(String, Pair)> = shard_ids.into_iter().map(|s| (s, pair())).collect();
+        let leases: Vec<(String, Pair)> = self
+            .zones
+            .iter()
+            .map(|z| (z.clone(), pair(values.next())))
+            .collect();
+        let mut entries: Vec<(String, Pair)> = Vec::new();
+        let mut unlisted_successors = BTreeSet::new();
+        for s in shard_ids {
+            let entry = pair(values.next());
+            let minted = opt_u64(values.next());
+            // Behind a Redis that lost its last second of writes the
+            // counter can be behind the entry; only a counter ahead of the
+            // listed process means a newer one started.
+            if let (Some(minted), Some(listed)) = (minted, entry.1)
+                && minted > listed
+            {
+                unlisted_successors.insert(s.clone());
+            }
+            entries.push((s, entry));
+        }
         let incs: BTreeMap<&str, u64> = entries
             .iter()
             .filter_map(|(s, (_, inc))| Some((s.as_str(), (*inc)?)))
@@ -191,6 +209,7 @@ impl Probe {
             shards: entries.into_iter().map(|(s, (st, _))| (s, st)).collect(),
             transfers,
             predecessor_leases,
+            unlisted_successors,
         })
     }
 
@@ -270,6 +289,15 @@ impl Probe {
     }
 }
 
+/// An HMGET reply of two fields: the first as text, the second as a number.
+fn pair(v: Option<redis::Value>) -> Pair {
+    let v: Vec<redis::Value> = v
+        .and_then(|v| redis::from_redis_value(v).ok())
+        .unwrap_or_default();
+    let mut v = v.into_iter();
+    (opt_string(v.next()), opt_u64(v.next()))
+}
+
 /// A character's row (`telos:char:{lowercase name}`).
 fn row_key(name: &str) -> String {
     format!("telos:char:{}", name.to_ascii_lowercase())
@@ -312,6 +340,7 @@ mod tests {
                 .collect(),
             transfers,
             predecessor_leases: BTreeSet::new(),
+            unlisted_successors: BTreeSet::new(),
         }
     }
 
@@ -376,6 +405,27 @@ mod tests {
         assert!(!v.healthy(), "a predecessor's lease counted as served");
         let _: () = redis::pipe()
             .hset("telos:zone:city:lease", "inc", 2)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert!(probe.view().await.unwrap().healthy());
+        // Killed and restarted within the presence TTL: the dead process's
+        // entry (2) is still listed, its lease bound to it, but the id's
+        // counter says a newer process (3) started and has not registered.
+        let _: () = redis::pipe()
+            .set("telos:shard:shard-a:incarnation", 3)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let v = probe.view().await.unwrap();
+        assert_eq!(
+            v.unlisted_successors,
+            BTreeSet::from(["shard-a".to_string()])
+        );
+        assert!(!v.healthy(), "a dead process's entry counted as live");
+        let _: () = redis::pipe()
+            .hset("telos:shard:shard-a", "inc", 3)
+            .hset("telos:zone:city:lease", "inc", 3)
             .query_async(&mut conn)
             .await
             .unwrap();
