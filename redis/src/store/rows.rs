@@ -7,7 +7,7 @@ use redis::Script;
 use super::claim_id::ClaimId;
 use super::error::StoreError;
 use super::handle::{Store, row_key};
-use super::types::{CharacterRow, ClaimedCharacter, SaveOutcome, TIERS};
+use super::types::{CharacterRow, ClaimedCharacter, SaveOutcome, TIERS, ended_by_quit};
 
 static CREATE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("create.lua")));
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
@@ -189,6 +189,26 @@ impl Store {
             .query_async(&mut self.conn())
             .await?;
         parse_row(&key, fields)
+    }
+
+    /// Whether `conn_id`'s session ended with a quit the row holds
+    /// ([`CharacterRow::quit_by`]), reading only the three fields that
+    /// decide it (a resume asks this each time; the state and the password
+    /// hash stay in Redis). `Ok(false)` when the character does not exist.
+    pub async fn quit_by(&self, name: &str, conn_id: &str) -> Result<bool, StoreError> {
+        let key = row_key(name)?;
+        let (row_conn, applied_seq, quit_seq): (Option<String>, Option<u64>, Option<u64>) =
+            redis::cmd("HMGET")
+                .arg(&key)
+                .arg(&["conn_id", "applied_seq", "quit_seq"])
+                .query_async(&mut self.conn())
+                .await?;
+        Ok(ended_by_quit(
+            row_conn.as_deref().unwrap_or(""),
+            applied_seq.unwrap_or(0),
+            quit_seq.unwrap_or(0),
+            conn_id,
+        ))
     }
 
     /// ClaimCharacter: mints the next `owner_epoch` under a fresh

@@ -253,6 +253,10 @@ async fn a_quit_save_marks_the_row_for_its_connection_only() {
     assert_eq!((row.applied_seq, row.quit_seq), (5, 5));
     assert!(row.quit_by("conn-1"));
     assert!(!row.quit_by("conn-2"), "another connection did not quit");
+    // The narrow read a resume makes says the same as the whole row.
+    assert!(store.quit_by("Quinn", "conn-1").await.unwrap());
+    assert!(!store.quit_by("quinn", "conn-2").await.unwrap());
+    assert!(!store.quit_by("nobody", "conn-1").await.unwrap());
 
     let next = store.claim_character("quinn").await.unwrap();
     store
@@ -262,6 +266,7 @@ async fn a_quit_save_marks_the_row_for_its_connection_only() {
     let row = store.load("quinn").await.unwrap().unwrap();
     assert_eq!(row.quit_seq, 0);
     assert!(!row.quit_by("conn-1") && !row.quit_by("conn-2"));
+    assert!(!store.quit_by("quinn", "conn-1").await.unwrap());
 }
 
 #[tokio::test]

@@ -29,8 +29,19 @@ impl CharacterRow {
     /// last applied line was the quit, saved. A resume of that connection
     /// has nothing to play on; it is answered as the quit was.
     pub fn quit_by(&self, conn_id: &str) -> bool {
-        self.conn_id == conn_id && self.quit_seq != 0 && self.quit_seq == self.applied_seq
+        ended_by_quit(&self.conn_id, self.applied_seq, self.quit_seq, conn_id)
     }
+}
+
+/// The rule of [`CharacterRow::quit_by`], over the three fields it reads
+/// (also read alone by [`Store::quit_by`](super::Store::quit_by)).
+pub(super) fn ended_by_quit(
+    row_conn: &str,
+    applied_seq: u64,
+    quit_seq: u64,
+    conn_id: &str,
+) -> bool {
+    row_conn == conn_id && quit_seq != 0 && quit_seq == applied_seq
 }
 
 /// The result of a claim: the newly minted owner epoch and the row as it

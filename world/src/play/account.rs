@@ -282,23 +282,22 @@ pub(super) async fn resume_frame(
 /// quit, and there is nothing left to replay. Answered as the quit was —
 /// `Goodbye.`, final, the credential revoked — rather than put back into
 /// play with no answer (partition soak seed 937332575). `Some(true)`:
-/// answered; `None`: the row could not be read (said, non-final).
+/// answered; `None`: the row could not be read (said, non-final). Only
+/// the row's quit mark is read, not the whole row.
 async fn ended_by_quit(
     shard: &Shard,
     key: &str,
     conn_id: &str,
     out: &mpsc::Sender<ServerFrame>,
 ) -> Option<bool> {
-    let row = match shard.store().load(key).await {
-        Ok(row) => row,
+    match shard.store().quit_by(key, conn_id).await {
+        Ok(true) => {}
+        Ok(false) => return Some(false),
         Err(e) => {
-            warn!(player = %key, error = %e, "loading the character to resume failed");
+            warn!(player = %key, error = %e, "reading the character's quit mark to resume failed");
             send_closed(out, UNREACHABLE, false).await;
             return None;
         }
-    };
-    if !row.is_some_and(|r| r.quit_by(conn_id)) {
-        return Some(false);
     }
     info!(player = %key, conn_id, "resume of a session its saved quit ended: saying goodbye");
     if let Err(e) = shard.store().revoke_credential(key, conn_id).await {
