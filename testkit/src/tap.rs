@@ -117,7 +117,8 @@ pub fn decode_wire(wire: &[u8]) -> anyhow::Result<Decoded> {
         d.streams += 1;
         d.first_stream_at.get_or_insert(d.plain.len());
         let mut z = Decompress::new(true);
-        loop {
+        // A capture may end at the marker, before the stream's first byte.
+        while !rest.is_empty() {
             let mut out = Vec::with_capacity(64 * 1024);
             let before = z.total_in();
             let status = z
@@ -129,7 +130,7 @@ pub fn decode_wire(wire: &[u8]) -> anyhow::Result<Decoded> {
             d.compressed_plain += out.len();
             d.plain.extend_from_slice(&out);
             rest = &rest[used..];
-            if status == Status::StreamEnd || rest.is_empty() {
+            if status == Status::StreamEnd {
                 break;
             }
         }
@@ -169,5 +170,11 @@ mod tests {
         broken.extend_from_slice(&START);
         broken.extend_from_slice(b"not zlib at all");
         assert!(decode_wire(&broken).is_err());
+
+        // Cut right after the marker: the stream started, nothing in it yet.
+        let mut cut = b"x".to_vec();
+        cut.extend_from_slice(&START);
+        let d = decode_wire(&cut).expect("a capture may end at the marker");
+        assert_eq!((d.plain, d.streams), (cut, 1));
     }
 }
