@@ -219,3 +219,7 @@ impl Reader {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "reader_fuzz_tests.rs"]
+mod fuzz_tests;

@@ -7,7 +7,8 @@
 //! unterminated subnegotiation in its buffer without a bound (a client
 //! sending `IAC SB` and then megabytes would grow gate memory), its option
 //! model is a client's compatibility table rather than RFC 1143 state, and
-//! ours is small, bounded ([`MAX_SUBNEG_BYTES`]) and fuzzed.
+//! ours is small, bounded ([`MAX_SUBNEG_BYTES`]) and fuzzed (through the
+//! reader that runs it: `reader_fuzz_tests.rs`).
 //!
 //! A raw line client that never sends IAC is fine: it never sees a
 //! negotiation answered, never gets GMCP, compression or prompt marks.
@@ -32,9 +33,6 @@ pub mod mssp;
 pub mod negotiator;
 pub mod parser;
 pub mod ttype;
-
-#[cfg(test)]
-mod fuzz_tests;
 
 pub use self::caps::Capabilities;
 pub use self::negotiator::{Change, Negotiator};
