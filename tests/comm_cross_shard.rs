@@ -11,48 +11,19 @@
 
 use std::time::Duration;
 
-use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
-use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{Proc, start_keyed_gate, start_keyed_world};
-use telos_testkit::world::{opposite, path_to_zone, start_room, starter_zones};
+use telos_testkit::world::{opposite, path_to_zone, start_room};
+
+mod support;
+use support::two_shards::TwoShards;
 
 const PASSWORD: &str = "correct horse";
 /// Bounds one wait for a line on a loaded machine; a hang fails with the
 /// transcript.
 const WAIT: Duration = Duration::from_secs(30);
 
-struct Cluster {
-    // Field order is drop order: the gate first, Redis last.
-    gate: Proc,
-    _shards: Vec<Proc>,
-    _keys: TempKeys,
-    _redis: RedisServer,
-}
-
-fn start() -> anyhow::Result<Cluster> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
-    let rest: Vec<String> = starter_zones()
-        .into_iter()
-        .filter(|z| z != "city")
-        .collect();
-    let none: [&str; 0] = [];
-    let shards = vec![
-        start_keyed_world("shard-a", &redis.url, &["city"], keys.path(), None, &none)?,
-        start_keyed_world("shard-b", &redis.url, &rest, keys.path(), None, &none)?,
-    ];
-    let gate = start_keyed_gate(
-        &redis.url,
-        keys.path(),
-        &["--login-ip-burst", "20", "--create-ip-burst", "20"],
-    )?;
-    Ok(Cluster {
-        gate,
-        _shards: shards,
-        _keys: keys,
-        _redis: redis,
-    })
+fn start() -> anyhow::Result<TwoShards> {
+    TwoShards::start(&[], &["--login-ip-burst", "20", "--create-ip-burst", "20"])
 }
 
 /// Walk `bot` along `path`; each step must land (no refusal).

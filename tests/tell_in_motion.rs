@@ -15,12 +15,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
-use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{Proc, start_keyed_gate, start_keyed_world};
 use telos_testkit::wait::until_progress;
-use telos_testkit::world::{opposite, path_to_zone, start_room, starter_zones};
+use telos_testkit::world::{opposite, path_to_zone, start_room};
+
+mod support;
+use support::two_shards::TwoShards;
 
 const PASSWORD: &str = "correct horse";
 /// No new answer for this long on a loaded machine (a tell's own
@@ -39,40 +39,17 @@ const LISTED_TRIES: usize = 100;
 /// Tells at least; Alice keeps telling until Bob has done his walking.
 const MIN_TELLS: usize = 50;
 
-struct Cluster {
-    // Field order is drop order: the gate first, Redis last.
-    gate: Proc,
-    _shards: Vec<Proc>,
-    _keys: TempKeys,
-    _redis: RedisServer,
-}
+/// Alice says more than a conversation does; the chat limit is not what
+/// this tests.
+const UNLIMITED_CHAT: [&str; 4] = [
+    "--chat-burst-bytes",
+    "100000000",
+    "--chat-bytes-per-sec",
+    "100000000",
+];
 
-fn start() -> anyhow::Result<Cluster> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
-    let rest: Vec<String> = starter_zones()
-        .into_iter()
-        .filter(|z| z != "city")
-        .collect();
-    // Alice says more than a conversation does; the chat limit is not
-    // what this tests.
-    let flags = [
-        "--chat-burst-bytes",
-        "100000000",
-        "--chat-bytes-per-sec",
-        "100000000",
-    ];
-    let shards = vec![
-        start_keyed_world("shard-a", &redis.url, &["city"], keys.path(), None, &flags)?,
-        start_keyed_world("shard-b", &redis.url, &rest, keys.path(), None, &flags)?,
-    ];
-    let gate = start_keyed_gate(&redis.url, keys.path(), &[])?;
-    Ok(Cluster {
-        gate,
-        _shards: shards,
-        _keys: keys,
-        _redis: redis,
-    })
+fn start() -> anyhow::Result<TwoShards> {
+    TwoShards::start(&UNLIMITED_CHAT, &[])
 }
 
 /// How a tell was answered.
@@ -234,7 +211,7 @@ async fn every_tell_to_a_player_whose_shard_drains_is_answered_once_and_heard_on
     let (_, _, shard) = bob.where_().await?;
     assert_eq!(shard, "shard-b");
 
-    let mut shard_b = cluster._shards.remove(1);
+    let mut shard_b = cluster.shards.remove(1);
     let drain = tokio::task::spawn_blocking(move || {
         let status = shard_b.stop_with(libc::SIGTERM, Duration::from_secs(120));
         (shard_b, status)
@@ -283,7 +260,7 @@ async fn a_tell_held_up_at_the_listeners_shard_is_heard_once() -> anyhow::Result
     assert!(listed(&who), "Bob never listed online: {who}");
     // shard-b stops for about four of the speaker's rounds (well inside
     // the tell's deadline), then goes on.
-    let shard_b = &cluster._shards[1];
+    let shard_b = &cluster.shards[1];
     shard_b.signal(libc::SIGSTOP);
     alice.send("tell bob are you there").await?;
     tokio::time::sleep(HELD_UP).await;

@@ -7,3 +7,4 @@
 pub mod handoff;
 pub mod population;
 pub mod rows;
+pub mod two_shards;
