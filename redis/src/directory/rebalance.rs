@@ -110,22 +110,7 @@ impl Directory {
         &self,
         zones: &[String],
     ) -> Result<HashSet<String>, DirectoryError> {
-        if zones.is_empty() {
-            return Ok(HashSet::new());
-        }
-        let keys: Vec<String> = zones
-            .iter()
-            .map(|z| key_names::zone_rebalanced(z))
-            .collect();
-        let marks: Vec<Option<String>> = redis::cmd("MGET")
-            .arg(keys)
-            .query_async(&mut self.conn())
-            .await?;
-        Ok(zones
-            .iter()
-            .zip(marks)
-            .filter_map(|(z, m)| m.map(|_| z.clone()))
-            .collect())
+        self.marked(zones, key_names::zone_rebalanced).await
     }
 
     /// A move to or from each of `shards` completed: leave them out of
@@ -152,21 +137,27 @@ impl Directory {
 
     /// Which of `shards` are settling after a move.
     pub async fn settling(&self, shards: &[String]) -> Result<HashSet<String>, DirectoryError> {
-        if shards.is_empty() {
+        self.marked(shards, key_names::shard_settling).await
+    }
+
+    /// Which of `names` have their mark (the key `key` names) set now.
+    async fn marked(
+        &self,
+        names: &[String],
+        key: fn(&str) -> String,
+    ) -> Result<HashSet<String>, DirectoryError> {
+        if names.is_empty() {
             return Ok(HashSet::new());
         }
-        let keys: Vec<String> = shards
-            .iter()
-            .map(|s| key_names::shard_settling(s))
-            .collect();
+        let keys: Vec<String> = names.iter().map(|n| key(n)).collect();
         let marks: Vec<Option<String>> = redis::cmd("MGET")
             .arg(keys)
             .query_async(&mut self.conn())
             .await?;
-        Ok(shards
+        Ok(names
             .iter()
             .zip(marks)
-            .filter_map(|(s, m)| m.map(|_| s.clone()))
+            .filter_map(|(n, m)| m.map(|_| n.clone()))
             .collect())
     }
 }

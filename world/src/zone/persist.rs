@@ -99,20 +99,17 @@ pub async fn save_player(
     // landed, the resume that follows has nothing to replay and must end
     // the session as the quit did (partition soak seed 937332575).
     let quit = meta.quit;
+    // Every try of this save writes the same state, seq and mark; only the
+    // epoch and version it is fenced on change between tries.
+    let (row, state, conn_id) = (&key, &json, &meta.conn_id);
+    let save_at = move |epoch: u64, version: u64| {
+        tokio::time::timeout(
+            SAVE_TIMEOUT,
+            store.save_marked(row, epoch, version, state, conn_id, seq, quit),
+        )
+    };
     let mut epoch = meta.epoch;
-    let mut result = tokio::time::timeout(
-        SAVE_TIMEOUT,
-        store.save_marked(
-            &key,
-            epoch,
-            meta.state_version,
-            &json,
-            &meta.conn_id,
-            seq,
-            quit,
-        ),
-    )
-    .await;
+    let mut result = save_at(epoch, meta.state_version).await;
     if let Ok(Ok(SaveOutcome::Refused {
         current_epoch,
         current_version,
@@ -139,19 +136,7 @@ pub async fn save_player(
                 // the gate dropped lines the world had answered: partition
                 // soak seed 175774228).
                 epoch = current_epoch;
-                result = tokio::time::timeout(
-                    SAVE_TIMEOUT,
-                    store.save_marked(
-                        &key,
-                        current_epoch,
-                        meta.state_version,
-                        &json,
-                        &meta.conn_id,
-                        seq,
-                        quit,
-                    ),
-                )
-                .await;
+                result = save_at(current_epoch, meta.state_version).await;
             }
             Refusal::LostReply => {
                 // Only this session writes under this epoch and claim, so
@@ -160,19 +145,7 @@ pub async fn save_player(
                 // stay unsaveable for ever.
                 warn!(zone, player = %key, current_version, "adopting a row version our own lost save wrote");
                 meta.state_version = current_version;
-                result = tokio::time::timeout(
-                    SAVE_TIMEOUT,
-                    store.save_marked(
-                        &key,
-                        epoch,
-                        meta.state_version,
-                        &json,
-                        &meta.conn_id,
-                        seq,
-                        quit,
-                    ),
-                )
-                .await;
+                result = save_at(epoch, meta.state_version).await;
             }
             Refusal::WentBack => {
                 // Redis lost writes it had acknowledged. We hold the newest
