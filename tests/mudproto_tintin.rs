@@ -26,17 +26,16 @@ use std::time::Duration;
 
 use serde_json::Value;
 use telos_proto::ids::room_num;
-use telos_testkit::RedisServer;
-use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{Proc, start_keyed_gate, start_keyed_world};
 use telos_testkit::tap::{Tap, decode_wire};
 use telos_testkit::wait::until_progress;
-use telos_testkit::world::{WorldMap, path_to_zone, start_room, starter_zones, zone_of};
+use telos_testkit::world::{WorldMap, path_to_zone, start_room, zone_of};
+
+mod support;
+use support::two_shards::TwoShards;
 
 /// No new `Room.Info`, no new byte from the gate, no exit for this long:
 /// TinTin++ (or the cluster) is stuck.
 const STALL: Duration = Duration::from_secs(60);
-const NO_FLAGS: &[&str] = &[];
 
 /// TinTin++, killed (by pid) if the test ends first.
 struct TinTin(Child);
@@ -93,23 +92,9 @@ fn tintin_output(path: &Path) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tintin_walks_across_shards_with_gmcp_and_mccp2() -> anyhow::Result<()> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
-    let rest: Vec<String> = starter_zones()
-        .into_iter()
-        .filter(|z| z != "city")
-        .collect();
     assert_eq!(zone_of(&start_room()), "city");
-    let _a = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &["city"],
-        keys.path(),
-        None,
-        NO_FLAGS,
-    )?;
-    let _b = start_keyed_world("shard-b", &redis.url, &rest, keys.path(), None, NO_FLAGS)?;
-    let gate: Proc = start_keyed_gate(&redis.url, keys.path(), &[])?;
+    let cluster = TwoShards::start(&[], &[])?;
+    let gate = &cluster.gate;
     let tap = Tap::start(&gate.addr).await?;
 
     let path = path_to_zone(&start_room(), "forest");

@@ -8,14 +8,13 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
-use telos_testkit::RedisServer;
-use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{start_keyed_gate, start_keyed_world};
 use telos_testkit::world::starter_zones;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const NO_FLAGS: &[&str] = &[];
+mod support;
+use support::two_shards::{TwoShards, rest_zones};
+
 /// Bounds a wait for the page to show a change (not a performance claim).
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -63,26 +62,9 @@ fn owner(s: &Value, zone: &str) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_shows_the_clusters_owners_and_a_transfer_that_just_happened() -> anyhow::Result<()>
 {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
-    let others: Vec<String> = starter_zones()
-        .into_iter()
-        .filter(|z| z != "city")
-        .collect();
-    let _a = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &["city".to_string()],
-        keys.path(),
-        None,
-        NO_FLAGS,
-    )?;
-    let _b = start_keyed_world("shard-b", &redis.url, &others, keys.path(), None, NO_FLAGS)?;
-    let gate = start_keyed_gate(
-        &redis.url,
-        keys.path(),
-        &["--operator-listen", "127.0.0.1:0"],
-    )?;
+    let cluster = TwoShards::start(&[], &["--operator-listen", "127.0.0.1:0"])?;
+    let (gate, redis) = (&cluster.gate, &cluster.redis);
+    let others = rest_zones();
     let url = gate
         .printed("operator page on ")
         .context("the gate printed no operator page")?;

@@ -17,8 +17,8 @@ pub struct TwoShards {
     pub gate: Proc,
     /// [`CITY_SHARD`], then [`REST_SHARD`].
     pub shards: Vec<Proc>,
-    _keys: TempKeys,
-    _redis: RedisServer,
+    pub keys: TempKeys,
+    pub redis: RedisServer,
 }
 
 impl TwoShards {
@@ -27,10 +27,7 @@ impl TwoShards {
     pub fn start(world_flags: &[&str], gate_flags: &[&str]) -> anyhow::Result<Self> {
         let redis = RedisServer::start()?;
         let keys = TempKeys::generate()?;
-        let rest: Vec<String> = starter_zones()
-            .into_iter()
-            .filter(|z| z != "city")
-            .collect();
+        let rest = rest_zones();
         let shards = vec![
             start_keyed_world(
                 CITY_SHARD,
@@ -53,8 +50,16 @@ impl TwoShards {
         Ok(TwoShards {
             gate,
             shards,
-            _keys: keys,
-            _redis: redis,
+            keys,
+            redis,
         })
     }
+}
+
+/// The zones [`REST_SHARD`] serves: every starter zone but the city.
+pub fn rest_zones() -> Vec<String> {
+    starter_zones()
+        .into_iter()
+        .filter(|z| z != "city")
+        .collect()
 }
