@@ -32,7 +32,8 @@
 //! `owner_epoch` and `owner_claim`.
 //!
 //! ## Layout
-//! - [`rows`]: create, load, claim, save, set tier.
+//! - [`rows`]: create, load, claim, save, set tier, and the quit mark a
+//!   resume reads alone ([`Store::quit_by`]).
 //! - [`zone_state`]: a zone's state row: open (take over and read), fenced save.
 //! - [`password`]: argon2id hashing off the async runtime, bounded
 //!   ([`hash_pool`]: one worker per core with reused memory, a bounded queue,
