@@ -68,8 +68,11 @@ fn main() -> anyhow::Result<()> {
         ("jemalloc (background threads)", "telos-gate-jemalloc", &[]),
         ("mimalloc", "telos-gate-mimalloc", &[]),
     ];
+    let mut trims = Vec::new();
     for (label, program, env) in variants {
-        let gate = world.gate_with_env(&bin(program), &[], env)?;
+        // At info: the gate logs its trim and how long it took.
+        let env: Vec<Env> = env.iter().copied().chain([("RUST_LOG", "info")]).collect();
+        let gate = world.gate_with_env(&bin(program), &[], &env)?;
         let rss = |gate: &Proc| procfs::status(gate.pid());
         let start = rss(&gate)?;
         let bots = runtime.block_on(log_in_all(&gate.addr, &names, PASSWORD, CLIENTS))?;
@@ -87,6 +90,12 @@ fn main() -> anyhow::Result<()> {
             closed.rss_mib(),
             settled.rss_mib()
         );
+        let log = gate.plain_log();
+        let trim = log.lines().find(|l| l.contains("gave freed memory back"));
+        trims.extend(trim.map(|l| format!("{label}: {}", l.trim())));
+    }
+    for t in trims {
+        println!("{t}");
     }
     runtime.shutdown_timeout(Duration::from_secs(2));
     Ok(())
