@@ -91,8 +91,8 @@ fn main() -> anyhow::Result<()> {
             settled.rss_mib()
         );
         let log = gate.plain_log();
-        let trim = log.lines().find(|l| l.contains("gave freed memory back"));
-        trims.extend(trim.map(|l| format!("{label}: {}", l.trim())));
+        let trimmed = log.lines().filter(|l| l.contains("gave freed memory back"));
+        trims.extend(trimmed.map(|l| format!("{label}: {}", l.trim())));
     }
     for t in trims {
         println!("{t}");
