@@ -205,7 +205,14 @@ impl Client {
 
     async fn where_(&mut self) -> anyhow::Result<()> {
         match self {
-            Client::Telnet(b) => b.command("where").await.map(drop),
+            // As the web side: the line and its answer, no sync marker
+            // (`Bot::command` would send a second line per round trip).
+            Client::Telnet(b) => {
+                b.send("where").await?;
+                b.read_until(|l| l.starts_with("where: "), STEP)
+                    .await
+                    .map(drop)
+            }
             Client::Web(p) => p.round_trip("where", "where: zone=").await,
         }
     }
