@@ -25,6 +25,8 @@
 //!   sessions lost the shard ("h2 protocol error: error reading a body from
 //!   connection"); typing one line in the same paste as `quit` did not
 //!   reach it (those lines are read before the session ends).
+//!   Once the crowd is gone the gate gives its memory back
+//!   (`gate/src/trim.rs`; the test waits for its log line).
 //!
 //! Characters are written to the store with a cheap password hash
 //! ([`support::population`]): thousands of the world's 19 MiB hashes would
@@ -218,6 +220,9 @@ const PASTE: &[u8] = b"quit\r\nlook\r\nwho\r\n";
 const TYPING_EVERY: Duration = Duration::from_millis(20);
 /// At most this many such lines (a bound, not a pace).
 const TYPED_AFTER_QUIT: usize = 100;
+/// Bounds the wait for the gate's trim after the crowd left (it fires
+/// within about four seconds).
+const TRIM_WITHIN: Duration = Duration::from_secs(30);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crowd_logging_in_or_quitting_at_once_cuts_off_no_one() -> anyhow::Result<()> {
@@ -331,5 +336,9 @@ async fn a_crowd_logging_in_or_quitting_at_once_cuts_off_no_one() -> anyhow::Res
         quit_failures.len(),
         quit_failures[0]
     );
+    // The crowd gone, the gate gives its memory back (gate/src/trim.rs:
+    // three 1 s checks after its count fell to under half its peak).
+    gate.wait_log("gave freed memory back to the system", TRIM_WITHIN)
+        .await?;
     Ok(())
 }
