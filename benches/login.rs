@@ -31,18 +31,18 @@
 //! target. During a storm the bench's clients, the gate and Redis share the
 //! cores with the shard; during the raw measurement nothing else runs.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use argon2::{Algorithm, Argon2, Block, Params, PasswordHash, Version};
-use telos_testkit::RedisServer;
-use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{Proc, WorldOpts, start_keyed_gate, start_world};
+use telos_testkit::process::{Proc, bin};
 use telos_testkit::procfs::{self, Status};
-use telos_testkit::storm::{
-    GATE_STORM_FLAGS, Tally, WORLD_STORM_FLAGS, create_and_quit, name, wrong_logins,
-};
+use telos_testkit::storm::{Tally, create_and_quit, name, wrong_logins};
 use telos_testkit::world::starter_zones;
+
+use common::World;
 
 /// Logins per storm unless `TELOS_BENCH_LOGINS` says otherwise: two storms
 /// of 1000 make the 2000 logins the memory target is stated for.
@@ -72,16 +72,11 @@ fn main() -> anyhow::Result<()> {
         .filter(|n| *n > 0)
         .unwrap_or(DEFAULT_LOGINS);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let redis = RedisServer::start()?;
     let zones = starter_zones();
-    let zone_refs: Vec<&str> = zones.iter().map(String::as_str).collect();
     // Keyed, as a cluster runs: the gate dials the world with mutual TLS.
-    let keys = TempKeys::generate()?;
-    let mut opts = WorldOpts::new("bench", &redis.url, &zone_refs).keyed(keys.path());
-    opts.extra
-        .extend(WORLD_STORM_FLAGS.iter().map(|s| s.to_string()));
-    let world = start_world(opts)?;
-    let gate = start_keyed_gate(&redis.url, keys.path(), &GATE_STORM_FLAGS)?;
+    let cluster = World::start(&[])?;
+    let (world, redis) = (&cluster.world, &cluster.redis);
+    let gate = cluster.gate(&bin("telos-gate"), &[])?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -94,10 +89,10 @@ fn main() -> anyhow::Result<()> {
         world.pid(),
         redis.url
     );
-    let started = shard(&world)?;
+    let started = shard(world)?;
     let warm: Vec<String> = (0..WARM_LOGINS).map(|i| name("Warm", i)).collect();
     runtime.block_on(create_and_quit(&gate.addr, &warm, PASSWORD, WARM_CLIENTS))?;
-    let after_warm = shard(&world)?;
+    let after_warm = shard(world)?;
     println!(
         "shard at start: RSS {:.1} MiB, {} threads; after {WARM_LOGINS} creations: RSS {:.1} MiB (peak {:.1}), {} threads",
         started.rss_mib(),
@@ -137,7 +132,7 @@ fn main() -> anyhow::Result<()> {
 
     let names: Vec<String> = (0..logins).map(|i| name("Storm", i)).collect();
     let gate_addr = gate.addr.clone();
-    measure(&world, "creations", CREATE_CLIENTS, &raw, || {
+    measure(world, "creations", CREATE_CLIENTS, &raw, || {
         runtime.block_on(create_and_quit(
             &gate_addr,
             &names,
@@ -145,11 +140,11 @@ fn main() -> anyhow::Result<()> {
             CREATE_CLIENTS,
         ))
     })?;
-    measure(&world, "wrong passwords", WRONG_CLIENTS, &raw, || {
+    measure(world, "wrong passwords", WRONG_CLIENTS, &raw, || {
         runtime.block_on(wrong_logins(&gate_addr, &names[0], logins, WRONG_CLIENTS))
     })?;
 
-    let end = shard(&world)?;
+    let end = shard(world)?;
     let growth = end.rss_mib() - after_warm.rss_mib();
     println!();
     println!(
@@ -171,7 +166,7 @@ fn main() -> anyhow::Result<()> {
     );
     runtime.shutdown_timeout(Duration::from_secs(2));
     drop(gate);
-    drop(world);
+    drop(cluster);
     Ok(())
 }
 

@@ -16,15 +16,16 @@
 //!    group held open while the gate's RSS is read: per idle player, and
 //!    what MCCP2 adds to it (the zlib stream, `gate/src/telnet/mccp.rs`).
 
+mod common;
+
 use std::time::Duration;
 
-use telos_testkit::RedisServer;
-use telos_testkit::keys::TempKeys;
 use telos_testkit::mudclient::MudClient;
-use telos_testkit::process::{GATE_TEST_EDGE_ENV, Proc, WorldOpts, bin, repo_root, start_world};
+use telos_testkit::process::bin;
 use telos_testkit::procfs;
-use telos_testkit::storm::{GATE_STORM_FLAGS, WORLD_STORM_FLAGS, name};
-use telos_testkit::world::starter_zones;
+use telos_testkit::storm::name;
+
+use common::{World, env_usize, many, wait_closed};
 
 const PASSWORD: &str = "bench-password";
 const PACKAGES: &[&str] = &["Room", "Char", "Comm"];
@@ -34,37 +35,17 @@ const CLIENTS: usize = 16;
 /// from the logins drained and freed.
 const SETTLE: Duration = Duration::from_secs(2);
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|n| *n > 0)
-        .unwrap_or(default)
-}
-
 fn main() -> anyhow::Result<()> {
     let players = env_usize("TELOS_BENCH_PLAYERS", 20);
     let rounds = env_usize("TELOS_BENCH_ROUNDS", 20);
     let idle = env_usize("TELOS_BENCH_IDLE", 100);
-    let redis = RedisServer::start()?;
-    let zones = starter_zones();
-    let zone_refs: Vec<&str> = zones.iter().map(String::as_str).collect();
-    let keys = TempKeys::generate()?;
-    let mut opts = WorldOpts::new("bench", &redis.url, &zone_refs).keyed(keys.path());
-    opts.extra
-        .extend(WORLD_STORM_FLAGS.iter().map(|s| s.to_string()));
-    opts.extra.extend(
-        [
-            "--chat-burst-bytes",
-            "100000000",
-            "--chat-bytes-per-sec",
-            "100000000",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
-    let _world = start_world(opts)?;
-    let gate = start_gate(&redis.url, &keys)?;
+    let world = World::start(&[
+        "--chat-burst-bytes",
+        "100000000",
+        "--chat-bytes-per-sec",
+        "100000000",
+    ])?;
+    let gate = world.gate(&bin("telos-gate"), &[])?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -139,27 +120,12 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn start_gate(redis_url: &str, keys: &TempKeys) -> anyhow::Result<Proc> {
-    let mut cmd = std::process::Command::new(bin("telos-gate"));
-    cmd.current_dir(repo_root())
-        .env("RUST_LOG", "warn")
-        .envs(GATE_TEST_EDGE_ENV)
-        .args(["--listen", "127.0.0.1:0", "--redis-url", redis_url])
-        .arg("--keys")
-        .arg(keys.path())
-        .args(GATE_STORM_FLAGS);
-    Proc::spawn("gate", cmd)
-}
-
 /// Every name created and logged in (one `look` answered), [`CLIENTS`] at
 /// a time.
 async fn log_in(gate: &str, names: &[String], compress: bool) -> anyhow::Result<Vec<MudClient>> {
-    let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(CLIENTS));
-    let mut tasks = Vec::with_capacity(names.len());
-    for n in names {
-        let (gate, n, sem) = (gate.to_string(), n.clone(), sem.clone());
-        tasks.push(tokio::spawn(async move {
-            let _permit = sem.acquire().await?;
+    many(names, CLIENTS, |n| {
+        let gate = gate.to_string();
+        async move {
             let mut c = MudClient::connect(&gate, PACKAGES, compress).await?;
             c.timeout = Duration::from_secs(120);
             c.expect("create <name> <password>").await?;
@@ -168,13 +134,9 @@ async fn log_in(gate: &str, names: &[String], compress: bool) -> anyhow::Result<
             c.line("look").await?;
             c.expect("Exits:").await?;
             anyhow::Ok(c)
-        }));
-    }
-    let mut clients = Vec::with_capacity(tasks.len());
-    for t in tasks {
-        clients.push(t.await??);
-    }
-    Ok(clients)
+        }
+    })
+    .await
 }
 
 /// The typical session, every client at once.
@@ -203,19 +165,4 @@ async fn sessions(clients: Vec<MudClient>, rounds: usize) -> anyhow::Result<Vec<
         out.push(t.await??);
     }
     Ok(out)
-}
-
-/// Until the gate holds no player connection (its open files back down).
-async fn wait_closed(gate: &Proc) -> anyhow::Result<()> {
-    let fds = || std::fs::read_dir(format!("/proc/{}/fd", gate.pid())).map(|d| d.count());
-    let mut last = fds()?;
-    for _ in 0..300 {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let now = fds()?;
-        if now == last && now < 64 {
-            return Ok(());
-        }
-        last = now;
-    }
-    anyhow::bail!("the gate still holds {last} files")
 }

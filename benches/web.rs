@@ -15,22 +15,23 @@
 //!   `TELOS_BENCH_SECS` (default 2) seconds, over telnet and over a
 //!   WebSocket, side by side: lines/s, p50/p99 round trip and the ratio.
 
+mod common;
+
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
-use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{GATE_TEST_EDGE_ENV, Proc, WorldOpts, bin, repo_root, start_world};
+use telos_testkit::process::bin;
 use telos_testkit::procfs;
 use telos_testkit::stats::percentile_us;
-use telos_testkit::storm::{GATE_STORM_FLAGS, WORLD_STORM_FLAGS, create_and_quit, name};
-use telos_testkit::world::starter_zones;
+use telos_testkit::storm::{create_and_quit, name};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+use common::World;
 
 const DEFAULT_PLAYERS: usize = 500;
 const CLIENTS: usize = 32;
@@ -44,15 +45,8 @@ fn main() -> anyhow::Result<()> {
     let env = |k: &str| std::env::var(k).ok().and_then(|s| s.parse::<f64>().ok());
     let players = env("TELOS_BENCH_PLAYERS").map_or(DEFAULT_PLAYERS, |n| n as usize);
     let secs = env("TELOS_BENCH_SECS").unwrap_or(2.0);
-    let redis = RedisServer::start()?;
-    let zones = starter_zones();
-    let zone_refs: Vec<&str> = zones.iter().map(String::as_str).collect();
-    let keys = TempKeys::generate()?;
-    let mut opts = WorldOpts::new("bench", &redis.url, &zone_refs).keyed(keys.path());
-    opts.extra
-        .extend(WORLD_STORM_FLAGS.iter().map(|s| s.to_string()));
-    let _world = start_world(opts)?;
-    let gate = start_gate(&redis.url, &keys)?;
+    let world = World::start(&[])?;
+    let gate = world.gate(&bin("telos-gate"), &["--web-listen", "127.0.0.1:0"])?;
     let web = gate
         .printed("web client on http://")
         .map(|s| s.trim_end_matches('/').to_string())
@@ -67,20 +61,15 @@ fn main() -> anyhow::Result<()> {
     let rss = || procfs::status(gate.pid()).map(|s| s.rss_mib());
     let base = rss()?;
     let telnet = rt.block_on(async {
-        let bots = many(&names[..players], |n| {
-            let addr = gate.addr.clone();
-            async move {
-                let mut b = Bot::connect_at(&addr, &n, PASSWORD).await?;
-                b.command("look").await?;
-                anyhow::Ok(b)
-            }
-        })
-        .await?;
+        let bots = common::log_in_all(&gate.addr, &names[..players], PASSWORD, CLIENTS).await?;
         eprintln!("web bench: {} telnet players idle", bots.len());
         tokio::time::sleep(Duration::from_millis(500)).await;
         let full = rss()?;
         drop(bots);
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        // Closed, and (past its three 1 s checks) the gate's trim of the
+        // freed memory done: the web players start from a trimmed heap.
+        common::wait_closed(&gate).await?;
+        tokio::time::sleep(Duration::from_secs(5)).await;
         anyhow::Ok(full)
     })?;
     let between = rss()?;
@@ -156,19 +145,6 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn start_gate(redis_url: &str, keys: &TempKeys) -> anyhow::Result<Proc> {
-    let mut cmd = std::process::Command::new(bin("telos-gate"));
-    cmd.current_dir(repo_root())
-        .env("RUST_LOG", "warn")
-        .envs(GATE_TEST_EDGE_ENV)
-        .args(["--listen", "127.0.0.1:0", "--redis-url", redis_url])
-        .args(["--web-listen", "127.0.0.1:0"])
-        .arg("--keys")
-        .arg(keys.path())
-        .args(GATE_STORM_FLAGS);
-    Proc::spawn("gate", cmd)
-}
-
 /// `f` for every name, [`CLIENTS`] at a time.
 async fn many<T, F, Fut>(names: &[String], f: F) -> anyhow::Result<Vec<T>>
 where
@@ -176,20 +152,7 @@ where
     F: Fn(String) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<T>> + Send + 'static,
 {
-    let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(CLIENTS));
-    let mut tasks = Vec::new();
-    for n in names {
-        let (fut, sem) = (f(n.clone()), sem.clone());
-        tasks.push(tokio::spawn(async move {
-            let _permit = sem.acquire_owned().await?;
-            fut.await
-        }));
-    }
-    let mut out = Vec::new();
-    for t in tasks {
-        out.push(t.await??);
-    }
-    Ok(out)
+    common::many(names, CLIENTS, f).await
 }
 
 /// A logged-in page on `gmcp.mudstandards.org`.
@@ -242,7 +205,14 @@ impl Client {
 
     async fn where_(&mut self) -> anyhow::Result<()> {
         match self {
-            Client::Telnet(b) => b.command("where").await.map(drop),
+            // As the web side: the line and its answer, no sync marker
+            // (`Bot::command` would send a second line per round trip).
+            Client::Telnet(b) => {
+                b.send("where").await?;
+                b.read_until(|l| l.starts_with("where: "), STEP)
+                    .await
+                    .map(drop)
+            }
             Client::Web(p) => p.round_trip("where", "where: zone=").await,
         }
     }

@@ -109,6 +109,7 @@ pub mod shared;
 pub mod stream;
 pub mod telnet;
 pub mod tokens;
+pub mod trim;
 pub mod upstream;
 pub mod upstream_state;
 pub mod watch;

@@ -17,6 +17,17 @@ use tokio_util::sync::CancellationToken;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Only with the `jemalloc` feature, for `scripts/bench gatemem`.
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// jemalloc's options, read at its start: background threads purge freed
+/// pages a second after they go unused (jemalloc's default waits 10 s).
+#[cfg(feature = "jemalloc")]
+#[unsafe(export_name = "_rjem_malloc_conf")]
+static JEMALLOC_CONF: &u8 = &b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0"[0];
+
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("telos-gate: {msg}");
     ExitCode::FAILURE
