@@ -10,7 +10,7 @@
 //! One private `redis-server`, one keyed `telos-world` serving every
 //! starter zone. `TELOS_BENCH_PLAYERS` (default [`DEFAULT_PLAYERS`])
 //! characters are created once. Then, for each gate in turn (the shipped
-//! binary also with its trim off, `TELOS_GATE_MALLOC_TRIM=0`: glibc as it
+//! binary also with its trim off, `--malloc-trim false`: glibc as it
 //! was), a fresh gate: its RSS at start; with every character logged in
 //! and idle (one `look` each); right after every connection closed; and
 //! [`SETTLE`] later (time for a trim or an allocator's decay to return
@@ -61,7 +61,7 @@ fn main() -> anyhow::Result<()> {
         "{:<34} {:>9} {:>12} {:>9} {:>12} {:>12}",
         "gate build", "at start", "all logged in", "peak", "all closed", "+5 s"
     );
-    let no_trim = [("TELOS_GATE_MALLOC_TRIM", "0")];
+    let no_trim = [("TELOS_GATE_MALLOC_TRIM", "false")];
     let variants: [(&str, &str, &[Env]); 4] = [
         ("glibc malloc, no trim", "telos-gate", &no_trim),
         ("glibc malloc + trim (shipped)", "telos-gate", &[]),

@@ -40,13 +40,20 @@ const CASES: [usize; 2] = [1, 5];
 const WARMUP: Duration = Duration::from_millis(300);
 /// Bounds a hang on one answer (not a performance claim).
 const STEP: Duration = Duration::from_secs(30);
+/// Bounds the wait for the gate's trim once the telnet players left.
+const TRIM_WITHIN: Duration = Duration::from_secs(30);
 
 fn main() -> anyhow::Result<()> {
     let env = |k: &str| std::env::var(k).ok().and_then(|s| s.parse::<f64>().ok());
     let players = env("TELOS_BENCH_PLAYERS").map_or(DEFAULT_PLAYERS, |n| n as usize);
     let secs = env("TELOS_BENCH_SECS").unwrap_or(2.0);
     let world = World::start(&[])?;
-    let gate = world.gate(&bin("telos-gate"), &["--web-listen", "127.0.0.1:0"])?;
+    // At info: the bench waits for the gate's trim (gate/src/trim.rs).
+    let gate = world.gate_with_env(
+        &bin("telos-gate"),
+        &["--web-listen", "127.0.0.1:0"],
+        &[("RUST_LOG", "info")],
+    )?;
     let web = gate
         .printed("web client on http://")
         .map(|s| s.trim_end_matches('/').to_string())
@@ -66,10 +73,15 @@ fn main() -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let full = rss()?;
         drop(bots);
-        // Closed, and (past its three 1 s checks) the gate's trim of the
-        // freed memory done: the web players start from a trimmed heap.
+        // Closed, and the gate's trim of the freed memory done (a crowd
+        // of at least TRIM_MIN_FALL; a second trim may follow the first
+        // by its three 1 s checks): the web players start from a trimmed
+        // heap, not from the telnet players' freed memory.
         common::wait_closed(&gate).await?;
-        tokio::time::sleep(Duration::from_secs(5)).await;
+        if players >= telos_gate::trim::TRIM_MIN_FALL {
+            gate.wait_log("gave freed memory back", TRIM_WITHIN).await?;
+        }
+        tokio::time::sleep(Duration::from_secs(4)).await;
         anyhow::Ok(full)
     })?;
     let between = rss()?;

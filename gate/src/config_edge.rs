@@ -80,6 +80,9 @@ pub struct EdgeLimits {
     pub command_burst: u32,
     /// Commands a second after the burst (`--commands-per-sec`).
     pub commands_per_sec: u32,
+    /// Give freed memory back to the system after a crowd leaves
+    /// (`--malloc-trim`, [`crate::trim`]).
+    pub malloc_trim: bool,
 }
 
 impl Default for EdgeLimits {
@@ -92,6 +95,7 @@ impl Default for EdgeLimits {
             proxy_protocol_from: Vec::new(),
             command_burst: DEFAULT_COMMAND_BURST,
             commands_per_sec: DEFAULT_COMMANDS_PER_SEC,
+            malloc_trim: true,
         }
     }
 }
@@ -140,6 +144,10 @@ pub struct EdgeCli {
     /// Commands a second one player may send after the burst [default: 10].
     #[arg(long, value_name = "N", env = "TELOS_GATE_COMMANDS_PER_SEC")]
     pub commands_per_sec: Option<String>,
+    /// Give memory back to the system (glibc's malloc_trim) once a crowd of
+    /// connections has left: true or false [default: true].
+    #[arg(long, value_name = "BOOL", env = "TELOS_GATE_MALLOC_TRIM")]
+    pub malloc_trim: Option<String>,
 }
 
 impl EdgeCli {
@@ -199,6 +207,13 @@ impl EdgeCli {
                 file.commands_per_sec,
                 d.commands_per_sec,
             )?,
+            malloc_trim: pick(
+                "malloc-trim",
+                "TELOS_GATE_MALLOC_TRIM",
+                self.malloc_trim.as_ref(),
+                file.malloc_trim,
+            )?
+            .unwrap_or(d.malloc_trim),
         })
     }
 }
@@ -270,5 +285,18 @@ mod tests {
             ..EdgeCli::default()
         };
         assert!(zero.resolve(&file).is_err());
+        assert!(e.malloc_trim, "the trim is on unless turned off");
+        let off = EdgeCli {
+            malloc_trim: Some("false".into()),
+            ..EdgeCli::default()
+        };
+        assert!(!off.resolve(&file).unwrap().malloc_trim);
+        // "0" or "off" is refused by name, not read as on.
+        let unclear = EdgeCli {
+            malloc_trim: Some("0".into()),
+            ..EdgeCli::default()
+        };
+        let err = unclear.resolve(&file).unwrap_err();
+        assert!(err.to_string().contains("--malloc-trim"), "{err}");
     }
 }

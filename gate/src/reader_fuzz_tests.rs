@@ -27,7 +27,7 @@ use super::{READ_CHUNK, Reader};
 use crate::lines::{LineEvent, LineFramer};
 use crate::output::Output;
 use crate::stream::PlayerIo;
-use crate::telnet::caps::{MAX_GMCP_PACKAGES, MAX_PACKAGE_NAME, MAX_TERMINAL_NAME};
+use crate::telnet::caps::{Capabilities, MAX_GMCP_PACKAGES, MAX_PACKAGE_NAME, MAX_TERMINAL_NAME};
 use crate::telnet::gmcp::OPT_GMCP;
 use crate::telnet::mccp::OPT_MCCP2;
 use crate::telnet::mssp::{MsspStatus, OPT_MSSP};
@@ -222,6 +222,9 @@ struct Run {
     lines: Vec<LineEvent>,
     /// Everything the client received, as it was on the wire.
     wire: Vec<u8>,
+    /// What the reader's negotiator learnt of the client (window size,
+    /// GMCP packages, names): events that cause no reply show only here.
+    caps: Capabilities,
 }
 
 /// A gate's negotiator, with the MSSP answer a crawler would get.
@@ -293,7 +296,13 @@ async fn run(bytes: &[u8], reads: &[usize], mssp: &Arc<MsspStatus>) -> Result<Ru
     }
     out.close(CLOSE_GRACE).await;
     let wire = received.await.map_err(fail)?.map_err(fail)?;
-    Ok(Run { data, lines, wire })
+    let caps = reader.negotiator.caps.clone();
+    Ok(Run {
+        data,
+        lines,
+        wire,
+        caps,
+    })
 }
 
 fn fail(e: impl std::fmt::Display) -> TestCaseError {
@@ -307,6 +316,7 @@ struct Expected {
     data: Vec<u8>,
     lines: Vec<LineEvent>,
     said: Vec<u8>,
+    caps: Capabilities,
 }
 
 fn expected(bytes: &[u8], mssp: &Arc<MsspStatus>) -> Result<Expected, TestCaseError> {
@@ -335,7 +345,12 @@ fn expected(bytes: &[u8], mssp: &Arc<MsspStatus>) -> Result<Expected, TestCaseEr
             said.len() - before
         );
     }
-    Ok(Expected { data, lines, said })
+    Ok(Expected {
+        data,
+        lines,
+        said,
+        caps: negotiator.caps,
+    })
 }
 
 /// Cases a run: [`DEFAULT_CASES`] in CI, more with `PROPTEST_CASES=N`.
@@ -370,6 +385,9 @@ proptest! {
         // Reads split anywhere parse as one read does.
         prop_assert_eq!(&got.data, &want.data);
         prop_assert_eq!(&got.lines, &want.lines);
+        // ...and leave the negotiator knowing the same of the client (NAWS,
+        // GMCP subscriptions and names cause no reply to compare).
+        prop_assert_eq!(&got.caps, &want.caps);
         // No IAC sequence leaks into the data: each data IAC was doubled.
         let raw_iacs = bytes.iter().filter(|&&b| b == IAC).count();
         prop_assert!(got.data.iter().filter(|&&b| b == IAC).count() * 2 <= raw_iacs);

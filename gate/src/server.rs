@@ -242,10 +242,12 @@ pub async fn serve_all(
     ));
     tokio::spawn(count_players(shared.clone(), shutdown.clone()));
     // Memory back to the system after a crowd leaves (glibc only).
-    tokio::spawn(crate::trim::give_back_memory(
-        tracker.clone(),
-        shutdown.clone(),
-    ));
+    if shared.cfg.edge.malloc_trim {
+        tokio::spawn(crate::trim::give_back_memory(
+            tracker.clone(),
+            shutdown.clone(),
+        ));
+    }
     let accept = Accept {
         // PROXY headers being read at once: as many as strangers may hold.
         handshakes: Arc::new(Semaphore::new(shared.cfg.edge.max_pre_login)),

@@ -190,7 +190,9 @@ impl Proc {
             if std::time::Instant::now() > until {
                 bail!("no log line with {needle:?}:\n{}", self.plain_log());
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            // Each look reads the whole log: not too often (a gate logging
+            // thousands of players writes megabytes).
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
         Ok(())
     }

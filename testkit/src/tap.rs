@@ -16,6 +16,8 @@ use tokio::task::JoinHandle;
 use crate::mudclient::{IAC, MCCP2, SB, SE};
 
 const START: [u8; 5] = [IAC, SB, MCCP2, IAC, SE];
+/// Inflated bytes taken from zlib at a time.
+const INFLATE_CHUNK: usize = 64 * 1024;
 
 /// A listener forwarding each connection to `upstream`; what the upstream
 /// sent on all of them is in [`received`](Self::received), in order.
@@ -105,6 +107,12 @@ pub struct Decoded {
 /// Decode a captured server output: plain until each MCCP2 start marker,
 /// then a zlib stream until it ends. An invalid stream is an error.
 pub fn decode_wire(wire: &[u8]) -> anyhow::Result<Decoded> {
+    decode_in_chunks(wire, INFLATE_CHUNK)
+}
+
+/// [`decode_wire`], taking at most `chunk` inflated bytes from zlib at a
+/// time.
+fn decode_in_chunks(wire: &[u8], chunk: usize) -> anyhow::Result<Decoded> {
     let mut d = Decoded::default();
     let mut rest = wire;
     while !rest.is_empty() {
@@ -117,15 +125,22 @@ pub fn decode_wire(wire: &[u8]) -> anyhow::Result<Decoded> {
         d.streams += 1;
         d.first_stream_at.get_or_insert(d.plain.len());
         let mut z = Decompress::new(true);
-        // A capture may end at the marker, before the stream's first byte.
-        while !rest.is_empty() {
-            let mut out = Vec::with_capacity(64 * 1024);
+        // A capture may end at the marker, before the stream's first byte;
+        // and zlib may hold output a full buffer had no room for after the
+        // last input byte went in: go on while either is left.
+        let mut more = !rest.is_empty();
+        while more {
+            let mut out = Vec::with_capacity(chunk);
             let before = z.total_in();
             let status = z
                 .decompress_vec(rest, &mut out, FlushDecompress::None)
                 .context("the MCCP2 stream is not valid zlib")?;
             let used = (z.total_in() - before) as usize;
-            anyhow::ensure!(used > 0 || !out.is_empty(), "the MCCP2 stream is stuck");
+            if used == 0 && out.is_empty() {
+                anyhow::ensure!(rest.is_empty(), "the MCCP2 stream is stuck");
+                break;
+            }
+            let full = out.len() == out.capacity();
             d.compressed_wire += used;
             d.compressed_plain += out.len();
             d.plain.extend_from_slice(&out);
@@ -133,6 +148,7 @@ pub fn decode_wire(wire: &[u8]) -> anyhow::Result<Decoded> {
             if status == Status::StreamEnd {
                 break;
             }
+            more = !rest.is_empty() || full;
         }
     }
     Ok(d)
@@ -176,5 +192,21 @@ mod tests {
         cut.extend_from_slice(&START);
         let d = decode_wire(&cut).expect("a capture may end at the marker");
         assert_eq!((d.plain, d.streams), (cut, 1));
+    }
+
+    #[test]
+    fn a_stream_decodes_whole_whatever_the_chunk() {
+        // A stream not finished whose bytes inflate to many chunks: every
+        // inflated byte is part of what the client saw, however small the
+        // chunks it is taken in.
+        let mut c = Compress::new(Compression::default(), true);
+        let text = vec![b'a'; 5000];
+        let mut wire = START.to_vec();
+        wire.extend(deflate(&mut c, &text, FlushCompress::Sync));
+        for chunk in [16, 100, INFLATE_CHUNK] {
+            let d = decode_in_chunks(&wire, chunk).expect("valid");
+            assert_eq!(d.plain.len(), START.len() + text.len(), "chunk {chunk}");
+            assert_eq!(d.compressed_plain, text.len());
+        }
     }
 }

@@ -12,6 +12,9 @@ use telos_gate::{Listeners, serve_all};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+#[cfg(all(feature = "mimalloc", feature = "jemalloc"))]
+compile_error!("the mimalloc and jemalloc features each pick the gate's allocator: enable one");
+
 /// Only with the `mimalloc` feature, for `scripts/bench gatemem`.
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
