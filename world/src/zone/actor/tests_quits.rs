@@ -124,14 +124,20 @@ async fn until_closed(frames: &mut Frames, seen: Vec<ServerFrame>) -> (Closed, u
     }
 }
 
-fn text(frames: &mut Frames) -> String {
+/// The text `frames` carry up to the `InputAck` of line `seq`.
+async fn until_ack(frames: &mut Frames, seq: u64) -> String {
     let mut all = String::new();
-    while let Ok(frame) = frames.try_recv() {
-        if let Some(Frame::Output(o)) = frame.frame {
-            all.push_str(&format!("{o:?}"));
+    loop {
+        let frame = tokio::time::timeout(WAIT, frames.recv())
+            .await
+            .expect("the line is acknowledged")
+            .expect("the stream stays open");
+        match frame.frame {
+            Some(Frame::Output(o)) => all.push_str(&format!("{o:?}")),
+            Some(Frame::InputAck(a)) if a.seq >= seq => return all,
+            _ => {}
         }
     }
-    all
 }
 
 /// Issue 18: 200 players of one zone hang up at once while every save
@@ -239,10 +245,48 @@ async fn a_login_racing_a_quits_save_gets_the_state_quit_with() -> anyhow::Resul
     let (closed, _) = until_closed(&mut frames, Vec::new()).await;
     // The race this test is about: the login's claim beat the save.
     assert_eq!(closed.reason, "Claimed by a newer session.");
-    let seen = text(&mut again);
+    say(&s, "Ada", "c-2", 1, "look").await;
+    let seen = until_ack(&mut again, 1).await;
     assert!(
         seen.contains("Temple Street"),
         "the login did not come back where Ada quit: {seen}"
     );
+    Ok(())
+}
+
+/// A hand-over's seal (and likewise a drain, a transfer's close, a fence
+/// and a shutdown) settles the final saves still in flight before it
+/// answers: by then every quitter's quit is on its row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seal_waits_for_the_quits_in_flight() -> anyhow::Result<()> {
+    const CROWD: usize = 40;
+    let s = setup().await?;
+    let mut crowd = Vec::new();
+    for i in 0..CROWD {
+        let (name, conn) = (format!("S{i:02}"), format!("sc-{i}"));
+        let frames = login(&s, &name, &conn).await?;
+        say(&s, &name, &conn, 1, "say so long").await;
+        crowd.push((name, conn, frames));
+    }
+    s.proxy.set(LinkMode::Delay(Duration::from_millis(50)));
+    for (name, conn, _) in &crowd {
+        s.zone.hangup(&name.to_lowercase(), conn).await;
+    }
+    assert!(tokio::time::timeout(WAIT, s.zone.seal()).await?, "sealed");
+    for (name, conn, _) in &crowd {
+        let row = s.store.load(name).await?.expect("the row");
+        assert!(
+            row.quit_by(conn),
+            "{name}: the seal answered before its quit was saved"
+        );
+    }
+    for (name, _, frames) in &mut crowd {
+        let (closed, durable) = until_closed(frames, Vec::new()).await;
+        assert_eq!(
+            (closed.reason.as_str(), closed.r#final, durable),
+            ("Goodbye.", true, 1),
+            "{name}"
+        );
+    }
     Ok(())
 }
