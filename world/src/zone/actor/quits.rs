@@ -11,10 +11,13 @@
 //! and the resume credential is revoked, not-final otherwise so the gate
 //! replays what only it holds.
 //!
-//! While a leaver's save is pending, the actor still holds the character:
-//! - a login or resume joining it waits for that save, then takes the
-//!   in-memory character over (newer than any row its claim read: the
-//!   claim may have beaten the save, which its newer epoch then refused);
+//! While a leaver's save is pending, the actor still holds the character,
+//! and the shard's roster still places it in this zone:
+//! - a login or resume is routed here by the roster, waits for that save,
+//!   then takes the in-memory character over (newer than any row its
+//!   claim read: the claim may have beaten the save, which its newer epoch
+//!   then refused; and the row may still name the zone the player walked
+//!   in from);
 //! - a handed-off arrival of it is turned back (its attach retries);
 //! - a seal, a drain, a transfer's close, a fence and a shutdown settle
 //!   every pending save first, so none is lost or outlives the zone.
@@ -27,6 +30,7 @@ use tokio::sync::oneshot;
 use tokio::task::{Id, JoinSet};
 use tracing::{error, warn};
 
+use super::players::online_entry;
 use super::{Leaving, RECONNECTING, ZoneActor};
 use crate::model::PlayerBox;
 use crate::zone::handle::JoinError;
@@ -83,22 +87,20 @@ impl Quits {
         !self.tasks.is_empty()
     }
 
-    /// The next save to finish; `None` for one whose task panicked (its
-    /// leaver is forgotten, logged).
-    pub(super) async fn next(&mut self) -> Option<Settled> {
-        match self.tasks.join_next_with_id().await? {
-            Ok((id, settled)) => {
+    /// The next save to finish; `Err` with the leaver of a task that
+    /// panicked (logged; its stream is left to the gate's give-up).
+    pub(super) async fn next(&mut self) -> Result<Settled, Option<String>> {
+        match self.tasks.join_next_with_id().await {
+            Some(Ok((id, settled))) => {
                 self.running.remove(&id);
-                Some(settled)
+                Ok(settled)
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 let key = self.running.remove(&e.id());
                 error!(player = ?key, error = %e, "a leaver's final save task failed");
-                if let Some(key) = key {
-                    self.pending.remove(&key);
-                }
-                None
+                Err(key)
             }
+            None => Err(None),
         }
     }
 
@@ -120,9 +122,16 @@ impl Quits {
 impl ZoneActor {
     /// Take `key` out of play and save it off the loop (see the module).
     pub(super) fn leave_saving(&mut self, key: &str, why: Leaving) {
+        let listed = self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str());
         let Some((character, meta)) = self.remove(key) else {
             return;
         };
+        if listed {
+            // Still placed here until the save settles (see the module).
+            self.env
+                .roster
+                .set(key, online_entry(&*character, &self.env.shard_id, &self.id));
+        }
         let leaver = Leaver {
             key: key.to_string(),
             why,
@@ -151,14 +160,20 @@ impl ZoneActor {
 
     /// A leaver's save came back: close the session as a quit closes, and
     /// take up the next leaver waiting for a slot.
-    pub(super) fn quit_settled(&mut self, settled: Option<Settled>) {
+    pub(super) fn quit_settled(&mut self, settled: Result<Settled, Option<String>>) {
         if self.quits.tasks.len() < IN_FLIGHT
             && let Some(next) = self.quits.queued.pop_front()
         {
             self.quits.start(&self.env.store, &self.id, next);
         }
-        let Some(Settled { leaver, saved }) = settled else {
-            return;
+        let Settled { leaver, saved } = match settled {
+            Ok(settled) => settled,
+            Err(key) => {
+                if let Some(key) = key {
+                    self.forget_leaver(&key);
+                }
+                return;
+            }
         };
         let Leaver {
             key,
@@ -199,6 +214,18 @@ impl ZoneActor {
                 None => self.join(*joining),
             };
             let _ = reply.send(result);
+        }
+        self.forget_leaver(&key);
+    }
+
+    /// A leaver's save settled: unless a login took the player over, it is
+    /// no longer online here.
+    fn forget_leaver(&mut self, key: &str) {
+        self.quits.pending.remove(key);
+        if !self.sessions.contains_key(key)
+            && self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str())
+        {
+            self.env.roster.remove(key);
         }
     }
 

@@ -33,7 +33,7 @@ pub(super) const WAIT: Duration = Duration::from_secs(10);
 pub(super) async fn city(
     redis: &RedisServer,
     store_url: &str,
-) -> anyhow::Result<(ZoneHandle, Arc<dyn Game>)> {
+) -> anyhow::Result<(ZoneHandle, Arc<dyn Game>, Roster)> {
     let store = Store::connect(store_url).await?;
     let directory = Directory::connect(&redis.url).await?;
     let game: Arc<dyn Game> = Arc::new(StarterGame::new(load_world(
@@ -80,17 +80,16 @@ pub(super) async fn city(
     };
     let lease = LeaseState::new(generation, ttl, Instant::now());
     let slot = env.hosted.reserve("city").expect("a free zone");
-    Ok((
-        spawn_zone(env, slot, model, Some(lease), &tracker, &root),
-        game,
-    ))
+    let roster = env.roster.clone();
+    let zone = spawn_zone(env, slot, model, Some(lease), &tracker, &root);
+    Ok((zone, game, roster))
 }
 
 /// A keyless zone `city` with one player in it, under a valid local lease.
 async fn city_with_a_player(
     redis: &RedisServer,
 ) -> anyhow::Result<(ZoneHandle, mpsc::Receiver<telos_proto::v1::ServerFrame>)> {
-    let (zone, game) = city(redis, &redis.url).await?;
+    let (zone, game, _) = city(redis, &redis.url).await?;
     let (out, frames) = mpsc::channel(OUT_CHANNEL);
     let meta = SessionMeta {
         conn_id: "conn-1".into(),

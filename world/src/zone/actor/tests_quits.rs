@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use super::tests::{WAIT, city};
 use crate::model::Game;
 use crate::zone::handle::{InputReply, ZoneHandle};
+use crate::zone::roster::Roster;
 use crate::zone::session::{Joining, OUT_CHANNEL, SessionMeta};
 
 /// A password hash no test logs in with (no hash is spent on a crowd).
@@ -24,12 +25,13 @@ struct Setup {
     store: Store,
     zone: ZoneHandle,
     game: std::sync::Arc<dyn Game>,
+    roster: Roster,
 }
 
 async fn setup() -> anyhow::Result<Setup> {
     let redis = RedisServer::start()?;
     let proxy = Proxy::start("127.0.0.1:0", &format!("127.0.0.1:{}", redis.port), None).await?;
-    let (zone, game) = city(&redis, &format!("redis://{}/", proxy.addr)).await?;
+    let (zone, game, roster) = city(&redis, &format!("redis://{}/", proxy.addr)).await?;
     let store = Store::connect(&redis.url).await?;
     Ok(Setup {
         _redis: redis,
@@ -37,6 +39,7 @@ async fn setup() -> anyhow::Result<Setup> {
         store,
         zone,
         game,
+        roster,
     })
 }
 
@@ -174,6 +177,12 @@ async fn a_crowd_quitting_does_not_hold_a_bystander() -> anyhow::Result<()> {
     }
     // The bystander was answered behind the hang-ups, not behind their
     // saves: most quitters are still waiting for theirs.
+    // A login now is routed to this zone, which holds the newest state
+    // until the save settles.
+    let listed = crowd
+        .iter()
+        .filter(|(name, ..)| s.roster.zone_of(&name.to_lowercase()).is_some())
+        .count();
     let mut closed_by_then = 0;
     let mut seen = Vec::new();
     for (_, _, frames, _) in &mut crowd {
@@ -187,6 +196,10 @@ async fn a_crowd_quitting_does_not_hold_a_bystander() -> anyhow::Result<()> {
     assert!(
         closed_by_then < CROWD / 2,
         "the bystander waited for {closed_by_then} of {CROWD} quitters' saves"
+    );
+    assert!(
+        listed >= CROWD / 2,
+        "only {listed} of {CROWD} quitters still placed here while saving"
     );
     s.proxy.heal();
     for ((name, conn, frames, credential), seen) in crowd.iter_mut().zip(seen) {
@@ -203,6 +216,18 @@ async fn a_crowd_quitting_does_not_hold_a_bystander() -> anyhow::Result<()> {
             "{name}: the resume credential outlived the quit"
         );
     }
+    // Every leaver is off the roster once its save settled (the actor
+    // forgets it right after the close; read again on its next turn).
+    assert!(matches!(
+        say(&s, "Bystander", "bc", 4, "look").await,
+        InputReply::Applied
+    ));
+    let still: Vec<_> = crowd
+        .iter()
+        .filter(|(name, ..)| s.roster.zone_of(&name.to_lowercase()).is_some())
+        .map(|(name, ..)| name.clone())
+        .collect();
+    assert!(still.is_empty(), "quitters still online: {still:?}");
     Ok(())
 }
 
