@@ -170,7 +170,8 @@ impl ZoneActor {
             Ok(settled) => settled,
             Err(key) => {
                 if let Some(key) = key {
-                    self.forget_leaver(&key);
+                    self.quits.pending.remove(&key);
+                    self.unlist(&key);
                 }
                 return;
             }
@@ -215,14 +216,14 @@ impl ZoneActor {
             };
             let _ = reply.send(result);
         }
-        self.forget_leaver(&key);
+        self.unlist(&key);
     }
 
-    /// A leaver's save settled: unless a login took the player over, it is
-    /// no longer online here.
-    fn forget_leaver(&mut self, key: &str) {
-        self.quits.pending.remove(key);
+    /// A leaver's save settled: unless a login took the player over (or
+    /// it is leaving again), it is no longer online here.
+    fn unlist(&mut self, key: &str) {
         if !self.sessions.contains_key(key)
+            && !self.quits.holds(key)
             && self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str())
         {
             self.env.roster.remove(key);
@@ -250,7 +251,8 @@ impl ZoneActor {
         } = joining;
         let key = character.key();
         meta.state_version = meta.state_version.max(old.state_version);
-        if meta.conn_id == old.conn_id {
+        let same_conn = meta.conn_id == old.conn_id;
+        if same_conn {
             meta.applied_seq = meta.applied_seq.max(old.applied_seq);
         }
         meta.dirty = true;
@@ -262,6 +264,16 @@ impl ZoneActor {
         self.deliver_from(&key, deliveries);
         self.publish(&key);
         self.take_tier(&key, &*from_row);
+        if same_conn && old.quit {
+            // The connection that quit resumed (its gate lost the stream
+            // before the `Goodbye.`) with its quit applied here, so the
+            // gate replays nothing: its session ends again as the quit did,
+            // saved (with the quit mark) under the resume's epoch.
+            if let Some(m) = self.sessions.get_mut(&key) {
+                m.quit = true;
+            }
+            self.leave_saving(&key, Leaving::Quit);
+        }
         Ok(ack)
     }
 

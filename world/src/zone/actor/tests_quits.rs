@@ -279,6 +279,30 @@ async fn a_login_racing_a_quits_save_gets_the_state_quit_with() -> anyhow::Resul
     Ok(())
 }
 
+/// The connection that quit resuming while its quit's save is in flight
+/// (its gate lost the stream before the `Goodbye.`): its claim beats the
+/// save, but the session is not put back into play with the quit applied
+/// and unanswered — it ends again, `Goodbye.` after its quit is saved
+/// under the resume's epoch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_racing_its_own_quits_save_says_goodbye() -> anyhow::Result<()> {
+    let s = setup().await?;
+    let mut frames = login(&s, "Ada", "c-1").await?;
+    say(&s, "Ada", "c-1", 1, "say bye").await;
+    s.proxy.set(LinkMode::Delay(Duration::from_millis(100)));
+    say(&s, "Ada", "c-1", 2, "quit").await;
+    let mut resumed = login(&s, "Ada", "c-1").await?;
+    let (closed, _) = until_closed(&mut frames, Vec::new()).await;
+    assert_eq!(closed.reason, "Claimed by a newer session.", "the race");
+    s.proxy.heal();
+    let (closed, durable) = until_closed(&mut resumed, Vec::new()).await;
+    assert_eq!((closed.reason.as_str(), closed.r#final), ("Goodbye.", true));
+    assert_eq!(durable, 2, "the quit line is durable");
+    let row = s.store.load("Ada").await?.expect("the row");
+    assert!(row.quit_by("c-1"), "the quit mark is on the row");
+    Ok(())
+}
+
 /// A hand-over's seal (and likewise a drain, a transfer's close, a fence
 /// and a shutdown) settles the final saves still in flight before it
 /// answers: by then every quitter's quit is on its row.
