@@ -32,6 +32,7 @@ use super::frozen::FrozenPlayer;
 use super::handle::{MAILBOX, Msg, ZoneHandle};
 use super::hosted::Opening;
 use super::lease::LeaseState;
+use super::leavers::{Leaving, Quits};
 use super::phase::{Origin, Phase};
 use super::session::SessionMeta;
 use super::state_row::ZoneRow;
@@ -135,14 +136,6 @@ fn count_serving(zone: &str, delta: f64) {
     metrics::gauge!("telos_zone_serving", "zone" => zone.to_string()).increment(delta);
 }
 
-/// Why a player leaves the zone for good.
-#[derive(Clone, Copy)]
-pub(super) enum Leaving {
-    Quit,
-    LinkDead,
-    Wedged,
-}
-
 pub(super) struct ZoneActor {
     env: ZoneEnv,
     id: String,
@@ -161,8 +154,8 @@ pub(super) struct ZoneActor {
     row: ZoneRow,
     /// Counted in `telos_zone_serving` (see [`ZoneActor::update_serving`]).
     serving: bool,
-    /// Leavers whose final save is pending ([`quits`]).
-    quits: quits::Quits,
+    /// Leavers whose final save is pending (see `quits`).
+    quits: Quits,
 }
 
 impl ZoneActor {

@@ -5,7 +5,7 @@
 //!
 //! The leaver is taken out of play at once (out of the room and the
 //! roster); its final save — the same fenced [`save_player`], carrying the
-//! quit mark — runs as one of at most [`IN_FLIGHT`] tasks per zone, the
+//! quit mark — runs as one of at most [`IN_FLIGHT`](crate::zone::leavers::IN_FLIGHT) tasks per zone, the
 //! rest waiting in order. Its outcome comes back to the actor, which
 //! closes a quit as before: `Goodbye.` (final) only once the save landed
 //! and the resume credential is revoked, not-final otherwise so the gate
@@ -22,102 +22,16 @@
 //! - a seal, a drain, a transfer's close, a fence and a shutdown settle
 //!   every pending save first, so none is lost or outlives the zone.
 
-use std::collections::{HashMap, VecDeque};
-
 use telos_proto::v1::{Closed, server_frame::Frame};
-use telos_redis::store::Store;
-use tokio::sync::oneshot;
-use tokio::task::{Id, JoinSet};
-use tracing::{error, warn};
+use tracing::warn;
 
 use super::players::online_entry;
-use super::{Leaving, RECONNECTING, ZoneActor};
+use super::{RECONNECTING, ZoneActor};
 use crate::model::PlayerBox;
 use crate::zone::handle::JoinError;
-use crate::zone::persist::{Saved, save_player};
+use crate::zone::leavers::{JoinReply, Leaver, Leaving, Settled};
+use crate::zone::persist::Saved;
 use crate::zone::session::{Joining, SessionMeta};
-
-/// Final saves of leavers in flight at once, per zone: enough to pipeline
-/// a crowd's saves over the store's connection, few enough that a crowd
-/// does not flood Redis or the zone's task budget.
-pub(super) const IN_FLIGHT: usize = 16;
-
-/// A player out of play whose final save is pending.
-pub(super) struct Leaver {
-    key: String,
-    why: Leaving,
-    character: PlayerBox,
-    meta: SessionMeta,
-}
-
-/// A leaver's save, done.
-pub(super) struct Settled {
-    leaver: Leaver,
-    saved: Saved,
-}
-
-type JoinReply = oneshot::Sender<Result<u64, JoinError>>;
-
-/// The zone's pending final saves.
-#[derive(Default)]
-pub(super) struct Quits {
-    tasks: JoinSet<Settled>,
-    /// Which leaver each task saves (a task that panicked is named by it).
-    running: HashMap<Id, String>,
-    /// Leavers waiting for a free slot, in the order they left.
-    queued: VecDeque<Leaver>,
-    /// Every pending leaver (queued or saving), with the logins waiting
-    /// for its save.
-    pending: HashMap<String, Vec<(Box<Joining>, JoinReply)>>,
-}
-
-impl Quits {
-    /// Whether `key` has a final save pending here.
-    pub(super) fn holds(&self, key: &str) -> bool {
-        self.pending.contains_key(key)
-    }
-
-    /// Whether no leaver is pending.
-    pub(super) fn idle(&self) -> bool {
-        self.pending.is_empty()
-    }
-
-    /// Whether any save is running (its outcome still to come).
-    pub(super) fn busy(&self) -> bool {
-        !self.tasks.is_empty()
-    }
-
-    /// The next save to finish; `Err` with the leaver of a task that
-    /// panicked (logged; its stream is left to the gate's give-up).
-    pub(super) async fn next(&mut self) -> Result<Settled, Option<String>> {
-        match self.tasks.join_next_with_id().await {
-            Some(Ok((id, settled))) => {
-                self.running.remove(&id);
-                Ok(settled)
-            }
-            Some(Err(e)) => {
-                let key = self.running.remove(&e.id());
-                error!(player = ?key, error = %e, "a leaver's final save task failed");
-                Err(key)
-            }
-            None => Err(None),
-        }
-    }
-
-    fn start(&mut self, store: &Store, zone: &str, leaver: Leaver) {
-        let (store, zone) = (store.clone(), zone.to_string());
-        let key = leaver.key.clone();
-        let task = self.tasks.spawn(async move {
-            let mut leaver = leaver;
-            let saved = save_player(&store, &zone, &*leaver.character, &mut leaver.meta).await;
-            if matches!(leaver.why, Leaving::Quit) && matches!(saved, Saved::Done) {
-                revoke_resume(&store, &leaver.key, &leaver.meta.conn_id).await;
-            }
-            Settled { leaver, saved }
-        });
-        self.running.insert(task.id(), key);
-    }
-}
 
 impl ZoneActor {
     /// Take `key` out of play and save it off the loop (see the module).
@@ -138,39 +52,27 @@ impl ZoneActor {
             character,
             meta,
         };
-        self.quits.pending.insert(key.to_string(), Vec::new());
-        if self.quits.tasks.len() < IN_FLIGHT {
-            self.quits.start(&self.env.store, &self.id, leaver);
-        } else {
-            self.quits.queued.push_back(leaver);
-        }
+        self.quits.admit(&self.env.store, &self.id, leaver);
     }
 
     /// A login or resume joining a player whose final save is pending:
     /// answered once it is settled (see [`ZoneActor::quit_settled`]).
     pub(super) fn join_after_save(&mut self, player: Box<Joining>, reply: JoinReply) {
         let key = player.character.key();
-        match self.quits.pending.get_mut(&key) {
-            Some(waiting) => waiting.push((player, reply)),
-            None => {
-                let _ = reply.send(self.join(*player));
-            }
+        if let Err((player, reply)) = self.quits.wait(&key, (player, reply)) {
+            let _ = reply.send(self.join(*player));
         }
     }
 
     /// A leaver's save came back: close the session as a quit closes, and
     /// take up the next leaver waiting for a slot.
     pub(super) fn quit_settled(&mut self, settled: Result<Settled, Option<String>>) {
-        if self.quits.tasks.len() < IN_FLIGHT
-            && let Some(next) = self.quits.queued.pop_front()
-        {
-            self.quits.start(&self.env.store, &self.id, next);
-        }
+        self.quits.start_queued(&self.env.store, &self.id);
         let Settled { leaver, saved } = match settled {
             Ok(settled) => settled,
             Err(key) => {
                 if let Some(key) = key {
-                    self.quits.pending.remove(&key);
+                    self.quits.settled(&key);
                     self.unlist(&key);
                 }
                 return;
@@ -207,7 +109,7 @@ impl ZoneActor {
         } else if !matches!(saved, Saved::Done) {
             warn!(zone = %self.id, player = %key, ?saved, "a leaver's final save did not land (the gate keeps the lines)");
         }
-        let waiting = self.quits.pending.remove(&key).unwrap_or_default();
+        let waiting = self.quits.settled(&key);
         let mut kept = Some((character, meta));
         for (joining, reply) in waiting {
             let result = match kept.take() {
@@ -284,15 +186,5 @@ impl ZoneActor {
             let settled = self.quits.next().await;
             self.quit_settled(settled);
         }
-    }
-}
-
-/// A quit that saved ends the session for good: its resume credential is
-/// forgotten, so nobody (a gate that missed the final `Closed`, or whoever
-/// copied the credential) resumes it. Not on a not-final close, where the
-/// gate must resume. A failed revoke leaves the credential to its TTL.
-pub(super) async fn revoke_resume(store: &Store, key: &str, conn_id: &str) {
-    if let Err(e) = store.revoke_credential(key, conn_id).await {
-        warn!(player = %key, error = %e, "revoking the resume credential after quit failed; it lapses by its TTL");
     }
 }

@@ -5,9 +5,9 @@ use telos_proto::v1::{Closed, server_frame::Frame};
 use tokio::time::Instant;
 use tracing::warn;
 
-use super::quits::revoke_resume;
 use super::{Leaving, RECONNECTING, ZoneActor};
 use crate::handoff::fence::SETTLE_BOUND;
+use crate::zone::leavers::revoke_resume;
 use crate::zone::persist::{Saved, save_player};
 
 impl ZoneActor {
