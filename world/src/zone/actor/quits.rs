@@ -84,15 +84,35 @@ impl ZoneActor {
             character,
             mut meta,
         } = leaver;
+        // A login waiting for this save takes the character over first:
+        // whether it did decides how a refused quit is closed.
+        let waiting = self.quits.settled(&key);
+        let waited = !waiting.is_empty();
+        let mut kept = Some(character);
+        let mut taken_over = false;
+        for (joining, reply) in waiting {
+            let result = match kept.take() {
+                Some(character) => {
+                    let result = self.rejoin(character, &meta, *joining);
+                    taken_over = result.is_ok();
+                    result
+                }
+                None => self.join(*joining),
+            };
+            let _ = reply.send(result);
+        }
         if matches!(why, Leaving::Quit) {
             let (reason, is_final) = match saved {
                 // Final only once every line is durable: a quit whose save
                 // failed closes not-final, so the gate resumes and replays
                 // what only it holds, the quit included.
                 Saved::Done => ("Goodbye.", true),
+                // Refused by a newer claim: final, unless that claim was a
+                // login here that could not take the character over (the
+                // zone stopped meanwhile) — then the gate must replay.
                 Saved::NotOwner {
                     carried, winner, ..
-                } if winner > carried => {
+                } if winner > carried && (taken_over || !waited) => {
                     warn!(zone = %self.id, player = %key, carried, winner, "character claimed elsewhere while quitting");
                     meta.output("Your character has been claimed elsewhere.\n".into());
                     ("Claimed by a newer session.", true)
@@ -108,15 +128,6 @@ impl ZoneActor {
             }));
         } else if !matches!(saved, Saved::Done) {
             warn!(zone = %self.id, player = %key, ?saved, "a leaver's final save did not land (the gate keeps the lines)");
-        }
-        let waiting = self.quits.settled(&key);
-        let mut kept = Some((character, meta));
-        for (joining, reply) in waiting {
-            let result = match kept.take() {
-                Some((character, old)) => self.rejoin(character, old, *joining),
-                None => self.join(*joining),
-            };
-            let _ = reply.send(result);
         }
         self.unlist(&key);
     }
@@ -135,11 +146,11 @@ impl ZoneActor {
     /// A login that waited for a leaver's save takes the in-memory
     /// character over: its state is the newest, whether or not the save
     /// landed before the login's claim read the row. The leaver's stream
-    /// was closed already; the new session saves soon (it is dirty).
+    /// is closed apart; the new session saves soon (it is dirty).
     fn rejoin(
         &mut self,
         character: PlayerBox,
-        old: SessionMeta,
+        old: &SessionMeta,
         joining: Joining,
     ) -> Result<u64, JoinError> {
         if self.stopping() || !self.lease_valid() {
