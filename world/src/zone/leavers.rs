@@ -72,6 +72,11 @@ impl Quits {
         self.pending.is_empty()
     }
 
+    /// Leavers pending (queued or saving).
+    pub(super) fn len(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Whether any save is running (its outcome still to come).
     pub(super) fn busy(&self) -> bool {
         !self.tasks.is_empty()

@@ -53,6 +53,13 @@ impl ZoneActor {
             meta,
         };
         self.quits.admit(&self.env.store, &self.id, leaver);
+        self.count_leavers();
+    }
+
+    /// `telos_zone_leavers{zone}`: leavers whose final save is pending.
+    fn count_leavers(&self) {
+        metrics::gauge!("telos_zone_leavers", "zone" => self.id.clone())
+            .set(self.quits.len() as f64);
     }
 
     /// A login or resume joining a player whose final save is pending:
@@ -75,6 +82,7 @@ impl ZoneActor {
                     self.quits.settled(&key);
                     self.unlist(&key);
                 }
+                self.count_leavers();
                 return;
             }
         };
@@ -87,6 +95,7 @@ impl ZoneActor {
         // A login waiting for this save takes the character over first:
         // whether it did decides how a refused quit is closed.
         let waiting = self.quits.settled(&key);
+        self.count_leavers();
         let waited = !waiting.is_empty();
         let mut kept = Some(character);
         let mut taken_over = false;
