@@ -287,7 +287,7 @@ impl ZoneActor {
         if self.origin != Origin::Adopted {
             return Unadopted::NotAdopted;
         }
-        let owes = self.sessions.values().any(|m| m.needs_save());
+        let owes = self.sessions.values().any(|m| m.needs_save()) || !self.quits.idle();
         if !self.sessions.is_empty() || !self.frozen.is_empty() || owes {
             warn!(zone = %self.id, "unconfirmed adoption kept: it has players or owes a save");
             return Unadopted::Kept;
