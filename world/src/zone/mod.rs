@@ -19,6 +19,8 @@
 //! - [`frozen`]: a player frozen mid-move.
 //! - [`persist`]: the fenced save of one player.
 //! - `state_row`: an actor's hold on its zone's durable state row.
+//! - `leavers`: final saves of players leaving for good, run beside the
+//!   actor (a bounded number at once per zone).
 //! - [`actor`]: the loop (`select!` over mailbox, tick, save cadence,
 //!   cancellation, lease deadline) and command application; inside it, the
 //!   player's departure and the drain.
@@ -31,6 +33,7 @@ mod frozen;
 pub mod handle;
 pub mod hosted;
 pub mod lease;
+mod leavers;
 mod persist;
 pub mod phase;
 pub mod roster;

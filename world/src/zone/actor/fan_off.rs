@@ -42,6 +42,8 @@ impl ZoneActor {
         }
         self.enter_phase(Phase::Sealed);
         self.freeze_everyone_in_place();
+        // No leaver's save is left behind when the lease flips.
+        self.settle_quits().await;
         self.save_final_state().await
     }
 
@@ -81,6 +83,7 @@ impl ZoneActor {
             // the zone once everyone is frozen, so its state is final now;
             // saved before anyone reaches the new owner.
             self.freeze_everyone_in_place();
+            self.settle_quits().await;
             if !self.save_final_state().await {
                 warn!(zone = %self.id, "the zone's final state could not be saved before the transfer: its new owner opens the last cadence's save");
             }
@@ -220,6 +223,9 @@ impl ZoneActor {
         if !self.sessions.is_empty() || !self.frozen.is_empty() {
             return;
         }
+        // Drained once every leaver's save has settled too: the drain's
+        // answer releases the lease.
+        self.settle_quits().await;
         if let Phase::Draining(d) = &mut self.phase {
             info!(zone = %self.id, ?d.report, "zone drained");
             if let Some(reply) = d.reply.take() {
@@ -281,7 +287,7 @@ impl ZoneActor {
         if self.origin != Origin::Adopted {
             return Unadopted::NotAdopted;
         }
-        let owes = self.sessions.values().any(|m| m.needs_save());
+        let owes = self.sessions.values().any(|m| m.needs_save()) || !self.quits.idle();
         if !self.sessions.is_empty() || !self.frozen.is_empty() || owes {
             warn!(zone = %self.id, "unconfirmed adoption kept: it has players or owes a save");
             return Unadopted::Kept;

@@ -19,15 +19,20 @@ mod fan_off;
 mod handoff;
 mod input;
 mod players;
+mod quits;
 mod save;
+mod stop;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_quits;
 
 use super::env::ZoneEnv;
 use super::frozen::FrozenPlayer;
 use super::handle::{MAILBOX, Msg, ZoneHandle};
 use super::hosted::Opening;
 use super::lease::LeaseState;
+use super::leavers::{Leaving, Quits};
 use super::phase::{Origin, Phase};
 use super::session::SessionMeta;
 use super::state_row::ZoneRow;
@@ -114,6 +119,7 @@ fn spawn_zone_with(
         origin,
         row: ZoneRow::new(),
         serving: false,
+        quits: Default::default(),
     };
     slot.install(handle.clone());
     tracker.spawn(actor.run(rx));
@@ -128,14 +134,6 @@ fn spawn_zone_with(
 /// is served twice at once, nor under one generation by two processes).
 fn count_serving(zone: &str, delta: f64) {
     metrics::gauge!("telos_zone_serving", "zone" => zone.to_string()).increment(delta);
-}
-
-/// Why a player leaves the zone for good.
-#[derive(Clone, Copy)]
-pub(super) enum Leaving {
-    Quit,
-    LinkDead,
-    Wedged,
 }
 
 pub(super) struct ZoneActor {
@@ -156,6 +154,8 @@ pub(super) struct ZoneActor {
     row: ZoneRow,
     /// Counted in `telos_zone_serving` (see [`ZoneActor::update_serving`]).
     serving: bool,
+    /// Leavers whose final save is pending (see `quits`).
+    quits: Quits,
 }
 
 impl ZoneActor {
@@ -191,6 +191,12 @@ impl ZoneActor {
                     self.fence().await;
                     break;
                 }
+                settled = self.quits.next(), if self.quits.busy() => {
+                    self.quit_settled(settled);
+                    if self.instance_done() {
+                        break;
+                    }
+                }
                 msg = rx.recv() => match msg {
                     None => break,
                     Some(msg) => {
@@ -218,6 +224,12 @@ impl ZoneActor {
                 }
             }
         }
+        // No leaver's save outlives the zone (a stop settled them already);
+        // a login waiting for one is refused.
+        if !self.stopping() {
+            self.enter_phase(Phase::Finished);
+        }
+        self.settle_quits().await;
         self.env.hosted.remove_if(&self.handle);
         if std::mem::take(&mut self.serving) {
             count_serving(&self.id, -1.0);
@@ -237,6 +249,7 @@ impl ZoneActor {
         self.origin == Origin::Instance { occupied: true }
             && self.sessions.is_empty()
             && self.frozen.is_empty()
+            && self.quits.idle()
     }
 
     /// Fence twice: even with the renew loop alive, never apply anything
@@ -310,15 +323,13 @@ impl ZoneActor {
 
     async fn handle_msg(&mut self, msg: Msg) -> ControlFlow<()> {
         match msg {
-            Msg::Join { player, reply } => {
-                let result = self.join(*player);
-                let _ = reply.send(result);
-            }
+            Msg::Join { player, reply } => self.join_after_save(player, reply),
             Msg::JoinOrReturn { player, reply } => {
                 // A handed-off arrival while another session of the same
                 // character is frozen here mid-move: not now (the attach
                 // retries, then resumes from the durable row).
-                let busy = self.frozen.contains_key(&player.character.key());
+                let key = player.character.key();
+                let busy = self.frozen.contains_key(&key) || self.quits.holds(&key);
                 let misrouted = self.misrouted(&*player.character).is_some();
                 let result = if busy || misrouted || self.stopping() || !self.lease_valid() {
                     Err(player)
@@ -410,18 +421,7 @@ impl ZoneActor {
                 }
             }
             Msg::Shutdown { reason, reply } => {
-                let sealed = self.phase.is_sealed();
-                self.stop();
-                self.settle_frozen_for_stop(&reason).await;
-                self.save_all(true).await;
-                // A sealed zone saved its last state at the seal (its lease
-                // may have moved on since).
-                if !sealed {
-                    self.save_state().await;
-                }
-                for key in self.sessions.keys().cloned().collect::<Vec<_>>() {
-                    self.close(&key, &reason, false);
-                }
+                self.shutdown(&reason).await;
                 let _ = reply.send(());
                 return ControlFlow::Break(());
             }
@@ -474,25 +474,6 @@ impl ZoneActor {
             warn!(zone = %self.id, player = %key, "out channel full: reclaiming a wedged session");
             metrics::counter!("telos_wedged_reclaims_total").increment(1);
             self.leave_for_good(&key, Leaving::Wedged).await;
-        }
-    }
-
-    /// Lease lost: stop at once, without a drain. Players get a line and a
-    /// clean close (not final: their gate resumes them where the zone is
-    /// served next); their characters are still ours by epoch, so we save.
-    async fn fence(&mut self) {
-        warn!(zone = %self.id, players = self.sessions.len(), "zone fenced: lease lost");
-        self.stop();
-        self.settle_frozen_for_stop("zone lease lost").await;
-        let keys: Vec<String> = self.sessions.keys().cloned().collect();
-        for key in &keys {
-            if let Some(m) = self.sessions.get_mut(key) {
-                m.output("The world fades around you...\n".into());
-            }
-        }
-        self.save_all(true).await;
-        for key in keys {
-            self.close(&key, "zone lease lost", false);
         }
     }
 }

@@ -2,14 +2,13 @@
 //! leaves for good, and what a refused save means.
 
 use telos_proto::v1::{Closed, server_frame::Frame};
-use telos_redis::store::Store;
 use tokio::time::Instant;
 use tracing::warn;
 
 use super::{Leaving, RECONNECTING, ZoneActor};
 use crate::handoff::fence::SETTLE_BOUND;
+use crate::zone::leavers::revoke_resume;
 use crate::zone::persist::{Saved, save_player};
-use crate::zone::session::SessionMeta;
 
 impl ZoneActor {
     /// Save one player with the CAS on `state_version` and `owner_epoch`;
@@ -20,12 +19,12 @@ impl ZoneActor {
         self.save_as(key, None).await;
     }
 
-    /// A player leaves for good: save, remove and (for a quit) close. A
-    /// session a handoff's `Commit` still holds must not stall the zone on
-    /// it: it is removed at once, and a task waits (bounded) for the
-    /// `Commit`, saves, and only then closes a quit — final only if the save
-    /// landed, so that otherwise the gate resumes and replays the lines only
-    /// it holds, the quit included.
+    /// A player leaves for good: removed from play at once, saved off the
+    /// actor's loop, and (for a quit) closed once the save's outcome is
+    /// known — final only if it landed, so that otherwise the gate resumes
+    /// and replays the lines only it holds, the quit included (see
+    /// [`super::quits`]). A session a handoff's `Commit` still holds is
+    /// saved by a task that first waits (bounded) for the `Commit`.
     pub(super) async fn leave_for_good(&mut self, key: &str, why: Leaving) {
         if matches!(why, Leaving::Quit)
             && let Some(m) = self.sessions.get_mut(key)
@@ -38,29 +37,8 @@ impl ZoneActor {
             .get_mut(key)
             .is_some_and(|m| m.needs_save() && !m.writable());
         if !held {
-            self.save_as(key, None).await;
-            match why {
-                // Final only once every line is durable: a quit whose save
-                // failed closes not-final, so the gate resumes and replays
-                // what only it holds, the quit included, instead of
-                // forgetting it. (A save refused by a newer owner closed
-                // the session already.)
-                Leaving::Quit => match self.sessions.get(key).map(SessionMeta::needs_save) {
-                    None => {}
-                    Some(false) => {
-                        let conn_id = self.sessions.get(key).map(|m| m.conn_id.clone());
-                        revoke_resume(&self.env.store, key, conn_id.as_deref()).await;
-                        self.close(key, "Goodbye.", true);
-                    }
-                    Some(true) => {
-                        warn!(zone = %self.id, player = %key, "quit not saved: closing not-final so the gate replays it");
-                        self.close(key, RECONNECTING, false);
-                    }
-                },
-                Leaving::LinkDead | Leaving::Wedged => {
-                    self.remove(key);
-                }
-            }
+            // Out of play now; saved off the loop, closed when it lands.
+            self.leave_saving(key, why);
             return;
         }
         let Some((character, mut meta)) = self.remove(key) else {
@@ -77,7 +55,7 @@ impl ZoneActor {
             };
             if matches!(why, Leaving::Quit) {
                 if matches!(saved, Saved::Done) {
-                    revoke_resume(&store, &key, Some(&meta.conn_id)).await;
+                    revoke_resume(&store, &key, &meta.conn_id).await;
                 }
                 let (reason, is_final) = match saved {
                     Saved::Done => ("Goodbye.", true),
@@ -151,16 +129,5 @@ impl ZoneActor {
             }
             self.save_as(&key, settle_by).await;
         }
-    }
-}
-
-/// A quit that saved ends the session for good: its resume credential is
-/// forgotten, so nobody (a gate that missed the final `Closed`, or whoever
-/// copied the credential) resumes it. Not on a not-final close, where the
-/// gate must resume. A failed revoke leaves the credential to its TTL.
-async fn revoke_resume(store: &Store, key: &str, conn_id: Option<&str>) {
-    let Some(conn_id) = conn_id else { return };
-    if let Err(e) = store.revoke_credential(key, conn_id).await {
-        warn!(player = %key, error = %e, "revoking the resume credential after quit failed; it lapses by its TTL");
     }
 }

@@ -26,13 +26,15 @@ use crate::zone::roster::Roster;
 use crate::zone::session::{Joining, OUT_CHANNEL, SessionMeta};
 
 /// Bounds every wait here (a hang, not a performance claim).
-const WAIT: Duration = Duration::from_secs(10);
+pub(super) const WAIT: Duration = Duration::from_secs(10);
 
-/// A keyless zone `city` with one player in it, under a valid local lease.
-async fn city_with_a_player(
+/// A keyless zone `city`, empty, under a valid local lease; its players
+/// are saved through `store_url` (the server's own, or a proxy to it).
+pub(super) async fn city(
     redis: &RedisServer,
-) -> anyhow::Result<(ZoneHandle, mpsc::Receiver<telos_proto::v1::ServerFrame>)> {
-    let store = Store::connect(&redis.url).await?;
+    store_url: &str,
+) -> anyhow::Result<(ZoneHandle, Arc<dyn Game>, Roster)> {
+    let store = Store::connect(store_url).await?;
     let directory = Directory::connect(&redis.url).await?;
     let game: Arc<dyn Game> = Arc::new(StarterGame::new(load_world(
         &repo_root().join("config/world"),
@@ -78,7 +80,16 @@ async fn city_with_a_player(
     };
     let lease = LeaseState::new(generation, ttl, Instant::now());
     let slot = env.hosted.reserve("city").expect("a free zone");
+    let roster = env.roster.clone();
     let zone = spawn_zone(env, slot, model, Some(lease), &tracker, &root);
+    Ok((zone, game, roster))
+}
+
+/// A keyless zone `city` with one player in it, under a valid local lease.
+async fn city_with_a_player(
+    redis: &RedisServer,
+) -> anyhow::Result<(ZoneHandle, mpsc::Receiver<telos_proto::v1::ServerFrame>)> {
+    let (zone, game, _) = city(redis, &redis.url).await?;
     let (out, frames) = mpsc::channel(OUT_CHANNEL);
     let meta = SessionMeta {
         conn_id: "conn-1".into(),

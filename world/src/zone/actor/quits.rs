@@ -1,0 +1,210 @@
+//! Players leaving for good (a quit, a client that hung up, a dead link, a
+//! wedged session) are saved off the actor's loop: a crowd leaving at once
+//! must not hold the players who stay (issue 18: 300 quits saved one after
+//! another inside the actor held a bystander's `look` for most of 8.5 s).
+//!
+//! The leaver is taken out of play at once (out of the room and the
+//! roster); its final save — the same fenced [`save_player`], carrying the
+//! quit mark — runs as one of at most [`IN_FLIGHT`](crate::zone::leavers::IN_FLIGHT) tasks per zone, the
+//! rest waiting in order. Its outcome comes back to the actor, which
+//! closes a quit as before: `Goodbye.` (final) only once the save landed
+//! and the resume credential is revoked, not-final otherwise so the gate
+//! replays what only it holds.
+//!
+//! While a leaver's save is pending, the actor still holds the character,
+//! and the shard's roster still places it in this zone:
+//! - a login or resume is routed here by the roster, waits for that save,
+//!   then takes the in-memory character over (newer than any row its
+//!   claim read: the claim may have beaten the save, which its newer epoch
+//!   then refused; and the row may still name the zone the player walked
+//!   in from);
+//! - a handed-off arrival of it is turned back (its attach retries);
+//! - a seal, a drain, a transfer's close, a fence and a shutdown settle
+//!   every pending save first, so none is lost or outlives the zone.
+
+use telos_proto::v1::{Closed, server_frame::Frame};
+use tracing::warn;
+
+use super::players::online_entry;
+use super::{RECONNECTING, ZoneActor};
+use crate::model::PlayerBox;
+use crate::zone::handle::JoinError;
+use crate::zone::leavers::{JoinReply, Leaver, Leaving, Settled};
+use crate::zone::persist::Saved;
+use crate::zone::session::{Joining, SessionMeta};
+
+impl ZoneActor {
+    /// Take `key` out of play and save it off the loop (see the module).
+    pub(super) fn leave_saving(&mut self, key: &str, why: Leaving) {
+        let listed = self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str());
+        let Some((character, meta)) = self.remove(key) else {
+            return;
+        };
+        if listed {
+            // Still placed here until the save settles (see the module).
+            self.env
+                .roster
+                .set(key, online_entry(&*character, &self.env.shard_id, &self.id));
+        }
+        let leaver = Leaver {
+            key: key.to_string(),
+            why,
+            character,
+            meta,
+        };
+        self.quits.admit(&self.env.store, &self.id, leaver);
+        self.count_leavers();
+    }
+
+    /// `telos_zone_leavers{zone}`: leavers whose final save is pending.
+    fn count_leavers(&self) {
+        metrics::gauge!("telos_zone_leavers", "zone" => self.id.clone())
+            .set(self.quits.len() as f64);
+    }
+
+    /// A login or resume joining a player whose final save is pending:
+    /// answered once it is settled (see [`ZoneActor::quit_settled`]).
+    pub(super) fn join_after_save(&mut self, player: Box<Joining>, reply: JoinReply) {
+        let key = player.character.key();
+        if let Err((player, reply)) = self.quits.wait(&key, (player, reply)) {
+            let _ = reply.send(self.join(*player));
+        }
+    }
+
+    /// A leaver's save came back: close the session as a quit closes, and
+    /// take up the next leaver waiting for a slot.
+    pub(super) fn quit_settled(&mut self, settled: Result<Settled, Option<String>>) {
+        self.quits.start_queued(&self.env.store, &self.id);
+        let Settled { leaver, saved } = match settled {
+            Ok(settled) => settled,
+            Err(key) => {
+                if let Some(key) = key {
+                    self.quits.settled(&key);
+                    self.unlist(&key);
+                }
+                self.count_leavers();
+                return;
+            }
+        };
+        let Leaver {
+            key,
+            why,
+            character,
+            mut meta,
+        } = leaver;
+        // A login waiting for this save takes the character over first:
+        // whether it did decides how a refused quit is closed.
+        let waiting = self.quits.settled(&key);
+        self.count_leavers();
+        let waited = !waiting.is_empty();
+        let mut kept = Some(character);
+        let mut taken_over = false;
+        for (joining, reply) in waiting {
+            let result = match kept.take() {
+                Some(character) => {
+                    let result = self.rejoin(character, &meta, *joining);
+                    taken_over = result.is_ok();
+                    result
+                }
+                None => self.join(*joining),
+            };
+            let _ = reply.send(result);
+        }
+        if matches!(why, Leaving::Quit) {
+            let (reason, is_final) = match saved {
+                // Final only once every line is durable: a quit whose save
+                // failed closes not-final, so the gate resumes and replays
+                // what only it holds, the quit included.
+                Saved::Done => ("Goodbye.", true),
+                // Refused by a newer claim: final, unless that claim was a
+                // login here that could not take the character over (the
+                // zone stopped meanwhile) — then the gate must replay.
+                Saved::NotOwner {
+                    carried, winner, ..
+                } if winner > carried && (taken_over || !waited) => {
+                    warn!(zone = %self.id, player = %key, carried, winner, "character claimed elsewhere while quitting");
+                    meta.output("Your character has been claimed elsewhere.\n".into());
+                    ("Claimed by a newer session.", true)
+                }
+                _ => {
+                    warn!(zone = %self.id, player = %key, ?saved, "quit not saved: closing not-final so the gate replays it");
+                    (RECONNECTING, false)
+                }
+            };
+            meta.send(Frame::Closed(Closed {
+                reason: reason.to_string(),
+                r#final: is_final,
+            }));
+        } else if !matches!(saved, Saved::Done) {
+            warn!(zone = %self.id, player = %key, ?saved, "a leaver's final save did not land (the gate keeps the lines)");
+        }
+        self.unlist(&key);
+    }
+
+    /// A leaver's save settled: unless a login took the player over (or
+    /// it is leaving again), it is no longer online here.
+    fn unlist(&mut self, key: &str) {
+        if !self.sessions.contains_key(key)
+            && !self.quits.holds(key)
+            && self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str())
+        {
+            self.env.roster.remove(key);
+        }
+    }
+
+    /// A login that waited for a leaver's save takes the in-memory
+    /// character over: its state is the newest, whether or not the save
+    /// landed before the login's claim read the row. The leaver's stream
+    /// is closed apart; the new session saves soon (it is dirty).
+    fn rejoin(
+        &mut self,
+        character: PlayerBox,
+        old: &SessionMeta,
+        joining: Joining,
+    ) -> Result<u64, JoinError> {
+        if self.stopping() || !self.lease_valid() {
+            return Err(JoinError::Stopping(self.id.clone()));
+        }
+        let Joining {
+            character: from_row,
+            mut meta,
+            mut attached,
+            ..
+        } = joining;
+        let key = character.key();
+        meta.state_version = meta.state_version.max(old.state_version);
+        let same_conn = meta.conn_id == old.conn_id;
+        if same_conn {
+            meta.applied_seq = meta.applied_seq.max(old.applied_seq);
+        }
+        meta.dirty = true;
+        attached.ack_input_seq = meta.applied_seq;
+        let ack = meta.applied_seq;
+        self.seat(&key, meta, attached);
+        self.occupy();
+        let deliveries = self.state.enter(character, None);
+        self.deliver_from(&key, deliveries);
+        self.publish(&key);
+        self.take_tier(&key, &*from_row);
+        if same_conn && old.quit {
+            // The connection that quit resumed (its gate lost the stream
+            // before the `Goodbye.`) with its quit applied here, so the
+            // gate replays nothing: its session ends again as the quit did,
+            // saved (with the quit mark) under the resume's epoch.
+            if let Some(m) = self.sessions.get_mut(&key) {
+                m.quit = true;
+            }
+            self.leave_saving(&key, Leaving::Quit);
+        }
+        Ok(ack)
+    }
+
+    /// Wait for every pending final save and act on it: before the zone
+    /// seals, hands over, stops or is fenced.
+    pub(super) async fn settle_quits(&mut self) {
+        while self.quits.busy() {
+            let settled = self.quits.next().await;
+            self.quit_settled(settled);
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! How the zone stops: a shutdown (planned, the lease still ours) and a
+//! fence (the lease lost). Either settles the final saves of players who
+//! left before it (see [`super::quits`]), then saves and closes everyone
+//! still here not-final, so their gates resume them where the zone is
+//! served next.
+
+use tracing::warn;
+
+use super::ZoneActor;
+
+impl ZoneActor {
+    /// `Msg::Shutdown`: take no more players, save everyone, close them.
+    pub(super) async fn shutdown(&mut self, reason: &str) {
+        let sealed = self.phase.is_sealed();
+        self.stop();
+        self.settle_quits().await;
+        self.settle_frozen_for_stop(reason).await;
+        self.save_all(true).await;
+        // A sealed zone saved its last state at the seal (its lease
+        // may have moved on since).
+        if !sealed {
+            self.save_state().await;
+        }
+        for key in self.sessions.keys().cloned().collect::<Vec<_>>() {
+            self.close(&key, reason, false);
+        }
+    }
+
+    /// Lease lost: stop at once, without a drain. Players get a line and a
+    /// clean close (not final: their gate resumes them where the zone is
+    /// served next); their characters are still ours by epoch, so we save.
+    pub(super) async fn fence(&mut self) {
+        warn!(zone = %self.id, players = self.sessions.len(), "zone fenced: lease lost");
+        self.stop();
+        self.settle_quits().await;
+        self.settle_frozen_for_stop("zone lease lost").await;
+        let keys: Vec<String> = self.sessions.keys().cloned().collect();
+        for key in &keys {
+            if let Some(m) = self.sessions.get_mut(key) {
+                m.output("The world fades around you...\n".into());
+            }
+        }
+        self.save_all(true).await;
+        for key in keys {
+            self.close(&key, "zone lease lost", false);
+        }
+    }
+}
