@@ -11,14 +11,13 @@
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use telos_testkit::RedisServer;
-use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{Proc, start_keyed_gate, start_keyed_world};
-use telos_testkit::world::starter_zones;
+use telos_testkit::process::Proc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const NO_FLAGS: &[&str] = &[];
+mod support;
+use support::gate_world::GateWorld;
+
 /// Bounds a hang waiting for the next output (not a performance claim).
 const STEP: Duration = Duration::from_secs(20);
 const REFUSED: &str = "That resume token resumes nothing";
@@ -139,23 +138,14 @@ async fn logged(gate: &Proc, needle: &str, n: usize) -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_telnet_player_resumes_with_the_token_and_loses_nothing() -> anyhow::Result<()> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
-    let _world = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &starter_zones(),
-        keys.path(),
-        None,
-        NO_FLAGS,
-    )?;
     let flags = [
         "--telnet-resume-grace-secs",
         "60",
         "--web-replay-bytes",
         "2048",
     ];
-    let gate = start_keyed_gate(&redis.url, keys.path(), &flags)?;
+    let gw = GateWorld::start(&flags)?;
+    let gate = &gw.gate;
     let addr = gate.addr.clone();
 
     let (mut a, first) = login(&addr, "Resa").await?;
@@ -169,7 +159,7 @@ async fn a_dropped_telnet_player_resumes_with_the_token_and_loses_nothing() -> a
     // Mid-session the connection drops; the room talks meanwhile.
     a.line("journal three").await?;
     drop(a);
-    logged(&gate, DROPPED, 1).await?;
+    logged(gate, DROPPED, 1).await?;
     b.line("say while you were away").await?;
     b.expect("while you were away").await?;
 
@@ -200,7 +190,7 @@ async fn a_dropped_telnet_player_resumes_with_the_token_and_loses_nothing() -> a
 
     // Missed more than the bound: a notice and a fresh look.
     drop(a);
-    logged(&gate, DROPPED, 2).await?;
+    logged(gate, DROPPED, 2).await?;
     for i in 0..40 {
         b.line(&format!("say chatter {i} {}", "x".repeat(60)))
             .await?;
@@ -239,27 +229,14 @@ async fn a_dropped_telnet_player_resumes_with_the_token_and_loses_nothing() -> a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_the_grace_period_the_session_ends_and_its_token_is_refused() -> anyhow::Result<()> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
-    let _world = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &starter_zones(),
-        keys.path(),
-        None,
-        NO_FLAGS,
-    )?;
-    let gate = start_keyed_gate(
-        &redis.url,
-        keys.path(),
-        &["--telnet-resume-grace-secs", "1"],
-    )?;
+    let gw = GateWorld::start(&["--telnet-resume-grace-secs", "1"])?;
+    let gate = &gw.gate;
     let (mut a, token) = login(&gate.addr, "Brief").await?;
     a.line("journal kept").await?;
     a.line("journal").await?;
     a.expect("journal end 1").await?;
     drop(a);
-    logged(&gate, "not resumed within the grace period", 1).await?;
+    logged(gate, "not resumed within the grace period", 1).await?;
     let mut late = Raw::connect(&gate.addr).await?;
     late.expect("create <name>").await?;
     late.line(&format!("resume {token}")).await?;
@@ -276,21 +253,8 @@ async fn after_the_grace_period_the_session_ends_and_its_token_is_refused() -> a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_only_half_closes_reads_every_answer_and_can_resume() -> anyhow::Result<()> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
-    let _world = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &starter_zones(),
-        keys.path(),
-        None,
-        NO_FLAGS,
-    )?;
-    let gate = start_keyed_gate(
-        &redis.url,
-        keys.path(),
-        &["--telnet-resume-grace-secs", "60"],
-    )?;
+    let gw = GateWorld::start(&["--telnet-resume-grace-secs", "60"])?;
+    let gate = &gw.gate;
     let (mut a, token) = login(&gate.addr, "Scripta").await?;
     // A script piping commands into `nc`: lines, then the end of its input.
     for i in 0..5 {

@@ -11,33 +11,20 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use futures_util::{SinkExt, StreamExt};
-use telos_testkit::RedisServer;
-use telos_testkit::keys::TempKeys;
 use telos_testkit::player_tls::{SelfSigned, peer_certificate};
-use telos_testkit::process::{Proc, start_keyed_gate, start_keyed_world};
-use telos_testkit::world::starter_zones;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
-const NO_FLAGS: &[&str] = &[];
+mod support;
+use support::gate_world::{GateWorld, web_addr};
+
 /// Bounds a hang waiting for the next message (not a performance claim).
 const STEP: Duration = Duration::from_secs(20);
 /// The gate's header-read timeout is 10 s; a hang past this is a failure.
 const SLOWLORIS_BOUND: Duration = Duration::from_secs(30);
-
-/// The web listener's address the gate printed, and its scheme.
-fn web_addr(gate: &Proc, scheme: &str) -> anyhow::Result<String> {
-    let url = gate
-        .printed("web client on ")
-        .context("the gate printed no web address")?;
-    let addr = url
-        .strip_prefix(&format!("{scheme}://"))
-        .with_context(|| format!("{url} is not {scheme}://"))?;
-    Ok(addr.trim_end_matches('/').to_string())
-}
 
 /// A page on `gmcp.mudstandards.org`: the game text it was sent.
 struct Page<S> {
@@ -120,18 +107,8 @@ async fn closed_within<S: AsyncRead + Unpin>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wss_plays_wraps_to_the_page_and_closes_a_slowloris() -> anyhow::Result<()> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
     let dir = tempfile::tempdir()?;
     let cert = SelfSigned::write(dir.path(), "players")?;
-    let _world = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &starter_zones(),
-        keys.path(),
-        None,
-        NO_FLAGS,
-    )?;
     let (c, k) = (
         cert.cert.display().to_string(),
         cert.key.display().to_string(),
@@ -145,8 +122,9 @@ async fn wss_plays_wraps_to_the_page_and_closes_a_slowloris() -> anyhow::Result<
         "--tls-key",
         &k,
     ];
-    let gate = start_keyed_gate(&redis.url, keys.path(), &flags)?;
-    let addr = web_addr(&gate, "https")?;
+    let gw = GateWorld::start(&flags)?;
+    let gate = &gw.gate;
+    let addr = web_addr(gate, "https")?;
 
     // A WebSocket over TLS, trusting the players' certificate only.
     let mut page = Page::open(cert.connect(&addr).await?, None).await?;
@@ -211,16 +189,6 @@ async fn wss_plays_wraps_to_the_page_and_closes_a_slowloris() -> anyhow::Result<
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwarded_for_counts_only_from_a_trusted_proxy() -> anyhow::Result<()> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
-    let _world = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &starter_zones(),
-        keys.path(),
-        None,
-        NO_FLAGS,
-    )?;
     let one = [
         "--max-connections-per-ip",
         "1",
@@ -228,8 +196,9 @@ async fn forwarded_for_counts_only_from_a_trusted_proxy() -> anyhow::Result<()> 
         "127.0.0.1:0",
     ];
     let trusting = [&one[..], &["--web-forwarded-from", "127.0.0.0/8"]].concat();
-    let gate = start_keyed_gate(&redis.url, keys.path(), &trusting)?;
-    let addr = web_addr(&gate, "http")?;
+    let gw = GateWorld::start(&trusting)?;
+    let gate = &gw.gate;
+    let addr = web_addr(gate, "http")?;
     let conn = || TcpStream::connect(addr.clone());
 
     let mut a = Page::open(conn().await?, Some("203.0.113.1, 198.51.100.1")).await?;
@@ -244,7 +213,7 @@ async fn forwarded_for_counts_only_from_a_trusted_proxy() -> anyhow::Result<()> 
     b.expect("create <name>").await?;
 
     // From an untrusted peer the header is the client's word: ignored.
-    let plain = start_keyed_gate(&redis.url, keys.path(), &one)?;
+    let plain = gw.another_gate(&one)?;
     let addr = web_addr(&plain, "http")?;
     let mut c = Page::open(TcpStream::connect(&addr).await?, Some("198.51.100.3")).await?;
     c.expect("create <name>").await?;
@@ -258,16 +227,6 @@ async fn forwarded_for_counts_only_from_a_trusted_proxy() -> anyhow::Result<()> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_proxy_protocol_names_the_player_as_on_telnet() -> anyhow::Result<()> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
-    let _world = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &starter_zones(),
-        keys.path(),
-        None,
-        NO_FLAGS,
-    )?;
     let flags = [
         "--max-connections-per-ip",
         "1",
@@ -276,8 +235,9 @@ async fn the_proxy_protocol_names_the_player_as_on_telnet() -> anyhow::Result<()
         "--proxy-protocol-from",
         "127.0.0.1",
     ];
-    let gate = start_keyed_gate(&redis.url, keys.path(), &flags)?;
-    let addr = web_addr(&gate, "http")?;
+    let gw = GateWorld::start(&flags)?;
+    let gate = &gw.gate;
+    let addr = web_addr(gate, "http")?;
 
     let mut a = Page::open(proxied(&addr, "198.51.100.1").await?, None).await?;
     a.expect("create <name>").await?;
@@ -310,24 +270,15 @@ async fn the_proxy_protocol_names_the_player_as_on_telnet() -> anyhow::Result<()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_connection_that_never_becomes_a_websocket_ends_at_the_pre_login_timeout()
 -> anyhow::Result<()> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
-    let _world = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &starter_zones(),
-        keys.path(),
-        None,
-        NO_FLAGS,
-    )?;
     let flags = [
         "--web-listen",
         "127.0.0.1:0",
         "--pre-login-timeout-secs",
         "2",
     ];
-    let gate = start_keyed_gate(&redis.url, keys.path(), &flags)?;
-    let addr = web_addr(&gate, "http")?;
+    let gw = GateWorld::start(&flags)?;
+    let gate = &gw.gate;
+    let addr = web_addr(gate, "http")?;
     // A page that logs in within the timeout plays on past it: the bound
     // is the HTTP connection's, not its WebSocket's.
     let mut page = Page::open(TcpStream::connect(&addr).await?, None).await?;
