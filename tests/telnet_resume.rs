@@ -21,19 +21,25 @@ use support::gate_world::GateWorld;
 /// Bounds a hang waiting for the next output (not a performance claim).
 const STEP: Duration = Duration::from_secs(20);
 const REFUSED: &str = "That resume token resumes nothing";
-/// Logged once the dropped client's lines are answered and the session's
-/// output is kept for its resume (`grace::KEPT_LOG`): a resume before it
-/// is a takeover, which replays nothing.
-const DROPPED: &str = "dropped telnet client's lines answered; its output kept for the resume";
+/// What a token presented for a session in play gets (`grace::LIVE_REFUSED`).
+const LIVE_REFUSED: &str = "That session is in play on a live connection";
+/// Logged once the gate has seen the client's connection close: from then
+/// on its output is kept for the resume.
+const DROPPED: &str = "telnet client dropped; session kept for its resume";
 
-/// A raw telnet socket: it answers no negotiation; telnet commands are
-/// dropped from what it shows.
+/// A raw telnet socket: it answers no negotiation (unless told to answer
+/// the gate's `DO TIMING-MARK` as a telnet client does); telnet commands
+/// are dropped from what it shows.
 struct Raw {
     tcp: TcpStream,
     text: String,
     /// Where the next `expect` starts looking.
     from: usize,
+    answers_timing_mark: bool,
 }
+
+const DO_TIMING_MARK: [u8; 3] = [255, 253, 6];
+const WONT_TIMING_MARK: [u8; 3] = [255, 252, 6];
 
 impl Raw {
     async fn connect(addr: &str) -> anyhow::Result<Self> {
@@ -41,6 +47,7 @@ impl Raw {
             tcp: TcpStream::connect(addr).await?,
             text: String::new(),
             from: 0,
+            answers_timing_mark: false,
         })
     }
 
@@ -70,6 +77,11 @@ impl Raw {
                     "closed waiting for {needle:?}: {:?}",
                     &self.text[self.from..]
                 );
+            }
+            if self.answers_timing_mark {
+                for _ in buf[..n].windows(3).filter(|w| *w == DO_TIMING_MARK) {
+                    self.tcp.write_all(&WONT_TIMING_MARK).await?;
+                }
             }
             self.text
                 .push_str(&String::from_utf8_lossy(&strip_telnet(&buf[..n])));
@@ -115,11 +127,11 @@ async fn login(addr: &str, name: &str) -> anyhow::Result<(Raw, String)> {
     c.expect("create <name> <password>").await?;
     c.line(&format!("create {name} correct horse")).await?;
     c.expect(&format!("Welcome, {name}")).await?;
-    let token = token(&mut c).await?;
+    let token = token_of(&mut c).await?;
     Ok((c, token))
 }
 
-async fn token(c: &mut Raw) -> anyhow::Result<String> {
+async fn token_of(c: &mut Raw) -> anyhow::Result<String> {
     let rest = c.after("Your resume token is ").await?;
     Ok(rest.split('.').next().unwrap_or_default().to_string())
 }
@@ -168,7 +180,7 @@ async fn a_dropped_telnet_player_resumes_with_the_token_and_loses_nothing() -> a
     a.line(&format!("resume {first}")).await?;
     a.expect("*** Session resumed.").await?;
     a.expect("while you were away").await?;
-    let second = token(&mut a).await?;
+    let second = token_of(&mut a).await?;
     assert_ne!(second, first, "a fresh token after each resume");
     a.line("journal four").await?;
     a.line("journal").await?;
@@ -202,17 +214,18 @@ async fn a_dropped_telnet_player_resumes_with_the_token_and_loses_nothing() -> a
     a.expect("*** Session resumed.").await?;
     let missed = a.expect("missed more output than was kept").await?;
     assert!(!missed.contains("chatter"), "{missed}");
-    let third = token(&mut a).await?;
+    let third = token_of(&mut a).await?;
     // The fresh look: the room, and who is in it.
     a.expect("Bystander is here.").await?;
 
-    // A resume while the old connection still looks alive takes it over.
+    // A resume while the old connection still looks alive (it answers
+    // nothing: a half-open socket) takes it over once the probe times out.
     let mut again = Raw::connect(&addr).await?;
     again.expect("create <name>").await?;
     again.line(&format!("resume {third}")).await?;
     again.expect("*** Session resumed.").await?;
     a.expect("resumed from another connection").await?;
-    let fourth = token(&mut again).await?;
+    let fourth = token_of(&mut again).await?;
 
     // After quit the token resumes nothing.
     again.line("quit").await?;
@@ -273,5 +286,105 @@ async fn a_client_that_only_half_closes_reads_every_answer_and_can_resume() -> a
     back.expect("*** Session resumed.").await?;
     back.line("journal").await?;
     back.expect("journal end 5").await?;
+    Ok(())
+}
+
+/// The journal entries a `journal` listing shows, in order.
+fn entries(journal: &str) -> Vec<String> {
+    journal
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("journal ")?.split_once(": "))
+        .map(|(_, t)| t.to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_racing_the_dropped_clients_answers_loses_nothing_and_repeats_nothing()
+-> anyhow::Result<()> {
+    // Five commands at once, then twenty a second: a pasted burst of
+    // twenty takes most of a second to apply, so the resume below comes
+    // back while most of it waits in the gate, unapplied and unanswered.
+    let flags = [
+        "--telnet-resume-grace-secs",
+        "60",
+        "--command-burst",
+        "5",
+        "--commands-per-sec",
+        "20",
+    ];
+    let gw = GateWorld::start(&flags)?;
+    let addr = gw.gate.addr.clone();
+    let (mut a, token) = login(&addr, "Racer").await?;
+    let mut burst: String = (0..20).map(|i| format!("journal race {i}\r\n")).collect();
+    burst.push_str("say all sent\r\n");
+    a.tcp.write_all(burst.as_bytes()).await?;
+    drop(a);
+    // Back at once: no waiting for the gate to notice the drop or answer.
+    let mut back = Raw::connect(&addr).await?;
+    back.expect("create <name>").await?;
+    back.line(&format!("resume {token}")).await?;
+    back.expect("*** Session resumed.").await?;
+    let next = token_of(&mut back).await?;
+    assert_ne!(next, token);
+    back.line("journal").await?;
+    let journal = back.expect("journal end").await?;
+    let end = back.expect("\n").await?;
+    let want: Vec<String> = (0..20).map(|i| format!("race {i}")).collect();
+    assert_eq!(
+        entries(&journal),
+        want,
+        "every line once, in order: {journal}"
+    );
+    assert_eq!(end.trim(), "20", "{journal}");
+    // The last line's answer reached the new connection, once.
+    assert_eq!(back.text.matches("all sent").count(), 1, "{}", back.text);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_for_a_session_in_play_is_refused_and_a_silent_one_is_taken_over()
+-> anyhow::Result<()> {
+    let gw = GateWorld::start(&["--telnet-resume-grace-secs", "60"])?;
+    let addr = gw.gate.addr.clone();
+    let (mut player, token) = login(&addr, "Watched").await?;
+    // The player's client answers the gate's probe, as telnet clients do.
+    player.answers_timing_mark = true;
+    // A shoulder-surfer types the printed token.
+    let mut surfer = Raw::connect(&addr).await?;
+    surfer.expect("create <name>").await?;
+    surfer.line(&format!("resume {token}")).await?;
+    let (refused, told) = tokio::join!(
+        surfer.expect(LIVE_REFUSED),
+        player.expect("The resume was refused"),
+    );
+    refused?;
+    told?;
+    assert!(!surfer.text.contains("Session resumed"), "{}", surfer.text);
+    // The player plays on, with a fresh token; the old one is spent.
+    let fresh = token_of(&mut player).await?;
+    assert_ne!(fresh, token);
+    player.line("journal mine").await?;
+    player.expect("Noted.").await?;
+    surfer.line(&format!("resume {token}")).await?;
+    surfer.expect(REFUSED).await?;
+    // The refused connection is still at the login prompt.
+    surfer.line("create Surfer correct horse").await?;
+    surfer.expect("Welcome, Surfer").await?;
+
+    // Now the player's connection goes silent (a phone that left its
+    // network: nothing read, nothing answered) and the player comes back
+    // on a new one: taken over, with what was said meanwhile.
+    player.answers_timing_mark = false;
+    surfer.line("say are you there").await?;
+    player.expect("are you there").await?;
+    let mut phone = Raw::connect(&addr).await?;
+    phone.expect("create <name>").await?;
+    phone.line(&format!("resume {fresh}")).await?;
+    phone.expect("*** Session resumed.").await?;
+    player.expect("resumed from another connection").await?;
+    token_of(&mut phone).await?;
+    phone.line("journal").await?;
+    let journal = phone.expect("journal end 1").await?;
+    assert_eq!(entries(&journal), ["mine"], "{journal}");
     Ok(())
 }

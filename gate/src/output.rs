@@ -24,6 +24,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::kept::Kept;
 use crate::stream::WriteHalf;
 use crate::telnet::Change;
 use crate::telnet::mccp::Mccp;
@@ -96,6 +97,9 @@ pub struct Output {
     /// MCCP2: once on, every queued byte is compressed (one zlib stream
     /// for the life of the socket).
     mccp: Mccp,
+    /// A copy of everything queued (before compression), for a client that
+    /// may be gone ([`Output::keep_copy`]).
+    copy: Option<Kept>,
 }
 
 /// Room chatter (`Output.chatter`: what others did or said) is dropped for
@@ -139,7 +143,23 @@ impl Output {
             gone,
             writer,
             mccp: Mccp::default(),
+            copy: None,
         }
+    }
+
+    /// An output without a socket: what is queued goes to `kept` only.
+    pub fn keeping(kept: Kept, cap: usize, stall: Duration) -> Self {
+        let mut out = Self::spawn(Box::new(tokio::io::sink()), cap, stall);
+        out.abandon();
+        out.keep_copy(Some(kept));
+        out
+    }
+
+    /// From now on also copy what is queued (as the player reads it: before
+    /// compression, whether or not the socket still takes it) into `kept`;
+    /// `None` stops copying.
+    pub fn keep_copy(&mut self, kept: Option<Kept>) {
+        self.copy = kept;
     }
 
     /// Apply a compression change the negotiator asked for, in order with
@@ -163,6 +183,9 @@ impl Output {
     /// [`abandon`](Self::abandon)ed, bytes are thrown away: nobody can read
     /// them.
     pub fn raw(&self, bytes: Vec<u8>) -> Result<(), SlowClient> {
+        if let Some(kept) = &self.copy {
+            kept.push(&bytes);
+        }
         if bytes.is_empty() || self.is_dead() {
             return Ok(());
         }

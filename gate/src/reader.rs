@@ -100,6 +100,9 @@ pub struct Reader {
     data: Vec<u8>,
     events: Vec<TelnetEvent>,
     lines: VecDeque<LineEvent>,
+    /// Bytes read from the socket so far: a liveness probe's evidence
+    /// ([`crate::grace`]).
+    heard: u64,
 }
 
 impl Reader {
@@ -120,6 +123,7 @@ impl Reader {
             data: Vec::with_capacity(READ_CHUNK),
             events: Vec::new(),
             lines: VecDeque::new(),
+            heard: 0,
         }
     }
 
@@ -148,6 +152,32 @@ impl Reader {
         self.lines.push_back(LineEvent::Line(line.to_string()));
     }
 
+    /// Evidence that the client is there, as a count that grows: its
+    /// answers to `DO TIMING-MARK` ([`crate::grace`]'s liveness probe) for a
+    /// telnet client (lines it sent before and the gate reads only now are
+    /// no evidence), bytes read for one that speaks no telnet (it cannot
+    /// answer the probe; a bare Enter does).
+    pub fn heard(&self) -> u64 {
+        if self.negotiator.speaks_telnet {
+            self.negotiator.timing_marks
+        } else {
+            self.heard
+        }
+    }
+
+    /// Parsed line events not yet consumed.
+    pub fn queued_lines(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Another reader's parsed lines not yet consumed (a session taken over
+    /// from it: [`crate::grace`]) go before this one's.
+    pub fn take_lines_of(&mut self, old: &mut Reader) {
+        let mut lines = std::mem::take(&mut old.lines);
+        lines.append(&mut self.lines);
+        self.lines = lines;
+    }
+
     /// The player logged in: read at its own pace from now on.
     pub fn lift_budget(&mut self) {
         self.budget = None;
@@ -162,6 +192,7 @@ impl Reader {
             None => READ_CHUNK,
         };
         let n = self.rd.read(&mut self.chunk[..max]).await?;
+        self.heard += n as u64;
         if let Some(budget) = &mut self.budget {
             budget.spend(n);
         }
