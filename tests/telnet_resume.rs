@@ -293,8 +293,11 @@ async fn a_client_that_only_half_closes_reads_every_answer_and_can_resume() -> a
 fn entries(journal: &str) -> Vec<String> {
     journal
         .lines()
-        .filter_map(|l| l.trim().strip_prefix("journal ")?.split_once(": "))
-        .map(|(_, t)| t.to_string())
+        .filter_map(|l| {
+            // After a status prompt, if one shares the line.
+            let (n, t) = l[l.find("journal ")? + 8..].split_once(": ")?;
+            n.parse::<usize>().ok().map(|_| t.trim().to_string())
+        })
         .collect()
 }
 

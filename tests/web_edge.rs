@@ -9,73 +9,18 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, bail};
-use futures_util::{SinkExt, StreamExt};
+use anyhow::Context;
 use telos_testkit::player_tls::{SelfSigned, peer_certificate};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 mod support;
-use support::gate_world::{GateWorld, web_addr};
+use support::gate_world::{GateWorld, Page, web_addr};
 
 /// Bounds a hang waiting for the next message (not a performance claim).
 const STEP: Duration = Duration::from_secs(20);
 /// The gate's header-read timeout is 10 s; a hang past this is a failure.
 const SLOWLORIS_BOUND: Duration = Duration::from_secs(30);
-
-/// A page on `gmcp.mudstandards.org`: the game text it was sent.
-struct Page<S> {
-    ws: WebSocketStream<S>,
-    text: String,
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> Page<S> {
-    async fn open(stream: S, forwarded_for: Option<&str>) -> anyhow::Result<Self> {
-        let mut req = "ws://localhost/ws".into_client_request()?;
-        req.headers_mut()
-            .insert("Sec-WebSocket-Protocol", "gmcp.mudstandards.org".parse()?);
-        if let Some(xff) = forwarded_for {
-            req.headers_mut().insert("X-Forwarded-For", xff.parse()?);
-        }
-        let (ws, _) = tokio_tungstenite::client_async(req, stream).await?;
-        Ok(Self {
-            ws,
-            text: String::new(),
-        })
-    }
-
-    /// Read until the game text holds `needle`; `None`: the gate closed.
-    async fn expect(&mut self, needle: &str) -> anyhow::Result<()> {
-        while !self.text.contains(needle) {
-            let msg = tokio::time::timeout(STEP, self.ws.next())
-                .await
-                .with_context(|| format!("waiting for {needle:?}; got {:?}", self.text))?;
-            match msg {
-                Some(Ok(Message::Binary(b))) => self.text.push_str(&String::from_utf8_lossy(&b)),
-                Some(Ok(_)) => {}
-                Some(Err(_)) | None => {
-                    bail!("closed waiting for {needle:?}; got {:?}", self.text)
-                }
-            }
-        }
-        Ok(())
-    }
-
-    async fn line(&mut self, line: &str) -> anyhow::Result<()> {
-        self.ws
-            .send(Message::Binary(format!("{line}\n").into_bytes().into()))
-            .await?;
-        Ok(())
-    }
-
-    async fn gmcp(&mut self, message: &str) -> anyhow::Result<()> {
-        self.ws.send(Message::Text(message.into())).await?;
-        Ok(())
-    }
-}
 
 /// A connection to the plain web listener at `addr` that first sends a
 /// PROXY v1 header naming `client`.

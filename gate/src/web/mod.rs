@@ -22,6 +22,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -34,7 +35,7 @@ use crate::shared::Shared;
 use crate::stream::PlayerIo;
 use crate::tokens::Tokens;
 use frames::{PROTOCOLS, Proto};
-use park::{Attach, Park};
+use park::{Attach, LIVE_REFUSED, Park};
 
 /// The byte stream between a bridge and its connection task, each way:
 /// what a TCP socket's kernel buffer is to a telnet client
@@ -170,23 +171,36 @@ async fn open(mut ws: WebSocket, peer: SocketAddr, resume: Resume, web: Arc<WebS
     let proto = Proto::from_name(ws.protocol().and_then(|p| p.to_str().ok()));
     if let (Some(token), Proto::Gmcp) = (resume.resume, proto) {
         let seen = resume.seen.unwrap_or(0);
+        let (refused, back) = oneshot::channel();
+        let attach = Attach { ws, seen, refused };
         let knock = match web.tokens.take(&token) {
-            Some(door) => door.send(Attach { ws, seen }).await.map_err(|e| e.0),
-            None => Err(Attach { ws, seen }),
+            Some(door) => door.send(attach).await.map_err(|e| e.0.ws),
+            None => Err(attach.ws),
         };
-        match knock {
-            Ok(()) => {
-                metrics::counter!(m::WEB_RESUMES_TOTAL, "outcome" => "resumed").increment(1);
+        let refused = match knock {
+            // Resumed, unless the session's own page answered the probe
+            // (its socket back) or the session ended meanwhile (closed).
+            Ok(()) => match back.await {
+                Ok(ws) => Some((ws, Some(LIVE_REFUSED))),
+                Err(_) => None,
+            },
+            Err(ws) => Some((ws, None)),
+        };
+        let Some((back, why)) = refused else {
+            metrics::counter!(m::WEB_RESUMES_TOTAL, "outcome" => "resumed").increment(1);
+            return;
+        };
+        metrics::counter!(m::WEB_RESUMES_TOTAL, "outcome" => "refused").increment(1);
+        ws = back;
+        if let Some(why) = why {
+            let line = Message::Binary(why.as_bytes().to_vec().into());
+            if ws.send(line).await.is_err() {
                 return;
             }
-            Err(refused) => {
-                metrics::counter!(m::WEB_RESUMES_TOTAL, "outcome" => "refused").increment(1);
-                ws = refused.ws;
-                let ended = Message::Text("Telos.Session {\"ended\":true}".into());
-                if ws.send(ended).await.is_err() {
-                    return;
-                }
-            }
+        }
+        let ended = Message::Text("Telos.Session {\"ended\":true}".into());
+        if ws.send(ended).await.is_err() {
+            return;
         }
     }
     let admitted = match admit_client(&web.shared, peer) {
