@@ -31,6 +31,22 @@ async fn proxied(addr: &str, client: &str) -> anyhow::Result<TcpStream> {
     Ok(tcp)
 }
 
+/// `stream` was refused over its address's cap: an HTTP 503 saying so,
+/// then closed, before any request.
+async fn refused_over_cap(mut stream: TcpStream) -> anyhow::Result<()> {
+    // Nothing sent: the refusal comes unasked (and unread input would make
+    // the close a reset).
+    let mut answer = Vec::new();
+    tokio::time::timeout(STEP, stream.read_to_end(&mut answer)).await??;
+    let answer = String::from_utf8_lossy(&answer);
+    anyhow::ensure!(
+        answer.starts_with("HTTP/1.1 503")
+            && answer.contains("Too many connections from your address"),
+        "not refused over the cap: {answer:?}"
+    );
+    Ok(())
+}
+
 /// Wait until the server closes `stream`, reading (and dropping) what it
 /// sends; `Err` if it is still open after `bound`.
 async fn closed_within<S: AsyncRead + Unpin>(
@@ -162,10 +178,9 @@ async fn forwarded_for_counts_only_from_a_trusted_proxy() -> anyhow::Result<()> 
     let addr = web_addr(&plain, "http")?;
     let mut c = Page::open(TcpStream::connect(&addr).await?, Some("198.51.100.3")).await?;
     c.expect("create <name>").await?;
-    let mut spoof = Page::open(TcpStream::connect(&addr).await?, Some("198.51.100.4")).await?;
-    spoof
-        .expect("Too many connections from your address")
-        .await?;
+    // Counted from accept, by the connection's own address: refused
+    // before any request is read.
+    refused_over_cap(TcpStream::connect(&addr).await?).await?;
     drop((a, b, c));
     Ok(())
 }
@@ -186,10 +201,8 @@ async fn the_proxy_protocol_names_the_player_as_on_telnet() -> anyhow::Result<()
 
     let mut a = Page::open(proxied(&addr, "198.51.100.1").await?, None).await?;
     a.expect("create <name>").await?;
-    let mut again = Page::open(proxied(&addr, "198.51.100.1").await?, None).await?;
-    again
-        .expect("Too many connections from your address")
-        .await?;
+    // Counted once the header names the player: refused there.
+    refused_over_cap(proxied(&addr, "198.51.100.1").await?).await?;
     let mut b = Page::open(proxied(&addr, "198.51.100.2").await?, None).await?;
     b.expect("create <name>").await?;
     // From the balancer, a connection without the header is refused.
@@ -246,4 +259,75 @@ async fn an_http_connection_that_never_becomes_a_websocket_ends_at_the_pre_login
     closed?;
     page.line("say still here").await?;
     page.expect("still here").await
+}
+
+/// A TCP connection to `addr` from the loopback address `from` (all of
+/// 127.0.0.0/8 is this host: another address, another network).
+async fn connect_from(from: &str, addr: &str) -> anyhow::Result<TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(format!("{from}:0").parse()?)?;
+    Ok(socket.connect(addr.parse()?).await?)
+}
+
+/// `GET /` on `stream`; whether the answer was the page.
+async fn gets_the_page(mut stream: TcpStream) -> anyhow::Result<bool> {
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await?;
+    let mut answer = Vec::new();
+    tokio::time::timeout(STEP, stream.read_to_end(&mut answer)).await??;
+    let answer = String::from_utf8_lossy(&answer);
+    Ok(answer.starts_with("HTTP/1.1 200") && answer.contains("<html"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_http_connections_from_one_address_cannot_exhaust_the_web_listener()
+-> anyhow::Result<()> {
+    let flags = [
+        "--web-listen",
+        "127.0.0.1:0",
+        "--max-connections-per-ip",
+        "4",
+        "--max-pre-login",
+        "8",
+    ];
+    let gw = GateWorld::start(&flags)?;
+    let addr = web_addr(&gw.gate, "http")?;
+    // A player in play, from their own network.
+    let mut player = Page::open(connect_from("127.0.2.1", &addr).await?, None).await?;
+    player.expect("create <name>").await?;
+    player.line("create Steady correct horse").await?;
+    player.expect("Welcome, Steady").await?;
+
+    // One address opens connections and sends half a request on each,
+    // holding them.
+    let mut flood = Vec::new();
+    for _ in 0..24 {
+        let mut c = connect_from("127.0.0.1", &addr).await?;
+        let _ = c.write_all(b"GET / HTTP/1.1\r\n").await;
+        flood.push(c);
+    }
+    // Meanwhile (well inside the 10 s header-read timeout that ends the
+    // flood's requests) another address gets the page, and can play.
+    assert!(gets_the_page(connect_from("127.0.1.1", &addr).await?).await?);
+    let mut fresh = Page::open(connect_from("127.0.1.2", &addr).await?, None).await?;
+    fresh.expect("create <name>").await?;
+    fresh.line("create Newweb correct horse").await?;
+    fresh.expect("Welcome, Newweb").await?;
+    // Beyond its cap of 4 the flood's connections were closed at once.
+    let mut closed = 0;
+    for c in flood.iter_mut().skip(4) {
+        if closed_within(c, Duration::from_secs(1)).await.is_ok() {
+            closed += 1;
+        }
+    }
+    assert_eq!(
+        closed, 20,
+        "connections over the per-address cap are closed"
+    );
+    // And the player in play never noticed.
+    player.line("say unbothered").await?;
+    player.expect("unbothered").await?;
+    drop(flood);
+    Ok(())
 }

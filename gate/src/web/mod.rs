@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{ConnectInfo, Query, State};
+use axum::extract::{ConnectInfo, Extension, Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -26,7 +26,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::admit::admit_client;
+use crate::admit::{Admitted, admit_client};
 use crate::client::Conn;
 use crate::connection;
 use crate::metrics as m;
@@ -35,6 +35,7 @@ use crate::shared::Shared;
 use crate::stream::PlayerIo;
 use crate::tokens::Tokens;
 use frames::{PROTOCOLS, Proto};
+use listen::AdmittedSlot;
 use park::{Attach, LIVE_REFUSED, Park};
 
 /// The byte stream between a bridge and its connection task, each way:
@@ -149,12 +150,16 @@ struct Resume {
 
 async fn upgrade(
     upgrade: WebSocketUpgrade,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(conn_peer): ConnectInfo<SocketAddr>,
+    Extension(slot): Extension<AdmittedSlot>,
     headers: HeaderMap,
     Query(resume): Query<Resume>,
     State(web): State<Arc<WebShared>>,
 ) -> Response {
-    let peer = listen::client_addr(&web.shared.cfg.web, peer, &headers);
+    let peer = listen::client_addr(&web.shared.cfg.web, conn_peer, &headers);
+    // The connection's places in the limits go on with its WebSocket (a
+    // proxy's client, named per request, is counted now instead).
+    let admitted = slot.take().filter(|_| peer == conn_peer);
     upgrade
         .protocols(PROTOCOLS)
         .read_buffer_size(WS_READ_BUFFER)
@@ -162,11 +167,18 @@ async fn upgrade(
         .max_write_buffer_size(WS_MAX_WRITE_BUFFER)
         .max_message_size(WS_MAX_MESSAGE)
         .max_frame_size(WS_MAX_MESSAGE)
-        .on_upgrade(move |ws| open(ws, peer, resume, web))
+        .on_upgrade(move |ws| open(ws, peer, resume, web, admitted))
 }
 
-/// A new WebSocket: a resume of a kept session, or a new connection.
-async fn open(mut ws: WebSocket, peer: SocketAddr, resume: Resume, web: Arc<WebShared>) {
+/// A new WebSocket: a resume of a kept session, or a new connection
+/// (counted in the limits already when `admitted`).
+async fn open(
+    mut ws: WebSocket,
+    peer: SocketAddr,
+    resume: Resume,
+    web: Arc<WebShared>,
+    admitted: Option<Admitted>,
+) {
     metrics::counter!(m::CONNECTIONS_TOTAL).increment(1);
     let proto = Proto::from_name(ws.protocol().and_then(|p| p.to_str().ok()));
     if let (Some(token), Proto::Gmcp) = (resume.resume, proto) {
@@ -203,7 +215,7 @@ async fn open(mut ws: WebSocket, peer: SocketAddr, resume: Resume, web: Arc<WebS
             return;
         }
     }
-    let admitted = match admit_client(&web.shared, peer) {
+    let admitted = match admitted.map_or_else(|| admit_client(&web.shared, peer), Ok) {
         Ok(a) => a,
         Err(refused) => {
             m::disconnect(refused.reason);
