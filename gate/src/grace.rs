@@ -324,16 +324,17 @@ impl Grace {
         }
         self.token = None; // Spent by the knock.
         tracing::info!(conn_id = %conn.conn_id, from = %h.peer, "resume token presented for a live telnet session; probing its connection");
-        conn.out.line(PROBING)?;
-        conn.out.raw(TIMING_MARK_PROBE.to_vec())?;
         let kept = Kept::new(conn.cfg().web.replay_bytes);
-        conn.out.keep_copy(Some(kept.clone()));
+        // Held first: a session that ends now tells the resumer so.
         self.probe = Some(Probe {
             handover: h,
             heard: conn.reader.heard(),
             until: Instant::now() + PROBE_BOUND,
-            kept,
+            kept: kept.clone(),
         });
+        conn.out.line(PROBING)?;
+        conn.out.raw(TIMING_MARK_PROBE.to_vec())?;
+        conn.out.keep_copy(Some(kept));
         Ok(())
     }
 

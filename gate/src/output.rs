@@ -413,3 +413,37 @@ async fn write_loop(
     let _ = tokio::time::timeout(SLOW_CLIENT_NOTICE_TIMEOUT, wr.shutdown()).await;
     gone.cancel();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_copy_keeps_what_is_queued_before_compression_even_once_the_socket_is_gone() {
+        let (socket, far_end) = tokio::io::duplex(64);
+        let mut out = Output::spawn(Box::new(socket), 1024, Duration::from_secs(1));
+        out.line("before").unwrap();
+        let kept = Kept::new(1024);
+        out.keep_copy(Some(kept.clone()));
+        // The client is gone: nothing reaches it, the copy has it all.
+        drop(far_end);
+        out.line("one").unwrap();
+        out.gone().await;
+        out.line("two").unwrap();
+        out.keep_copy(None);
+        out.line("after").unwrap();
+        assert_eq!(kept.take(), Ok(b"one\r\ntwo\r\n".to_vec()));
+    }
+
+    #[tokio::test]
+    async fn a_keeping_output_has_no_socket_and_keeps_everything() {
+        let kept = Kept::new(1024);
+        let out = Output::keeping(kept.clone(), 16, Duration::from_secs(1));
+        for i in 0..10 {
+            // Far past the queue's bound: nothing is queued, so never slow.
+            out.line(&format!("line {i}")).unwrap();
+        }
+        let got = kept.take().unwrap();
+        assert!(got.starts_with(b"line 0\r\n") && got.ends_with(b"line 9\r\n"));
+    }
+}
