@@ -26,6 +26,8 @@ const LIVE_REFUSED: &str = "That session is in play on a live connection";
 /// Logged once the gate has seen the client's connection close: from then
 /// on its output is kept for the resume.
 const DROPPED: &str = "telnet client dropped; session kept for its resume";
+/// Logged when the output kept for it passes the replay bound (`kept::PAST_THE_BOUND`).
+const PAST_THE_BOUND: &str = "output kept for a telnet resume passed --web-replay-bytes";
 
 /// A raw telnet socket: it answers no negotiation (unless told to answer
 /// the gate's `DO TIMING-MARK` as a telnet client does); telnet commands
@@ -208,6 +210,8 @@ async fn a_dropped_telnet_player_resumes_with_the_token_and_loses_nothing() -> a
             .await?;
     }
     b.expect("chatter 39").await?;
+    // The gate has the chatter for A's session (it may lag B's).
+    logged(gate, PAST_THE_BOUND, 1).await?;
     let mut a = Raw::connect(&addr).await?;
     a.expect("create <name>").await?;
     a.line(&format!("resume {second}")).await?;

@@ -6,6 +6,10 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+/// Logged when kept output first passes its bound.
+pub const PAST_THE_BOUND: &str =
+    "output kept for a telnet resume passed --web-replay-bytes; the resume gets a fresh look";
+
 /// Kept output, shared by the output that copies into it and the session
 /// that replays it.
 #[derive(Debug, Clone)]
@@ -36,6 +40,9 @@ impl Kept {
     pub fn push(&self, buf: &[u8]) {
         let mut k = self.lock();
         if k.missed || k.bytes.len() + buf.len() > k.cap {
+            if !k.missed {
+                tracing::info!("{PAST_THE_BOUND}");
+            }
             k.missed = true;
             k.bytes = Vec::new();
         } else {
