@@ -19,9 +19,10 @@
 //! half-open socket the gate has not seen die, or a shoulder-surfer with
 //! the printed token) starts a liveness probe: the player is told, and
 //! asked `IAC DO TIMING-MARK` (RFC 860), which every telnet client answers
-//! (`WILL` or `WONT`: RFC 854 has it answer every `DO`); anything read from
-//! the connection within [`PROBE_BOUND`] (that answer, a line, a bare
-//! Enter from a client that speaks no telnet) proves it live and the token
+//! (`WILL` or `WONT`: RFC 854 has it answer every `DO`); that answer, or a
+//! bare Enter (from a client that speaks no telnet), read within
+//! [`PROBE_BOUND`] proves it live ([`Reader::heard`]: not just any bytes,
+//! which may be what the client sent before it dropped) and the token
 //! is refused — the player is told and gets a fresh token. A connection
 //! that stays silent (or whose socket fails) is taken over, with what was
 //! queued since the probe began. After the grace period the session ends
@@ -61,8 +62,8 @@ pub const TOLD_REFUSED: &str = "*** The resume was refused: this connection is i
 
 pub const ENDED: &str = "*** That session has just ended; connect again to log in.";
 
-/// How long a connection that looks live has to show it is (any byte read
-/// after the probe) before a resume takes it over. A telnet client answers
+/// How long a connection that looks live has to show it is (an answer to
+/// the probe, [`Reader::heard`]) before a resume takes it over. A telnet client answers
 /// the probe within a round trip; a player on a client that speaks no
 /// telnet has this long to press Enter.
 pub const PROBE_BOUND: Duration = Duration::from_secs(5);

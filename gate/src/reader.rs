@@ -100,9 +100,9 @@ pub struct Reader {
     data: Vec<u8>,
     events: Vec<TelnetEvent>,
     lines: VecDeque<LineEvent>,
-    /// Bytes read from the socket so far: a liveness probe's evidence
-    /// ([`crate::grace`]).
-    heard: u64,
+    /// Empty lines read so far (a bare Enter): with the telnet answers to
+    /// `DO TIMING-MARK`, a liveness probe's evidence ([`crate::grace`]).
+    empty_lines: u64,
 }
 
 impl Reader {
@@ -123,7 +123,7 @@ impl Reader {
             data: Vec::with_capacity(READ_CHUNK),
             events: Vec::new(),
             lines: VecDeque::new(),
-            heard: 0,
+            empty_lines: 0,
         }
     }
 
@@ -152,17 +152,13 @@ impl Reader {
         self.lines.push_back(LineEvent::Line(line.to_string()));
     }
 
-    /// Evidence that the client is there, as a count that grows: its
-    /// answers to `DO TIMING-MARK` ([`crate::grace`]'s liveness probe) for a
-    /// telnet client (lines it sent before and the gate reads only now are
-    /// no evidence), bytes read for one that speaks no telnet (it cannot
-    /// answer the probe; a bare Enter does).
+    /// Evidence that the client is there, as a count that grows when the
+    /// client answers [`crate::grace`]'s liveness probe: a telnet client's
+    /// `WILL`/`WONT TIMING-MARK`, or a bare Enter (an empty line) from one
+    /// that speaks no telnet. Not bytes or lines in general: what a client
+    /// sent just before it dropped may be read only after the probe began.
     pub fn heard(&self) -> u64 {
-        if self.negotiator.speaks_telnet {
-            self.negotiator.timing_marks
-        } else {
-            self.heard
-        }
+        self.negotiator.timing_marks + self.empty_lines
     }
 
     /// Parsed line events not yet consumed.
@@ -192,7 +188,6 @@ impl Reader {
             None => READ_CHUNK,
         };
         let n = self.rd.read(&mut self.chunk[..max]).await?;
-        self.heard += n as u64;
         if let Some(budget) = &mut self.budget {
             budget.spend(n);
         }
@@ -246,6 +241,8 @@ impl Reader {
         }
         let mut parsed = Vec::new();
         self.framer.feed(&self.data, &mut parsed);
+        let empty = |ev: &&LineEvent| matches!(ev, LineEvent::Line(l) if l.trim().is_empty());
+        self.empty_lines += parsed.iter().filter(empty).count() as u64;
         self.lines.extend(parsed);
         Ok(())
     }
@@ -254,3 +251,26 @@ impl Reader {
 #[cfg(test)]
 #[path = "reader_fuzz_tests.rs"]
 mod fuzz_tests;
+
+#[cfg(test)]
+mod heard_tests {
+    use super::*;
+
+    async fn heard(input: &'static [u8]) -> u64 {
+        let out = Output::spawn(Box::new(tokio::io::sink()), 4096, Duration::from_secs(1));
+        let mut r = Reader::new(Box::new(input), 256, None, Vec::new());
+        r.fill(&out).await.unwrap();
+        r.heard()
+    }
+
+    #[tokio::test]
+    async fn only_an_answer_to_the_liveness_probe_is_heard() {
+        // What a client sent before it dropped, read late: no answer.
+        assert_eq!(heard(b"journal one\r\nsay hi\r\n").await, 0);
+        assert_eq!(heard(&[255, 251, 31]).await, 0, "another option's WILL");
+        // A bare Enter, a telnet client's WILL or WONT TIMING-MARK.
+        assert_eq!(heard(b"\r\n").await, 1);
+        assert_eq!(heard(&[255, 252, 6]).await, 1);
+        assert_eq!(heard(&[255, 251, 6, b'\r', b'\n']).await, 2);
+    }
+}
