@@ -11,30 +11,37 @@
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use telos_testkit::RedisServer;
-use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{Proc, start_keyed_gate, start_keyed_world};
-use telos_testkit::world::starter_zones;
+use telos_testkit::process::Proc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const NO_FLAGS: &[&str] = &[];
+mod support;
+use support::gate_world::GateWorld;
+
 /// Bounds a hang waiting for the next output (not a performance claim).
 const STEP: Duration = Duration::from_secs(20);
 const REFUSED: &str = "That resume token resumes nothing";
-/// Logged once the dropped client's lines are answered and the session's
-/// output is kept for its resume (`grace::KEPT_LOG`): a resume before it
-/// is a takeover, which replays nothing.
-const DROPPED: &str = "dropped telnet client's lines answered; its output kept for the resume";
+/// What a token presented for a session in play gets (`grace::LIVE_REFUSED`).
+const LIVE_REFUSED: &str = "That session is in play on a live connection";
+/// Logged once the gate has seen the client's connection close: from then
+/// on its output is kept for the resume.
+const DROPPED: &str = "telnet client dropped; session kept for its resume";
+/// Logged when the output kept for it passes the replay bound (`kept::PAST_THE_BOUND`).
+const PAST_THE_BOUND: &str = "output kept for a telnet resume passed --web-replay-bytes";
 
-/// A raw telnet socket: it answers no negotiation; telnet commands are
-/// dropped from what it shows.
+/// A raw telnet socket: it answers no negotiation (unless told to answer
+/// the gate's `DO TIMING-MARK` as a telnet client does); telnet commands
+/// are dropped from what it shows.
 struct Raw {
     tcp: TcpStream,
     text: String,
     /// Where the next `expect` starts looking.
     from: usize,
+    answers_timing_mark: bool,
 }
+
+const DO_TIMING_MARK: [u8; 3] = [255, 253, 6];
+const WONT_TIMING_MARK: [u8; 3] = [255, 252, 6];
 
 impl Raw {
     async fn connect(addr: &str) -> anyhow::Result<Self> {
@@ -42,6 +49,7 @@ impl Raw {
             tcp: TcpStream::connect(addr).await?,
             text: String::new(),
             from: 0,
+            answers_timing_mark: false,
         })
     }
 
@@ -71,6 +79,11 @@ impl Raw {
                     "closed waiting for {needle:?}: {:?}",
                     &self.text[self.from..]
                 );
+            }
+            if self.answers_timing_mark {
+                for _ in buf[..n].windows(3).filter(|w| *w == DO_TIMING_MARK) {
+                    self.tcp.write_all(&WONT_TIMING_MARK).await?;
+                }
             }
             self.text
                 .push_str(&String::from_utf8_lossy(&strip_telnet(&buf[..n])));
@@ -116,11 +129,11 @@ async fn login(addr: &str, name: &str) -> anyhow::Result<(Raw, String)> {
     c.expect("create <name> <password>").await?;
     c.line(&format!("create {name} correct horse")).await?;
     c.expect(&format!("Welcome, {name}")).await?;
-    let token = token(&mut c).await?;
+    let token = token_of(&mut c).await?;
     Ok((c, token))
 }
 
-async fn token(c: &mut Raw) -> anyhow::Result<String> {
+async fn token_of(c: &mut Raw) -> anyhow::Result<String> {
     let rest = c.after("Your resume token is ").await?;
     Ok(rest.split('.').next().unwrap_or_default().to_string())
 }
@@ -139,23 +152,14 @@ async fn logged(gate: &Proc, needle: &str, n: usize) -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_telnet_player_resumes_with_the_token_and_loses_nothing() -> anyhow::Result<()> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
-    let _world = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &starter_zones(),
-        keys.path(),
-        None,
-        NO_FLAGS,
-    )?;
     let flags = [
         "--telnet-resume-grace-secs",
         "60",
         "--web-replay-bytes",
         "2048",
     ];
-    let gate = start_keyed_gate(&redis.url, keys.path(), &flags)?;
+    let gw = GateWorld::start(&flags)?;
+    let gate = &gw.gate;
     let addr = gate.addr.clone();
 
     let (mut a, first) = login(&addr, "Resa").await?;
@@ -169,7 +173,7 @@ async fn a_dropped_telnet_player_resumes_with_the_token_and_loses_nothing() -> a
     // Mid-session the connection drops; the room talks meanwhile.
     a.line("journal three").await?;
     drop(a);
-    logged(&gate, DROPPED, 1).await?;
+    logged(gate, DROPPED, 1).await?;
     b.line("say while you were away").await?;
     b.expect("while you were away").await?;
 
@@ -178,7 +182,7 @@ async fn a_dropped_telnet_player_resumes_with_the_token_and_loses_nothing() -> a
     a.line(&format!("resume {first}")).await?;
     a.expect("*** Session resumed.").await?;
     a.expect("while you were away").await?;
-    let second = token(&mut a).await?;
+    let second = token_of(&mut a).await?;
     assert_ne!(second, first, "a fresh token after each resume");
     a.line("journal four").await?;
     a.line("journal").await?;
@@ -200,29 +204,32 @@ async fn a_dropped_telnet_player_resumes_with_the_token_and_loses_nothing() -> a
 
     // Missed more than the bound: a notice and a fresh look.
     drop(a);
-    logged(&gate, DROPPED, 2).await?;
+    logged(gate, DROPPED, 2).await?;
     for i in 0..40 {
         b.line(&format!("say chatter {i} {}", "x".repeat(60)))
             .await?;
     }
     b.expect("chatter 39").await?;
+    // The gate has the chatter for A's session (it may lag B's).
+    logged(gate, PAST_THE_BOUND, 1).await?;
     let mut a = Raw::connect(&addr).await?;
     a.expect("create <name>").await?;
     a.line(&format!("resume {second}")).await?;
     a.expect("*** Session resumed.").await?;
     let missed = a.expect("missed more output than was kept").await?;
     assert!(!missed.contains("chatter"), "{missed}");
-    let third = token(&mut a).await?;
+    let third = token_of(&mut a).await?;
     // The fresh look: the room, and who is in it.
     a.expect("Bystander is here.").await?;
 
-    // A resume while the old connection still looks alive takes it over.
+    // A resume while the old connection still looks alive (it answers
+    // nothing: a half-open socket) takes it over once the probe times out.
     let mut again = Raw::connect(&addr).await?;
     again.expect("create <name>").await?;
     again.line(&format!("resume {third}")).await?;
     again.expect("*** Session resumed.").await?;
     a.expect("resumed from another connection").await?;
-    let fourth = token(&mut again).await?;
+    let fourth = token_of(&mut again).await?;
 
     // After quit the token resumes nothing.
     again.line("quit").await?;
@@ -239,27 +246,14 @@ async fn a_dropped_telnet_player_resumes_with_the_token_and_loses_nothing() -> a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_the_grace_period_the_session_ends_and_its_token_is_refused() -> anyhow::Result<()> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
-    let _world = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &starter_zones(),
-        keys.path(),
-        None,
-        NO_FLAGS,
-    )?;
-    let gate = start_keyed_gate(
-        &redis.url,
-        keys.path(),
-        &["--telnet-resume-grace-secs", "1"],
-    )?;
+    let gw = GateWorld::start(&["--telnet-resume-grace-secs", "1"])?;
+    let gate = &gw.gate;
     let (mut a, token) = login(&gate.addr, "Brief").await?;
     a.line("journal kept").await?;
     a.line("journal").await?;
     a.expect("journal end 1").await?;
     drop(a);
-    logged(&gate, "not resumed within the grace period", 1).await?;
+    logged(gate, "not resumed within the grace period", 1).await?;
     let mut late = Raw::connect(&gate.addr).await?;
     late.expect("create <name>").await?;
     late.line(&format!("resume {token}")).await?;
@@ -276,21 +270,8 @@ async fn after_the_grace_period_the_session_ends_and_its_token_is_refused() -> a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_only_half_closes_reads_every_answer_and_can_resume() -> anyhow::Result<()> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
-    let _world = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &starter_zones(),
-        keys.path(),
-        None,
-        NO_FLAGS,
-    )?;
-    let gate = start_keyed_gate(
-        &redis.url,
-        keys.path(),
-        &["--telnet-resume-grace-secs", "60"],
-    )?;
+    let gw = GateWorld::start(&["--telnet-resume-grace-secs", "60"])?;
+    let gate = &gw.gate;
     let (mut a, token) = login(&gate.addr, "Scripta").await?;
     // A script piping commands into `nc`: lines, then the end of its input.
     for i in 0..5 {
@@ -309,5 +290,108 @@ async fn a_client_that_only_half_closes_reads_every_answer_and_can_resume() -> a
     back.expect("*** Session resumed.").await?;
     back.line("journal").await?;
     back.expect("journal end 5").await?;
+    Ok(())
+}
+
+/// The journal entries a `journal` listing shows, in order.
+fn entries(journal: &str) -> Vec<String> {
+    journal
+        .lines()
+        .filter_map(|l| {
+            // After a status prompt, if one shares the line.
+            let (n, t) = l[l.find("journal ")? + 8..].split_once(": ")?;
+            n.parse::<usize>().ok().map(|_| t.trim().to_string())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_racing_the_dropped_clients_answers_loses_nothing_and_repeats_nothing()
+-> anyhow::Result<()> {
+    // Five commands at once, then twenty a second: a pasted burst of
+    // twenty takes most of a second to apply, so the resume below comes
+    // back while most of it waits in the gate, unapplied and unanswered.
+    let flags = [
+        "--telnet-resume-grace-secs",
+        "60",
+        "--command-burst",
+        "5",
+        "--commands-per-sec",
+        "20",
+    ];
+    let gw = GateWorld::start(&flags)?;
+    let addr = gw.gate.addr.clone();
+    let (mut a, token) = login(&addr, "Racer").await?;
+    let mut burst: String = (0..20).map(|i| format!("journal race {i}\r\n")).collect();
+    burst.push_str("say all sent\r\n");
+    a.tcp.write_all(burst.as_bytes()).await?;
+    drop(a);
+    // Back at once: no waiting for the gate to notice the drop or answer.
+    let mut back = Raw::connect(&addr).await?;
+    back.expect("create <name>").await?;
+    back.line(&format!("resume {token}")).await?;
+    back.expect("*** Session resumed.").await?;
+    let next = token_of(&mut back).await?;
+    assert_ne!(next, token);
+    back.line("journal").await?;
+    let journal = back.expect("journal end").await?;
+    let end = back.expect("\n").await?;
+    let want: Vec<String> = (0..20).map(|i| format!("race {i}")).collect();
+    assert_eq!(
+        entries(&journal),
+        want,
+        "every line once, in order: {journal}"
+    );
+    assert_eq!(end.trim(), "20", "{journal}");
+    // The last line's answer reached the new connection, once.
+    assert_eq!(back.text.matches("all sent").count(), 1, "{}", back.text);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_for_a_session_in_play_is_refused_and_a_silent_one_is_taken_over()
+-> anyhow::Result<()> {
+    let gw = GateWorld::start(&["--telnet-resume-grace-secs", "60"])?;
+    let addr = gw.gate.addr.clone();
+    let (mut player, token) = login(&addr, "Watched").await?;
+    // The player's client answers the gate's probe, as telnet clients do.
+    player.answers_timing_mark = true;
+    // A shoulder-surfer types the printed token.
+    let mut surfer = Raw::connect(&addr).await?;
+    surfer.expect("create <name>").await?;
+    surfer.line(&format!("resume {token}")).await?;
+    let (refused, told) = tokio::join!(
+        surfer.expect(LIVE_REFUSED),
+        player.expect("The resume was refused"),
+    );
+    refused?;
+    told?;
+    assert!(!surfer.text.contains("Session resumed"), "{}", surfer.text);
+    // The player plays on, with a fresh token; the old one is spent.
+    let fresh = token_of(&mut player).await?;
+    assert_ne!(fresh, token);
+    player.line("journal mine").await?;
+    player.expect("Noted.").await?;
+    surfer.line(&format!("resume {token}")).await?;
+    surfer.expect(REFUSED).await?;
+    // The refused connection is still at the login prompt.
+    surfer.line("create Surfer correct horse").await?;
+    surfer.expect("Welcome, Surfer").await?;
+
+    // Now the player's connection goes silent (a phone that left its
+    // network: nothing read, nothing answered) and the player comes back
+    // on a new one: taken over, with what was said meanwhile.
+    player.answers_timing_mark = false;
+    surfer.line("say are you there").await?;
+    player.expect("are you there").await?;
+    let mut phone = Raw::connect(&addr).await?;
+    phone.expect("create <name>").await?;
+    phone.line(&format!("resume {fresh}")).await?;
+    phone.expect("*** Session resumed.").await?;
+    player.expect("resumed from another connection").await?;
+    token_of(&mut phone).await?;
+    phone.line("journal").await?;
+    let journal = phone.expect("journal end 1").await?;
+    assert_eq!(entries(&journal), ["mine"], "{journal}");
     Ok(())
 }

@@ -9,86 +9,18 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, bail};
-use futures_util::{SinkExt, StreamExt};
-use telos_testkit::RedisServer;
-use telos_testkit::keys::TempKeys;
+use anyhow::Context;
 use telos_testkit::player_tls::{SelfSigned, peer_certificate};
-use telos_testkit::process::{Proc, start_keyed_gate, start_keyed_world};
-use telos_testkit::world::starter_zones;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
-const NO_FLAGS: &[&str] = &[];
+mod support;
+use support::gate_world::{GateWorld, Page, web_addr};
+
 /// Bounds a hang waiting for the next message (not a performance claim).
 const STEP: Duration = Duration::from_secs(20);
 /// The gate's header-read timeout is 10 s; a hang past this is a failure.
 const SLOWLORIS_BOUND: Duration = Duration::from_secs(30);
-
-/// The web listener's address the gate printed, and its scheme.
-fn web_addr(gate: &Proc, scheme: &str) -> anyhow::Result<String> {
-    let url = gate
-        .printed("web client on ")
-        .context("the gate printed no web address")?;
-    let addr = url
-        .strip_prefix(&format!("{scheme}://"))
-        .with_context(|| format!("{url} is not {scheme}://"))?;
-    Ok(addr.trim_end_matches('/').to_string())
-}
-
-/// A page on `gmcp.mudstandards.org`: the game text it was sent.
-struct Page<S> {
-    ws: WebSocketStream<S>,
-    text: String,
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> Page<S> {
-    async fn open(stream: S, forwarded_for: Option<&str>) -> anyhow::Result<Self> {
-        let mut req = "ws://localhost/ws".into_client_request()?;
-        req.headers_mut()
-            .insert("Sec-WebSocket-Protocol", "gmcp.mudstandards.org".parse()?);
-        if let Some(xff) = forwarded_for {
-            req.headers_mut().insert("X-Forwarded-For", xff.parse()?);
-        }
-        let (ws, _) = tokio_tungstenite::client_async(req, stream).await?;
-        Ok(Self {
-            ws,
-            text: String::new(),
-        })
-    }
-
-    /// Read until the game text holds `needle`; `None`: the gate closed.
-    async fn expect(&mut self, needle: &str) -> anyhow::Result<()> {
-        while !self.text.contains(needle) {
-            let msg = tokio::time::timeout(STEP, self.ws.next())
-                .await
-                .with_context(|| format!("waiting for {needle:?}; got {:?}", self.text))?;
-            match msg {
-                Some(Ok(Message::Binary(b))) => self.text.push_str(&String::from_utf8_lossy(&b)),
-                Some(Ok(_)) => {}
-                Some(Err(_)) | None => {
-                    bail!("closed waiting for {needle:?}; got {:?}", self.text)
-                }
-            }
-        }
-        Ok(())
-    }
-
-    async fn line(&mut self, line: &str) -> anyhow::Result<()> {
-        self.ws
-            .send(Message::Binary(format!("{line}\n").into_bytes().into()))
-            .await?;
-        Ok(())
-    }
-
-    async fn gmcp(&mut self, message: &str) -> anyhow::Result<()> {
-        self.ws.send(Message::Text(message.into())).await?;
-        Ok(())
-    }
-}
 
 /// A connection to the plain web listener at `addr` that first sends a
 /// PROXY v1 header naming `client`.
@@ -97,6 +29,22 @@ async fn proxied(addr: &str, client: &str) -> anyhow::Result<TcpStream> {
     let header = format!("PROXY TCP4 {client} 127.0.0.1 40000 80\r\n");
     tcp.write_all(header.as_bytes()).await?;
     Ok(tcp)
+}
+
+/// `stream` was refused over its address's cap: an HTTP 503 saying so,
+/// then closed, before any request.
+async fn refused_over_cap(mut stream: TcpStream) -> anyhow::Result<()> {
+    // Nothing sent: the refusal comes unasked (and unread input would make
+    // the close a reset).
+    let mut answer = Vec::new();
+    tokio::time::timeout(STEP, stream.read_to_end(&mut answer)).await??;
+    let answer = String::from_utf8_lossy(&answer);
+    anyhow::ensure!(
+        answer.starts_with("HTTP/1.1 503")
+            && answer.contains("Too many connections from your address"),
+        "not refused over the cap: {answer:?}"
+    );
+    Ok(())
 }
 
 /// Wait until the server closes `stream`, reading (and dropping) what it
@@ -120,18 +68,8 @@ async fn closed_within<S: AsyncRead + Unpin>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wss_plays_wraps_to_the_page_and_closes_a_slowloris() -> anyhow::Result<()> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
     let dir = tempfile::tempdir()?;
     let cert = SelfSigned::write(dir.path(), "players")?;
-    let _world = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &starter_zones(),
-        keys.path(),
-        None,
-        NO_FLAGS,
-    )?;
     let (c, k) = (
         cert.cert.display().to_string(),
         cert.key.display().to_string(),
@@ -145,8 +83,9 @@ async fn wss_plays_wraps_to_the_page_and_closes_a_slowloris() -> anyhow::Result<
         "--tls-key",
         &k,
     ];
-    let gate = start_keyed_gate(&redis.url, keys.path(), &flags)?;
-    let addr = web_addr(&gate, "https")?;
+    let gw = GateWorld::start(&flags)?;
+    let gate = &gw.gate;
+    let addr = web_addr(gate, "https")?;
 
     // A WebSocket over TLS, trusting the players' certificate only.
     let mut page = Page::open(cert.connect(&addr).await?, None).await?;
@@ -211,16 +150,6 @@ async fn wss_plays_wraps_to_the_page_and_closes_a_slowloris() -> anyhow::Result<
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwarded_for_counts_only_from_a_trusted_proxy() -> anyhow::Result<()> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
-    let _world = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &starter_zones(),
-        keys.path(),
-        None,
-        NO_FLAGS,
-    )?;
     let one = [
         "--max-connections-per-ip",
         "1",
@@ -228,8 +157,9 @@ async fn forwarded_for_counts_only_from_a_trusted_proxy() -> anyhow::Result<()> 
         "127.0.0.1:0",
     ];
     let trusting = [&one[..], &["--web-forwarded-from", "127.0.0.0/8"]].concat();
-    let gate = start_keyed_gate(&redis.url, keys.path(), &trusting)?;
-    let addr = web_addr(&gate, "http")?;
+    let gw = GateWorld::start(&trusting)?;
+    let gate = &gw.gate;
+    let addr = web_addr(gate, "http")?;
     let conn = || TcpStream::connect(addr.clone());
 
     let mut a = Page::open(conn().await?, Some("203.0.113.1, 198.51.100.1")).await?;
@@ -244,30 +174,19 @@ async fn forwarded_for_counts_only_from_a_trusted_proxy() -> anyhow::Result<()> 
     b.expect("create <name>").await?;
 
     // From an untrusted peer the header is the client's word: ignored.
-    let plain = start_keyed_gate(&redis.url, keys.path(), &one)?;
+    let plain = gw.another_gate(&one)?;
     let addr = web_addr(&plain, "http")?;
     let mut c = Page::open(TcpStream::connect(&addr).await?, Some("198.51.100.3")).await?;
     c.expect("create <name>").await?;
-    let mut spoof = Page::open(TcpStream::connect(&addr).await?, Some("198.51.100.4")).await?;
-    spoof
-        .expect("Too many connections from your address")
-        .await?;
+    // Counted from accept, by the connection's own address: refused
+    // before any request is read.
+    refused_over_cap(TcpStream::connect(&addr).await?).await?;
     drop((a, b, c));
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_proxy_protocol_names_the_player_as_on_telnet() -> anyhow::Result<()> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
-    let _world = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &starter_zones(),
-        keys.path(),
-        None,
-        NO_FLAGS,
-    )?;
     let flags = [
         "--max-connections-per-ip",
         "1",
@@ -276,15 +195,14 @@ async fn the_proxy_protocol_names_the_player_as_on_telnet() -> anyhow::Result<()
         "--proxy-protocol-from",
         "127.0.0.1",
     ];
-    let gate = start_keyed_gate(&redis.url, keys.path(), &flags)?;
-    let addr = web_addr(&gate, "http")?;
+    let gw = GateWorld::start(&flags)?;
+    let gate = &gw.gate;
+    let addr = web_addr(gate, "http")?;
 
     let mut a = Page::open(proxied(&addr, "198.51.100.1").await?, None).await?;
     a.expect("create <name>").await?;
-    let mut again = Page::open(proxied(&addr, "198.51.100.1").await?, None).await?;
-    again
-        .expect("Too many connections from your address")
-        .await?;
+    // Counted once the header names the player: refused there.
+    refused_over_cap(proxied(&addr, "198.51.100.1").await?).await?;
     let mut b = Page::open(proxied(&addr, "198.51.100.2").await?, None).await?;
     b.expect("create <name>").await?;
     // From the balancer, a connection without the header is refused.
@@ -310,24 +228,15 @@ async fn the_proxy_protocol_names_the_player_as_on_telnet() -> anyhow::Result<()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_connection_that_never_becomes_a_websocket_ends_at_the_pre_login_timeout()
 -> anyhow::Result<()> {
-    let redis = RedisServer::start()?;
-    let keys = TempKeys::generate()?;
-    let _world = start_keyed_world(
-        "shard-a",
-        &redis.url,
-        &starter_zones(),
-        keys.path(),
-        None,
-        NO_FLAGS,
-    )?;
     let flags = [
         "--web-listen",
         "127.0.0.1:0",
         "--pre-login-timeout-secs",
         "2",
     ];
-    let gate = start_keyed_gate(&redis.url, keys.path(), &flags)?;
-    let addr = web_addr(&gate, "http")?;
+    let gw = GateWorld::start(&flags)?;
+    let gate = &gw.gate;
+    let addr = web_addr(gate, "http")?;
     // A page that logs in within the timeout plays on past it: the bound
     // is the HTTP connection's, not its WebSocket's.
     let mut page = Page::open(TcpStream::connect(&addr).await?, None).await?;
@@ -350,4 +259,75 @@ async fn an_http_connection_that_never_becomes_a_websocket_ends_at_the_pre_login
     closed?;
     page.line("say still here").await?;
     page.expect("still here").await
+}
+
+/// A TCP connection to `addr` from the loopback address `from` (all of
+/// 127.0.0.0/8 is this host: another address, another network).
+async fn connect_from(from: &str, addr: &str) -> anyhow::Result<TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(format!("{from}:0").parse()?)?;
+    Ok(socket.connect(addr.parse()?).await?)
+}
+
+/// `GET /` on `stream`; whether the answer was the page.
+async fn gets_the_page(mut stream: TcpStream) -> anyhow::Result<bool> {
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await?;
+    let mut answer = Vec::new();
+    tokio::time::timeout(STEP, stream.read_to_end(&mut answer)).await??;
+    let answer = String::from_utf8_lossy(&answer);
+    Ok(answer.starts_with("HTTP/1.1 200") && answer.contains("<html"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_http_connections_from_one_address_cannot_exhaust_the_web_listener()
+-> anyhow::Result<()> {
+    let flags = [
+        "--web-listen",
+        "127.0.0.1:0",
+        "--max-connections-per-ip",
+        "4",
+        "--max-pre-login",
+        "8",
+    ];
+    let gw = GateWorld::start(&flags)?;
+    let addr = web_addr(&gw.gate, "http")?;
+    // A player in play, from their own network.
+    let mut player = Page::open(connect_from("127.0.2.1", &addr).await?, None).await?;
+    player.expect("create <name>").await?;
+    player.line("create Steady correct horse").await?;
+    player.expect("Welcome, Steady").await?;
+
+    // One address opens connections and sends half a request on each,
+    // holding them.
+    let mut flood = Vec::new();
+    for _ in 0..24 {
+        let mut c = connect_from("127.0.0.1", &addr).await?;
+        let _ = c.write_all(b"GET / HTTP/1.1\r\n").await;
+        flood.push(c);
+    }
+    // Meanwhile (well inside the 10 s header-read timeout that ends the
+    // flood's requests) another address gets the page, and can play.
+    assert!(gets_the_page(connect_from("127.0.1.1", &addr).await?).await?);
+    let mut fresh = Page::open(connect_from("127.0.1.2", &addr).await?, None).await?;
+    fresh.expect("create <name>").await?;
+    fresh.line("create Newweb correct horse").await?;
+    fresh.expect("Welcome, Newweb").await?;
+    // Beyond its cap of 4 the flood's connections were closed at once.
+    let mut closed = 0;
+    for c in flood.iter_mut().skip(4) {
+        if closed_within(c, Duration::from_secs(1)).await.is_ok() {
+            closed += 1;
+        }
+    }
+    assert_eq!(
+        closed, 20,
+        "connections over the per-address cap are closed"
+    );
+    // And the player in play never noticed.
+    player.line("say unbothered").await?;
+    player.expect("unbothered").await?;
+    drop(flood);
+    Ok(())
 }

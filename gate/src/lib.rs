@@ -42,7 +42,10 @@
 //!   rate; commands over it wait their turn.
 //! - [`session`]: the play loop: forward, freeze, re-attach, replay.
 //! - [`grace`]: a telnet session kept for the grace period after its
-//!   client's connection drops, resumed with `resume <token>`.
+//!   client's connection drops, resumed with `resume <token>`; a token
+//!   presented while its connection looks live takes it over only if the
+//!   connection fails a liveness probe.
+//! - [`kept`]: the output kept for a telnet client that is away.
 //! - [`connection`]: the per-player task: greeting, login, then the session.
 //! - [`web`]: the web client and its WebSocket endpoint, bridged onto
 //!   the same connection task; sessions kept across a page's drops.
@@ -56,7 +59,7 @@
 //!    `config_tls` → `config`, `metrics`, `lines`, `telnet`, `login`,
 //!    `buffer`, `notices`, `ratelimit`, `hangup`, `stream`, `prompt`,
 //!    `colour` →
-//!    `admission`, `proxy`, `registry`, `tokens`: leaves, no imports of the
+//!    `admission`, `proxy`, `registry`, `tokens`, `kept`: leaves, no imports of the
 //!    crate but along their chains.
 //! 2. `directory`: the shard list over Redis (a `registry` impl);
 //!    `stream` → `output` → `reader`: the socket halves (the reader answers
@@ -89,6 +92,7 @@ pub mod directory;
 pub mod grace;
 pub mod handover;
 pub mod hangup;
+pub mod kept;
 pub mod lines;
 pub mod liveness;
 pub mod login;

@@ -24,6 +24,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::kept::Kept;
 use crate::stream::WriteHalf;
 use crate::telnet::Change;
 use crate::telnet::mccp::Mccp;
@@ -96,6 +97,9 @@ pub struct Output {
     /// MCCP2: once on, every queued byte is compressed (one zlib stream
     /// for the life of the socket).
     mccp: Mccp,
+    /// A copy of everything queued (before compression), for a client that
+    /// may be gone ([`Output::keep_copy`]).
+    copy: Option<Kept>,
 }
 
 /// Room chatter (`Output.chatter`: what others did or said) is dropped for
@@ -139,7 +143,23 @@ impl Output {
             gone,
             writer,
             mccp: Mccp::default(),
+            copy: None,
         }
+    }
+
+    /// An output without a socket: what is queued goes to `kept` only.
+    pub fn keeping(kept: Kept, cap: usize, stall: Duration) -> Self {
+        let mut out = Self::spawn(Box::new(tokio::io::sink()), cap, stall);
+        out.abandon();
+        out.keep_copy(Some(kept));
+        out
+    }
+
+    /// From now on also copy what is queued (as the player reads it: before
+    /// compression, whether or not the socket still takes it) into `kept`;
+    /// `None` stops copying.
+    pub fn keep_copy(&mut self, kept: Option<Kept>) {
+        self.copy = kept;
     }
 
     /// Apply a compression change the negotiator asked for, in order with
@@ -163,6 +183,9 @@ impl Output {
     /// [`abandon`](Self::abandon)ed, bytes are thrown away: nobody can read
     /// them.
     pub fn raw(&self, bytes: Vec<u8>) -> Result<(), SlowClient> {
+        if let Some(kept) = &self.copy {
+            kept.push(&bytes);
+        }
         if bytes.is_empty() || self.is_dead() {
             return Ok(());
         }
@@ -389,4 +412,38 @@ async fn write_loop(
     }
     let _ = tokio::time::timeout(SLOW_CLIENT_NOTICE_TIMEOUT, wr.shutdown()).await;
     gone.cancel();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_copy_keeps_what_is_queued_before_compression_even_once_the_socket_is_gone() {
+        let (socket, far_end) = tokio::io::duplex(64);
+        let mut out = Output::spawn(Box::new(socket), 1024, Duration::from_secs(1));
+        out.line("before").unwrap();
+        let kept = Kept::new(1024);
+        out.keep_copy(Some(kept.clone()));
+        // The client is gone: nothing reaches it, the copy has it all.
+        drop(far_end);
+        out.line("one").unwrap();
+        out.gone().await;
+        out.line("two").unwrap();
+        out.keep_copy(None);
+        out.line("after").unwrap();
+        assert_eq!(kept.take(), Ok(b"one\r\ntwo\r\n".to_vec()));
+    }
+
+    #[tokio::test]
+    async fn a_keeping_output_has_no_socket_and_keeps_everything() {
+        let kept = Kept::new(1024);
+        let out = Output::keeping(kept.clone(), 16, Duration::from_secs(1));
+        for i in 0..10 {
+            // Far past the queue's bound: nothing is queued, so never slow.
+            out.line(&format!("line {i}")).unwrap();
+        }
+        let got = kept.take().unwrap();
+        assert!(got.starts_with(b"line 0\r\n") && got.ends_with(b"line 9\r\n"));
+    }
 }

@@ -100,6 +100,9 @@ pub struct Reader {
     data: Vec<u8>,
     events: Vec<TelnetEvent>,
     lines: VecDeque<LineEvent>,
+    /// Empty lines read so far (a bare Enter): with the telnet answers to
+    /// `DO TIMING-MARK`, a liveness probe's evidence ([`crate::grace`]).
+    empty_lines: u64,
 }
 
 impl Reader {
@@ -120,6 +123,7 @@ impl Reader {
             data: Vec::with_capacity(READ_CHUNK),
             events: Vec::new(),
             lines: VecDeque::new(),
+            empty_lines: 0,
         }
     }
 
@@ -146,6 +150,28 @@ impl Reader {
     /// A line as if the player had typed it, after those already read.
     pub fn push_line(&mut self, line: &str) {
         self.lines.push_back(LineEvent::Line(line.to_string()));
+    }
+
+    /// Evidence that the client is there, as a count that grows when the
+    /// client answers [`crate::grace`]'s liveness probe: a telnet client's
+    /// `WILL`/`WONT TIMING-MARK`, or a bare Enter (an empty line) from one
+    /// that speaks no telnet. Not bytes or lines in general: what a client
+    /// sent just before it dropped may be read only after the probe began.
+    pub fn heard(&self) -> u64 {
+        self.negotiator.timing_marks + self.empty_lines
+    }
+
+    /// Parsed line events not yet consumed.
+    pub fn queued_lines(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Another reader's parsed lines not yet consumed (a session taken over
+    /// from it: [`crate::grace`]) go before this one's.
+    pub fn take_lines_of(&mut self, old: &mut Reader) {
+        let mut lines = std::mem::take(&mut old.lines);
+        lines.append(&mut self.lines);
+        self.lines = lines;
     }
 
     /// The player logged in: read at its own pace from now on.
@@ -215,6 +241,8 @@ impl Reader {
         }
         let mut parsed = Vec::new();
         self.framer.feed(&self.data, &mut parsed);
+        let empty = |ev: &&LineEvent| matches!(ev, LineEvent::Line(l) if l.trim().is_empty());
+        self.empty_lines += parsed.iter().filter(empty).count() as u64;
         self.lines.extend(parsed);
         Ok(())
     }
@@ -223,3 +251,26 @@ impl Reader {
 #[cfg(test)]
 #[path = "reader_fuzz_tests.rs"]
 mod fuzz_tests;
+
+#[cfg(test)]
+mod heard_tests {
+    use super::*;
+
+    async fn heard(input: &'static [u8]) -> u64 {
+        let out = Output::spawn(Box::new(tokio::io::sink()), 4096, Duration::from_secs(1));
+        let mut r = Reader::new(Box::new(input), 256, None, Vec::new());
+        r.fill(&out).await.unwrap();
+        r.heard()
+    }
+
+    #[tokio::test]
+    async fn only_an_answer_to_the_liveness_probe_is_heard() {
+        // What a client sent before it dropped, read late: no answer.
+        assert_eq!(heard(b"journal one\r\nsay hi\r\n").await, 0);
+        assert_eq!(heard(&[255, 251, 31]).await, 0, "another option's WILL");
+        // A bare Enter, a telnet client's WILL or WONT TIMING-MARK.
+        assert_eq!(heard(b"\r\n").await, 1);
+        assert_eq!(heard(&[255, 252, 6]).await, 1);
+        assert_eq!(heard(&[255, 251, 6, b'\r', b'\n']).await, 2);
+    }
+}

@@ -21,6 +21,7 @@
 use std::time::{Duration, Instant};
 
 use telos_proto::v1::server_frame::Frame;
+use tokio::time::Instant as TokioInstant;
 
 use crate::buffer::InputBuffer;
 use crate::client::{Conn, End};
@@ -39,11 +40,10 @@ use crate::upstream_state::{Attaching, Kind, UpEvent, Upstream, resume_attempt, 
 const LAST_LINE_CHARS: usize = 200;
 
 /// Lines sent to the shard and not yet applied (no `InputAck`). The world
-/// answers a line before it acks it, so this bounds the output a flood of
-/// commands can still have on its way when input pauses on a full output
-/// queue: 32 long answers (`help`, a busy room: 1-4 KiB) fit the headroom
-/// above the high-water mark. A round trip carries 32 lines, so a pasted or
-/// scripted burst still moves thousands of lines a second.
+/// answers a line before it acks it, so this bounds the output a flood can
+/// still have on its way when input pauses on a full output queue: 32 long
+/// answers (1-4 KiB) fit the headroom above the high-water mark, and a
+/// round trip still carries 32 lines (thousands a second).
 pub const MAX_LINES_IN_FLIGHT: usize = 32;
 
 /// An outage being recovered from by resuming.
@@ -62,8 +62,7 @@ pub struct Session {
     /// Last line of the latest output, so a final `Closed` reason that
     /// repeats it (`quit` printing "Goodbye." both ways) is not shown twice.
     last_line: String,
-    /// [`INPUT_PAUSED`] was said and the buffer has not emptied since: one
-    /// notice per flood, not one per durable ack.
+    /// [`INPUT_PAUSED`] said, the buffer not emptied since (once a flood).
     told_paused: bool,
     /// The client hung up; see [`HungUp`].
     hung_up: Option<HungUp>,
@@ -92,7 +91,7 @@ impl Session {
             },
             buffer: InputBuffer::new(conn.cfg().input_buffer_lines, conn.cfg().input_buffer_bytes),
             // Replaced by `Live` as soon as `run` takes the login's stream.
-            upstream: Upstream::Backoff(now()),
+            upstream: Upstream::Backoff(TokioInstant::now()),
             outage: None,
             last_addr: est.link.addr.clone(),
             last_line: String::new(),
@@ -136,10 +135,12 @@ impl Session {
             // the writer catches up: a flood becomes TCP backpressure.
             let paused = conn.out.input_paused();
             let hung_up = self.hung_up.as_ref().map(|h| h.give_up);
-            let can_read = hung_up.is_none() && !self.grace.is_away() && !paused;
+            // A liveness probe reads once more, whatever holds input back.
+            let (heard, probing) = (conn.reader.heard(), self.grace.probing(&conn.reader));
             let settled =
                 self.buffer.applied() == self.buffer.assigned() && !conn.reader.has_lines();
-            let can_read = can_read && !conn.reader.has_lines() && !self.buffer.is_full();
+            let held = paused || conn.reader.has_lines() || self.buffer.is_full();
+            let can_read = hung_up.is_none() && !self.grace.is_away() && (probing || !held);
             let idle_at = conn.idle_deadline();
             let chatter_mark = conn.out.chatter_mark();
             let command_wait = self.commands.wait.map(tokio::time::Instant::from_std);
@@ -159,10 +160,11 @@ impl Session {
                         Ok(())
                     }
                 },
-                knock = self.grace.knock(settled) => match knock {
+                knock = self.grace.knock(settled, heard) => match knock {
                     Knock::Resume(h) => self.grace.resume(conn, h),
                     Knock::Settled => self.grace.keep(conn),
                     Knock::Expired => self.hang_up(conn),
+                    Knock::Probed(alive) => self.grace.probed(conn, alive),
                 },
                 r = conn.out.drained(), if paused => r.map_err(End::from),
                 _ = conn.out.below(chatter_mark), if self.dropped_chatter > 0 => {
@@ -186,9 +188,11 @@ impl Session {
             };
             match step {
                 Ok(()) => {}
-                // Nobody reads the output of a client that hung up and does
+                // Nobody reads a client that hung up (or is away) and does
                 // not read: stop writing it, keep applying its lines.
-                Err(End::SlowClient) if self.hung_up.is_some() => conn.out.abandon(),
+                Err(End::SlowClient) if self.hung_up.is_some() || self.grace.is_away() => {
+                    conn.out.abandon()
+                }
                 Err(end) => return end,
             }
         }
@@ -249,7 +253,7 @@ impl Session {
         tracing::debug!(conn_id = %conn.conn_id, name = %self.who.name,
             unapplied = self.buffer.assigned() - self.buffer.applied(), "client hung up");
         self.hung_up = Some(HungUp {
-            give_up: now() + conn.cfg().resume_give_up,
+            give_up: TokioInstant::now() + conn.cfg().resume_give_up,
             sent: false,
         });
         self.send_unsent(conn);
@@ -473,7 +477,7 @@ impl Session {
                 tracing::debug!(conn_id = %conn.conn_id, why, backoff = ?outage.backoff, "resume attempt failed");
                 // Jittered: a shard's players do not all knock at once.
                 let wait = outage.backoff.mul_f64(rand::random_range(0.5..=1.0));
-                self.upstream = Upstream::Backoff(now() + wait);
+                self.upstream = Upstream::Backoff(TokioInstant::now() + wait);
                 outage.backoff = (outage.backoff * 2).min(cfg.resume_backoff_max);
             }
         }
@@ -487,10 +491,6 @@ impl Session {
             self.last_addr.clone(),
         )
     }
-}
-
-fn now() -> tokio::time::Instant {
-    tokio::time::Instant::now()
 }
 
 fn protocol_error(conn: &Conn, e: &dyn std::error::Error) {

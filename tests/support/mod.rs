@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod gate_world;
 pub mod handoff;
 pub mod population;
 pub mod rows;

@@ -21,6 +21,8 @@ use super::ttype::{self, OPT_TTYPE, TTYPE_IS};
 /// End of record (RFC 885): marks the end of a prompt.
 pub const OPT_EOR: u8 = 25;
 pub const OPT_CHARSET: u8 = 42;
+/// Timing mark (RFC 860): `DO` it and a telnet client answers at once.
+pub const OPT_TIMING_MARK: u8 = 6;
 /// `IAC EOR` and `IAC GA`, the two ways to mark a prompt's end.
 pub const CMD_EOR: u8 = 239;
 pub const CMD_GA: u8 = 249;
@@ -70,6 +72,9 @@ pub struct Negotiator {
     /// True once the client sent any negotiation: it is a telnet client and
     /// can take ECHO toggles (a raw client would print them as garbage).
     pub speaks_telnet: bool,
+    /// Answers (`WILL` or `WONT`) to `DO TIMING-MARK`, the gate's liveness
+    /// probe ([`crate::grace`]).
+    pub timing_marks: u64,
 }
 
 /// Q states for every option code: 256 bytes, no allocation per option.
@@ -152,6 +157,9 @@ impl Negotiator {
             TelnetEvent::Negotiate { verb, opt } => {
                 self.speaks_telnet = true;
                 self.caps.telnet = true;
+                if *opt == OPT_TIMING_MARK && matches!(*verb, WILL | WONT) {
+                    self.timing_marks += 1;
+                }
                 match *verb {
                     DO => self.on_do(*opt, out),
                     DONT => self.on_dont(*opt, out),

@@ -180,3 +180,22 @@ fn echo_toggles_only_for_telnet_clients_and_does_not_loop() {
     // Unprompted DO ECHO is refused.
     assert_eq!(neg(&mut n, DO, OPT_ECHO), cmd(WONT, OPT_ECHO));
 }
+
+#[test]
+fn answers_to_the_timing_mark_probe_are_counted_and_never_loop() {
+    let mut n = Negotiator::default();
+    n.greeting();
+    // A client that implements TIMING-MARK says WILL; refused at once, so
+    // the next probe is asked afresh.
+    assert_eq!(
+        neg(&mut n, WILL, OPT_TIMING_MARK),
+        cmd(DONT, OPT_TIMING_MARK)
+    );
+    assert_eq!(n.timing_marks, 1);
+    // Its WONT to that, or a client that refuses unknown options: no reply.
+    assert!(neg(&mut n, WONT, OPT_TIMING_MARK).is_empty());
+    assert_eq!(n.timing_marks, 2);
+    // Other options are no answer to the probe.
+    neg(&mut n, WILL, OPT_NAWS);
+    assert_eq!(n.timing_marks, 2);
+}

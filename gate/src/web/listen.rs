@@ -5,8 +5,14 @@
 //!   opens a connection and sends its request a byte at a time (slowloris),
 //!   or leaves a kept-alive connection idle, is closed; `axum::serve` sets
 //!   no timer, so hyper's timeout never ran.
-//! - **At most `--max-pre-login` connections not yet a WebSocket**: the
-//!   same bound the telnet listeners put on strangers.
+//! - **The telnet listeners' admission, at accept** ([`admit_client`]):
+//!   a connection is counted in its address's and its network's caps and
+//!   holds a pre-login place (evictable by a newcomer from a lighter
+//!   network) until it becomes a WebSocket, which then holds them in its
+//!   stead ([`AdmittedSlot`]); over a cap it is closed at once. Only a
+//!   trusted HTTP proxy's (`--web-forwarded-from`: its clients' addresses
+//!   come per request) is counted at the upgrade instead, its connections
+//!   bounded by `--max-pre-login` until then.
 //! - **The PROXY protocol** from `--proxy-protocol-from` peers, exactly as
 //!   the telnet listeners take it ([`crate::proxy`]): required from them,
 //!   never parsed from anyone else; the header's address is the one every
@@ -19,7 +25,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::pin::pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
@@ -30,8 +36,9 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
+use crate::admit::{Admitted, admit_client};
 use crate::config_web::WebConfig;
 use crate::metrics as m;
 use crate::player_tls::{HANDSHAKE_TIMEOUT, PlayerTls};
@@ -61,8 +68,10 @@ pub async fn serve(
     tls: Option<Arc<PlayerTls>>,
     shutdown: CancellationToken,
 ) {
-    // Connections before their WebSocket: as many as strangers may hold.
-    let opening = Arc::new(Semaphore::new(shared.cfg.edge.max_pre_login));
+    // Connections whose client is not known at accept (a PROXY-protocol
+    // balancer's until its header; a trusted HTTP proxy's, whose clients
+    // are counted at the upgrade): as many as strangers may hold.
+    let unknown = Arc::new(Semaphore::new(shared.cfg.edge.max_pre_login));
     loop {
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => return,
@@ -76,15 +85,27 @@ pub async fn serve(
                 continue;
             }
         };
-        let Ok(permit) = opening.clone().try_acquire_owned() else {
-            m::disconnect("pre_login_full");
-            continue;
+        let unadmitted =
+            shared.cfg.edge.is_proxy(peer.ip()) || shared.cfg.web.is_forwarder(peer.ip());
+        let (slot, permit) = if unadmitted {
+            // A balancer's or an HTTP proxy's: its client is not known yet.
+            let Ok(permit) = unknown.clone().try_acquire_owned() else {
+                m::disconnect("pre_login_full");
+                continue;
+            };
+            (AdmittedSlot::default(), Some(permit))
+        } else {
+            let Some(admitted) = admit(&shared, &stream, peer, tls.is_none()) else {
+                continue;
+            };
+            (AdmittedSlot::holding(admitted), None)
         };
-        let proxied = shared.cfg.edge.is_proxy(peer.ip());
         let conn = Opening {
             app: app.clone(),
             tls: tls.clone(),
+            shared: shared.clone(),
             shutdown: shutdown.clone(),
+            admitted: slot,
             _permit: permit,
         };
         // Until its WebSocket, a connection is a stranger's, held to the
@@ -94,7 +115,7 @@ pub async fn serve(
         // once upgraded, runs in its own task, outside this bound.)
         let deadline = shared.cfg.pre_login_timeout;
         tokio::spawn(async move {
-            if tokio::time::timeout(deadline, conn.run(stream, peer, proxied))
+            if tokio::time::timeout(deadline, conn.run(stream, peer))
                 .await
                 .is_err()
             {
@@ -104,17 +125,71 @@ pub async fn serve(
     }
 }
 
+/// Count a connection from `client` in the telnet listeners' limits; a
+/// refused one is told why (plain HTTP only: before a TLS handshake
+/// nothing can be said) and closed.
+fn admit(shared: &Shared, stream: &TcpStream, client: SocketAddr, plain: bool) -> Option<Admitted> {
+    match admit_client(shared, client) {
+        Ok(admitted) => Some(admitted),
+        Err(refused) => {
+            m::disconnect(refused.reason);
+            if plain {
+                let answer = format!(
+                    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+                    refused.line.len(),
+                    refused.line
+                );
+                let _ = stream.try_write(answer.as_bytes());
+            }
+            None
+        }
+    }
+}
+
+/// A connection's places in the admission limits, until its WebSocket's
+/// upgrade takes them over ([`AdmittedSlot::take`]): the same client, the
+/// same places, counted once. Empty for a trusted HTTP proxy's
+/// connection (its clients are admitted at the upgrade).
+#[derive(Clone, Default)]
+pub struct AdmittedSlot(Arc<Mutex<Option<Admitted>>>);
+
+impl AdmittedSlot {
+    fn holding(admitted: Admitted) -> Self {
+        Self(Arc::new(Mutex::new(Some(admitted))))
+    }
+
+    fn put(&self, admitted: Admitted) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(admitted);
+    }
+
+    /// The places, for the WebSocket this connection becomes.
+    pub fn take(&self) -> Option<Admitted> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    /// Fires when the connection's pre-login place went to a newcomer
+    /// from a lighter network; never without one.
+    fn evicted(&self) -> Option<WaitForCancellationFutureOwned> {
+        let held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let place = &held.as_ref()?.pre_login;
+        Some(place.evicted().clone().cancelled_owned())
+    }
+}
+
 /// One connection until it is a WebSocket (or closed).
 struct Opening {
     app: Router,
     tls: Option<Arc<PlayerTls>>,
+    shared: Arc<Shared>,
     shutdown: CancellationToken,
-    _permit: OwnedSemaphorePermit,
+    admitted: AdmittedSlot,
+    _permit: Option<OwnedSemaphorePermit>,
 }
 
 impl Opening {
-    async fn run(self, mut stream: TcpStream, peer: SocketAddr, proxied: bool) {
+    async fn run(self, mut stream: TcpStream, peer: SocketAddr) {
         tune(&stream);
+        let proxied = self.shared.cfg.edge.is_proxy(peer.ip());
         let (client, rest) = if proxied {
             let header =
                 tokio::time::timeout(proxy::HEADER_TIMEOUT, proxy::read_header(&mut stream));
@@ -134,8 +209,29 @@ impl Opening {
         } else {
             (peer, Vec::new())
         };
+        if proxied && !self.shared.cfg.web.is_forwarder(peer.ip()) {
+            // The balancer named the client: counted as at accept.
+            let Some(admitted) = admit(&self.shared, &stream, client, self.tls.is_none()) else {
+                return;
+            };
+            self.admitted.put(admitted);
+        }
+        let Some(evicted) = self.admitted.evicted() else {
+            return self.open(stream, client, rest).await;
+        };
+        tokio::select! {
+            _ = self.open(stream, client, rest) => {}
+            _ = evicted => m::disconnect("pre_login_evicted"),
+        }
+    }
+
+    async fn open(&self, stream: TcpStream, client: SocketAddr, rest: Vec<u8>) {
         let io = Prefixed::new(rest, stream);
-        let app = self.app.clone().layer(Extension(ConnectInfo(client)));
+        let app = self
+            .app
+            .clone()
+            .layer(Extension(ConnectInfo(client)))
+            .layer(Extension(self.admitted.clone()));
         let Some(tls) = &self.tls else {
             return self.http(io, app).await;
         };

@@ -17,15 +17,16 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{ConnectInfo, Query, State};
+use axum::extract::{ConnectInfo, Extension, Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::admit::admit_client;
+use crate::admit::{Admitted, admit_client};
 use crate::client::Conn;
 use crate::connection;
 use crate::metrics as m;
@@ -34,7 +35,8 @@ use crate::shared::Shared;
 use crate::stream::PlayerIo;
 use crate::tokens::Tokens;
 use frames::{PROTOCOLS, Proto};
-use park::{Attach, Park};
+use listen::AdmittedSlot;
+use park::{Attach, LIVE_REFUSED, Park};
 
 /// The byte stream between a bridge and its connection task, each way:
 /// what a TCP socket's kernel buffer is to a telnet client
@@ -148,12 +150,16 @@ struct Resume {
 
 async fn upgrade(
     upgrade: WebSocketUpgrade,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(conn_peer): ConnectInfo<SocketAddr>,
+    Extension(slot): Extension<AdmittedSlot>,
     headers: HeaderMap,
     Query(resume): Query<Resume>,
     State(web): State<Arc<WebShared>>,
 ) -> Response {
-    let peer = listen::client_addr(&web.shared.cfg.web, peer, &headers);
+    let peer = listen::client_addr(&web.shared.cfg.web, conn_peer, &headers);
+    // The connection's places in the limits go on with its WebSocket (a
+    // proxy's client, named per request, is counted now instead).
+    let admitted = slot.take().filter(|_| peer == conn_peer);
     upgrade
         .protocols(PROTOCOLS)
         .read_buffer_size(WS_READ_BUFFER)
@@ -161,35 +167,55 @@ async fn upgrade(
         .max_write_buffer_size(WS_MAX_WRITE_BUFFER)
         .max_message_size(WS_MAX_MESSAGE)
         .max_frame_size(WS_MAX_MESSAGE)
-        .on_upgrade(move |ws| open(ws, peer, resume, web))
+        .on_upgrade(move |ws| open(ws, peer, resume, web, admitted))
 }
 
-/// A new WebSocket: a resume of a kept session, or a new connection.
-async fn open(mut ws: WebSocket, peer: SocketAddr, resume: Resume, web: Arc<WebShared>) {
+/// A new WebSocket: a resume of a kept session, or a new connection
+/// (counted in the limits already when `admitted`).
+async fn open(
+    mut ws: WebSocket,
+    peer: SocketAddr,
+    resume: Resume,
+    web: Arc<WebShared>,
+    admitted: Option<Admitted>,
+) {
     metrics::counter!(m::CONNECTIONS_TOTAL).increment(1);
     let proto = Proto::from_name(ws.protocol().and_then(|p| p.to_str().ok()));
     if let (Some(token), Proto::Gmcp) = (resume.resume, proto) {
         let seen = resume.seen.unwrap_or(0);
+        let (refused, back) = oneshot::channel();
+        let attach = Attach { ws, seen, refused };
         let knock = match web.tokens.take(&token) {
-            Some(door) => door.send(Attach { ws, seen }).await.map_err(|e| e.0),
-            None => Err(Attach { ws, seen }),
+            Some(door) => door.send(attach).await.map_err(|e| e.0.ws),
+            None => Err(attach.ws),
         };
-        match knock {
-            Ok(()) => {
-                metrics::counter!(m::WEB_RESUMES_TOTAL, "outcome" => "resumed").increment(1);
+        let refused = match knock {
+            // Resumed, unless the session's own page answered the probe
+            // (its socket back) or the session ended meanwhile (closed).
+            Ok(()) => match back.await {
+                Ok(ws) => Some((ws, Some(LIVE_REFUSED))),
+                Err(_) => None,
+            },
+            Err(ws) => Some((ws, None)),
+        };
+        let Some((back, why)) = refused else {
+            metrics::counter!(m::WEB_RESUMES_TOTAL, "outcome" => "resumed").increment(1);
+            return;
+        };
+        metrics::counter!(m::WEB_RESUMES_TOTAL, "outcome" => "refused").increment(1);
+        ws = back;
+        if let Some(why) = why {
+            let line = Message::Binary(why.as_bytes().to_vec().into());
+            if ws.send(line).await.is_err() {
                 return;
             }
-            Err(refused) => {
-                metrics::counter!(m::WEB_RESUMES_TOTAL, "outcome" => "refused").increment(1);
-                ws = refused.ws;
-                let ended = Message::Text("Telos.Session {\"ended\":true}".into());
-                if ws.send(ended).await.is_err() {
-                    return;
-                }
-            }
+        }
+        let ended = Message::Text("Telos.Session {\"ended\":true}".into());
+        if ws.send(ended).await.is_err() {
+            return;
         }
     }
-    let admitted = match admit_client(&web.shared, peer) {
+    let admitted = match admitted.map_or_else(|| admit_client(&web.shared, peer), Ok) {
         Ok(a) => a,
         Err(refused) => {
             m::disconnect(refused.reason);

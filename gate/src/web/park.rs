@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -38,11 +38,25 @@ pub const SILENT_LIMIT: Duration = Duration::from_secs(45);
 pub const MISSED_NOTICE: &str =
     "*** You missed some output while you were away; here is where you are.\r\n";
 
-/// A page resuming this session: its WebSocket and how many numbered
-/// messages it has.
+/// How long a page whose WebSocket looks live has to answer a ping when
+/// its session's token is presented elsewhere, before the resume takes it
+/// over: a browser answers within a round trip.
+pub const PROBE_BOUND: Duration = Duration::from_secs(5);
+const PROBE_PING: &[u8] = b"telos-probe";
+
+/// What a page presenting the token of a session in play is told (its
+/// socket then goes on to a fresh login).
+pub const LIVE_REFUSED: &str = "*** That session is in play on a live connection: a resume token resumes a session only after its connection dropped. Its player has been told.\r\n";
+/// ...and what that player is told.
+pub const TOLD_REFUSED: &str = "\r\n*** Someone presented this session's resume token from another connection; refused: this page is in play.\r\n";
+
+/// A page resuming this session: its WebSocket, how many numbered
+/// messages it has, and where its socket goes back if the session's own
+/// page answers a liveness probe (dropped unused: resumed).
 pub struct Attach {
     pub ws: WebSocket,
     pub seen: u64,
+    pub refused: oneshot::Sender<WebSocket>,
 }
 
 /// How an attached page's connection ended.
@@ -157,6 +171,12 @@ impl Park {
                 biased;
                 knock = self.knocks.recv() => {
                     let Some(knock) = knock else { return Detach::Dropped };
+                    if self.answers_probe(&mut ws).await {
+                        if self.refuse(&mut ws, knock).await.is_err() {
+                            return Detach::Dropped;
+                        }
+                        continue;
+                    }
                     let _ = send(&mut ws, Msg::Binary(b"\r\n*** This session was resumed elsewhere.\r\n".to_vec())).await;
                     let _ = ws.send(Message::Close(None)).await;
                     return Detach::TakenOver(knock);
@@ -214,6 +234,48 @@ impl Park {
         }
     }
 
+    /// The session's token was presented elsewhere while this page looks
+    /// live: whether it answers a ping within [`PROBE_BOUND`]. What it
+    /// sends meanwhile is taken as ever (messages it had sent before are
+    /// no answer).
+    async fn answers_probe(&mut self, ws: &mut WebSocket) -> bool {
+        tracing::info!("resume token presented for a live web session; probing its page");
+        if ws.send(Message::Ping(PROBE_PING.into())).await.is_err() {
+            return false;
+        }
+        let until = Instant::now() + PROBE_BOUND;
+        loop {
+            let m = match tokio::time::timeout_at(until, ws.recv()).await {
+                Err(_) | Ok(None) | Ok(Some(Err(_))) | Ok(Some(Ok(Message::Close(_)))) => {
+                    tracing::info!("web page did not answer the probe; taking it over");
+                    return false;
+                }
+                Ok(Some(Ok(m))) => m,
+            };
+            match m {
+                Message::Pong(p) if p.as_ref() == PROBE_PING => return true,
+                m => {
+                    if self.on_page_message(ws, m).await.is_err() {
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+
+    /// A page in play keeps its session: the resuming one is refused (its
+    /// socket back to a fresh login), this one told and sent a fresh token
+    /// (the presented one is spent).
+    async fn refuse(&mut self, ws: &mut WebSocket, knock: Attach) -> Result<(), ()> {
+        tracing::info!("web page answered the probe; resume refused");
+        let _ = knock.refused.send(knock.ws);
+        self.token = Some(self.tokens.issue(self.door.clone()));
+        let told = Msg::Binary(TOLD_REFUSED.as_bytes().to_vec());
+        self.replay.push(told.clone());
+        send(ws, told).await?;
+        send(ws, self.session_msg(self.replay.next())).await
+    }
+
     /// No page: keep the session's output (within the bound) and write
     /// what the page sent before it dropped, until a page resumes, the
     /// grace period ends or the connection task does.
@@ -250,7 +312,7 @@ impl Park {
     /// A page came back with the token: a fresh token, then what it missed
     /// (or, past the bound, a notice and a fresh `look`).
     async fn resume(&mut self, knock: Attach) -> Option<WebSocket> {
-        let Attach { mut ws, seen } = knock;
+        let Attach { mut ws, seen, .. } = knock;
         self.token = Some(self.tokens.issue(self.door.clone()));
         let next = self.replay.next();
         let (from, replay, missed) = match self.replay.since(seen) {
