@@ -69,8 +69,11 @@ pub const ENDED: &str = "*** That session has just ended; connect again to log i
 pub const PROBE_BOUND: Duration = Duration::from_secs(5);
 
 /// While a probe waits, a connection whose input is held back is read on
-/// until this many lines wait unconsumed (one read adds at most 4096).
+/// until this many lines wait unconsumed (one read adds at most 4096)...
 pub const PROBE_READ_LINES: usize = 8192;
+/// ...or this many bytes of them (one read adds at most its 4 KiB chunk):
+/// a flood while the probe waits costs the gate no more than this.
+pub const PROBE_READ_BYTES: usize = 64 * 1024;
 
 /// `IAC DO TIMING-MARK`: a telnet client answers `WILL` or `WONT` at once.
 const TIMING_MARK_PROBE: [u8; 3] = [255, 253, 6];
@@ -220,12 +223,14 @@ impl Grace {
 
     /// A probe waits for its answer ([`Reader::heard`]): the connection is
     /// read on even while input is held back, up to [`PROBE_READ_LINES`]
-    /// unconsumed lines.
+    /// unconsumed lines or [`PROBE_READ_BYTES`] of them (past that, a
+    /// client that answers is not heard in time, and is taken over).
     pub fn probing(&self, reader: &Reader) -> bool {
         self.probe
             .as_ref()
             .is_some_and(|p| p.heard == reader.heard())
             && reader.queued_lines() < PROBE_READ_LINES
+            && reader.queued_bytes() < PROBE_READ_BYTES
     }
 
     /// The client's connection closed (or only its sending side): keep the

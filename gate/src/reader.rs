@@ -100,9 +100,12 @@ pub struct Reader {
     data: Vec<u8>,
     events: Vec<TelnetEvent>,
     lines: VecDeque<LineEvent>,
-    /// Empty lines read so far (a bare Enter): with the telnet answers to
-    /// `DO TIMING-MARK`, a liveness probe's evidence ([`crate::grace`]).
+    /// Empty lines (a bare Enter) read from a client that had not spoken
+    /// telnet yet: with the telnet answers to `DO TIMING-MARK`, a liveness
+    /// probe's evidence ([`crate::grace`]).
     empty_lines: u64,
+    /// Bytes of the lines in `lines`.
+    queued_bytes: usize,
 }
 
 impl Reader {
@@ -124,12 +127,14 @@ impl Reader {
             events: Vec::new(),
             lines: VecDeque::new(),
             empty_lines: 0,
+            queued_bytes: 0,
         }
     }
 
     /// A parsed line event not yet consumed.
     pub fn pop(&mut self) -> Option<LineEvent> {
         let ev = self.lines.pop_front();
+        self.queued_bytes -= ev.as_ref().map_or(0, line_bytes);
         if self.lines.is_empty() && self.lines.capacity() > KEPT_EVENT_SLOTS {
             // One read of 4096 line ends grows the queue to 4096 slots;
             // do not keep that for the life of the connection.
@@ -149,6 +154,7 @@ impl Reader {
 
     /// A line as if the player had typed it, after those already read.
     pub fn push_line(&mut self, line: &str) {
+        self.queued_bytes += line.len();
         self.lines.push_back(LineEvent::Line(line.to_string()));
     }
 
@@ -157,6 +163,10 @@ impl Reader {
     /// `WILL`/`WONT TIMING-MARK`, or a bare Enter (an empty line) from one
     /// that speaks no telnet. Not bytes or lines in general: what a client
     /// sent just before it dropped may be read only after the probe began.
+    /// Nor an Enter from a client that speaks telnet: it may be as old
+    /// (typed before the drop, left unread while input was held), while
+    /// its answer to the probe comes after everything it sent before
+    /// (RFC 860).
     pub fn heard(&self) -> u64 {
         self.negotiator.timing_marks + self.empty_lines
     }
@@ -166,12 +176,18 @@ impl Reader {
         self.lines.len()
     }
 
+    /// Bytes of the parsed lines not yet consumed.
+    pub fn queued_bytes(&self) -> usize {
+        self.queued_bytes
+    }
+
     /// Another reader's parsed lines not yet consumed (a session taken over
     /// from it: [`crate::grace`]) go before this one's.
     pub fn take_lines_of(&mut self, old: &mut Reader) {
         let mut lines = std::mem::take(&mut old.lines);
         lines.append(&mut self.lines);
         self.lines = lines;
+        self.queued_bytes += std::mem::take(&mut old.queued_bytes);
     }
 
     /// The player logged in: read at its own pace from now on.
@@ -241,10 +257,21 @@ impl Reader {
         }
         let mut parsed = Vec::new();
         self.framer.feed(&self.data, &mut parsed);
-        let empty = |ev: &&LineEvent| matches!(ev, LineEvent::Line(l) if l.trim().is_empty());
-        self.empty_lines += parsed.iter().filter(empty).count() as u64;
+        if !self.negotiator.caps.telnet {
+            let empty = |ev: &&LineEvent| matches!(ev, LineEvent::Line(l) if l.trim().is_empty());
+            self.empty_lines += parsed.iter().filter(empty).count() as u64;
+        }
+        self.queued_bytes += parsed.iter().map(line_bytes).sum::<usize>();
         self.lines.extend(parsed);
         Ok(())
+    }
+}
+
+/// What a parsed line holds in memory, counted against the probe's bound.
+fn line_bytes(ev: &LineEvent) -> usize {
+    match ev {
+        LineEvent::Line(l) => l.len(),
+        LineEvent::TooLong => 0,
     }
 }
 
@@ -271,6 +298,10 @@ mod heard_tests {
         // A bare Enter, a telnet client's WILL or WONT TIMING-MARK.
         assert_eq!(heard(b"\r\n").await, 1);
         assert_eq!(heard(&[255, 252, 6]).await, 1);
-        assert_eq!(heard(&[255, 251, 6, b'\r', b'\n']).await, 2);
+        assert_eq!(heard(&[255, 251, 6]).await, 1);
+        // A client that speaks telnet: its Enter may be from before the
+        // drop; only its answer to the probe counts.
+        assert_eq!(heard(&[255, 251, 6, b'\r', b'\n']).await, 1);
+        assert_eq!(heard(&[255, 251, 31, b'\r', b'\n']).await, 0);
     }
 }

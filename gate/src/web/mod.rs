@@ -36,7 +36,7 @@ use crate::stream::PlayerIo;
 use crate::tokens::Tokens;
 use frames::{PROTOCOLS, Proto};
 use listen::AdmittedSlot;
-use park::{Attach, LIVE_REFUSED, Park};
+use park::{Attach, Park};
 
 /// The byte stream between a bridge and its connection task, each way:
 /// what a TCP socket's kernel buffer is to a telnet client
@@ -190,12 +190,9 @@ async fn open(
             None => Err(attach.ws),
         };
         let refused = match knock {
-            // Resumed, unless the session's own page answered the probe
-            // (its socket back) or the session ended meanwhile (closed).
-            Ok(()) => match back.await {
-                Ok(ws) => Some((ws, Some(LIVE_REFUSED))),
-                Err(_) => None,
-            },
+            // Resumed, unless the session's own page answered the probe or
+            // the session ended meanwhile: its socket back either way.
+            Ok(()) => back.await.ok(),
             Err(ws) => Some((ws, None)),
         };
         let Some((back, why)) = refused else {

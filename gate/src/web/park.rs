@@ -43,6 +43,9 @@ pub const MISSED_NOTICE: &str =
 /// over: a browser answers within a round trip.
 pub const PROBE_BOUND: Duration = Duration::from_secs(5);
 const PROBE_PING: &[u8] = b"telos-probe";
+/// Input a page may send while its probe waits (held, not yet passed to
+/// the session): past this the page is plainly there, and keeps playing.
+const PROBE_PENDING_BYTES: usize = 64 * 1024;
 
 /// What a page presenting the token of a session in play is told (its
 /// socket then goes on to a fresh login).
@@ -56,7 +59,9 @@ pub const TOLD_REFUSED: &str = "\r\n*** Someone presented this session's resume 
 pub struct Attach {
     pub ws: WebSocket,
     pub seen: u64,
-    pub refused: oneshot::Sender<WebSocket>,
+    /// The page's socket back, when it is not resumed, with the line that
+    /// says why (none: the session ended meanwhile).
+    pub refused: oneshot::Sender<(WebSocket, Option<&'static str>)>,
 }
 
 /// How an attached page's connection ended.
@@ -140,6 +145,12 @@ impl Park {
         }
         if let Some(token) = self.token.take() {
             self.tokens.revoke(&token);
+        }
+        // A page that knocked as the session ended: its socket back, to be
+        // told so (dropped, it would read as resumed).
+        self.knocks.close();
+        while let Ok(knock) = self.knocks.try_recv() {
+            let _ = knock.refused.send((knock.ws, None));
         }
         // The connection task reads the end of its input (the client hung
         // up) and ends; what it still writes is read and thrown away.
@@ -258,6 +269,10 @@ impl Park {
                     if self.on_page_message(ws, m).await.is_err() {
                         return false;
                     }
+                    if self.pending.len() >= PROBE_PENDING_BYTES {
+                        tracing::info!("web page kept sending while probed; it is there");
+                        return true;
+                    }
                 }
             }
         }
@@ -268,7 +283,7 @@ impl Park {
     /// (the presented one is spent).
     async fn refuse(&mut self, ws: &mut WebSocket, knock: Attach) -> Result<(), ()> {
         tracing::info!("web page answered the probe; resume refused");
-        let _ = knock.refused.send(knock.ws);
+        let _ = knock.refused.send((knock.ws, Some(LIVE_REFUSED)));
         self.token = Some(self.tokens.issue(self.door.clone()));
         let told = Msg::Binary(TOLD_REFUSED.as_bytes().to_vec());
         self.replay.push(told.clone());

@@ -103,28 +103,34 @@ fn served_twice(rounds: &[ActorRound], faults: &Faults) -> Vec<Violation> {
 }
 
 /// Per zone, the (process, generation) pairs in the order first seen: a
-/// generation served by two processes, or a pair first seen below a
-/// generation served before it.
+/// generation served by two processes, or a pair still served longer than
+/// [`SERVED_TWICE_GRACE`] after a higher generation was seen served. (A
+/// process woken from a pause answers its first scrape before its lease
+/// watchdog has run: its metrics still show the zone it no longer may
+/// write — its actor refuses input and saves past the lease's local
+/// deadline — for the moments until the watchdog fences it.)
 fn generations(rounds: &[ActorRound], faults: &Faults) -> Vec<Violation> {
-    // zone → (process, generation) → first seen.
-    let mut first: BTreeMap<&str, Vec<(&str, u64, Ms)>> = BTreeMap::new();
+    let grace = SERVED_TWICE_GRACE.as_millis() as Ms;
+    // zone → (process, generation, first seen, last seen).
+    let mut first: BTreeMap<&str, Vec<(&str, u64, Ms, Ms)>> = BTreeMap::new();
     for r in rounds {
         for s in r.serving.iter().filter(|s| s.generation > 0) {
             let pairs = first.entry(s.zone.as_str()).or_default();
-            if !pairs
-                .iter()
-                .any(|(p, g, _)| *p == s.process && *g == s.generation)
+            match pairs
+                .iter_mut()
+                .find(|(p, g, _, _)| *p == s.process && *g == s.generation)
             {
-                pairs.push((s.process.as_str(), s.generation, r.at));
+                Some(pair) => pair.3 = r.at,
+                None => pairs.push((s.process.as_str(), s.generation, r.at, r.at)),
             }
         }
     }
     let mut out = Vec::new();
     for (zone, pairs) in first {
-        for (i, (process, g, at)) in pairs.iter().enumerate() {
+        for (i, (process, g, at, last)) in pairs.iter().enumerate() {
             let earlier = &pairs[..i];
-            if let Some((other, _, then)) =
-                earlier.iter().find(|(p, og, _)| og == g && p != process)
+            if let Some((other, _, then, _)) =
+                earlier.iter().find(|(p, og, _, _)| og == g && p != process)
             {
                 out.push(violation(
                     "one generation served by two processes",
@@ -137,10 +143,10 @@ fn generations(rounds: &[ActorRound], faults: &Faults) -> Vec<Violation> {
                         faults.describe(*at)
                     ),
                 ));
-            } else if let Some((other, og, then)) = earlier
+            } else if let Some((other, og, then, _)) = earlier
                 .iter()
-                .filter(|(_, og, t)| og > g && t < at)
-                .max_by_key(|(_, og, _)| *og)
+                .filter(|(_, og, t, _)| og > g && t < at && *last - (*t).max(*at) > grace)
+                .max_by_key(|(_, og, _, _)| *og)
                 // A Redis SIGKILL loses up to a second of writes (append-only
                 // file, `appendfsync everysec`): a generation minted in it
                 // can be minted again, the documented cost of one Redis
@@ -152,8 +158,9 @@ fn generations(rounds: &[ActorRound], faults: &Faults) -> Vec<Violation> {
                     *at,
                     *then,
                     format!(
-                        "zone {zone} served at gen {g} by {process} from {} ({}), after {other} served it at gen {og} from {}",
+                        "zone {zone} served at gen {g} by {process} from {} to {} ({}), after {other} served it at gen {og} from {}",
                         secs(*at),
+                        secs(*last),
                         faults.describe(*at),
                         secs(*then)
                     ),

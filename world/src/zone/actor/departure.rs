@@ -300,7 +300,7 @@ impl ZoneActor {
             self.answer(key, reply, result);
         }
         if hung_up && self.sessions.contains_key(key) {
-            Box::pin(self.leave_for_good(key, Leaving::Quit)).await;
+            self.leave_for_good(key, Leaving::Quit);
         }
     }
 

@@ -106,7 +106,7 @@ impl ZoneActor {
             }
             Action::Quit => {
                 self.ack(key, seq);
-                self.leave_for_good(key, Leaving::Quit).await;
+                self.leave_for_good(key, Leaving::Quit);
                 return InputReply::Gone;
             }
             Action::LeaveZone { to_room, dir } => self.leave_zone(key, &to_room, dir),

@@ -401,7 +401,7 @@ impl ZoneActor {
                     .is_some_and(|m| m.conn_id == conn_id)
                 {
                     debug!(zone = %self.id, player = %key, "link dead: saving and removing");
-                    self.leave_for_good(&key, Leaving::LinkDead).await;
+                    self.leave_for_good(&key, Leaving::LinkDead);
                 }
             }
             Msg::Hangup { key, conn_id } => {
@@ -417,7 +417,7 @@ impl ZoneActor {
                     .is_some_and(|m| m.conn_id == conn_id)
                 {
                     debug!(zone = %self.id, player = %key, "client hung up: leaving as a quit");
-                    self.leave_for_good(&key, Leaving::Quit).await;
+                    self.leave_for_good(&key, Leaving::Quit);
                 }
             }
             Msg::Shutdown { reason, reply } => {
@@ -473,7 +473,7 @@ impl ZoneActor {
         for key in wedged {
             warn!(zone = %self.id, player = %key, "out channel full: reclaiming a wedged session");
             metrics::counter!("telos_wedged_reclaims_total").increment(1);
-            self.leave_for_good(&key, Leaving::Wedged).await;
+            self.leave_for_good(&key, Leaving::Wedged);
         }
     }
 }

@@ -62,6 +62,7 @@ impl ZoneActor {
         // kept, and the new claim's epoch writes from now on. A player
         // frozen mid-move is online here too: the move is abandoned.
         if let Some((kept, old)) = self.abandon_departure(&key) {
+            self.revoke_superseded(&key, &old.conn_id, &meta.conn_id);
             let meta = takeover(old, meta);
             attached.ack_input_seq = meta.applied_seq;
             let ack = meta.applied_seq;
@@ -73,6 +74,7 @@ impl ZoneActor {
             return Ok(ack);
         }
         if let Some(old) = self.sessions.remove(&key) {
+            self.revoke_superseded(&key, &old.conn_id, &meta.conn_id);
             let meta = takeover(old, meta);
             attached.ack_input_seq = meta.applied_seq;
             let ack = meta.applied_seq;
@@ -99,6 +101,27 @@ impl ZoneActor {
         self.deliver_from(&key, deliveries);
         self.publish(&key);
         Ok(ack)
+    }
+
+    /// A login on another connection took `key` over: the old connection's
+    /// resume credentials are revoked. Its gate may never read the final
+    /// `Closed` (the stream it came on is already dead); resuming, it would
+    /// take the new session over and replay lines the in-memory state,
+    /// carried on by the new session, already holds.
+    pub(super) fn revoke_superseded(&self, key: &str, old_conn: &str, new_conn: &str) {
+        if old_conn == new_conn {
+            return;
+        }
+        let (store, key, conn) = (
+            self.env.store.clone(),
+            key.to_string(),
+            old_conn.to_string(),
+        );
+        self.env.tracker.spawn(async move {
+            if let Err(e) = store.revoke_credential(&key, &conn).await {
+                tracing::warn!(player = %key, error = %e, "revoking a superseded connection's resume credential failed; it lapses by its TTL");
+            }
+        });
     }
 
     /// The zone a player not held here stands in, when it is not this one.
@@ -232,14 +255,21 @@ impl ZoneActor {
 
     /// Take a player out of play without saving (the caller saved or must not).
     pub(super) fn remove(&mut self, key: &str) -> Option<(PlayerBox, SessionMeta)> {
+        let removed = self.take_out(key)?;
+        if self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str()) {
+            self.env.roster.remove(key);
+        }
+        Some(removed)
+    }
+
+    /// Take a player out of play, leaving the shard's roster as it is (a
+    /// leaver stays placed here until its save settles: see `quits`).
+    pub(super) fn take_out(&mut self, key: &str) -> Option<(PlayerBox, SessionMeta)> {
         let meta = self.sessions.remove(key)?;
         let character = self.state.leave(key, None).map(|(ch, deliveries)| {
             self.deliver_from(key, deliveries);
             ch
         })?;
-        if self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str()) {
-            self.env.roster.remove(key);
-        }
         Some((character, meta))
     }
 

@@ -3,8 +3,8 @@
 //! must not hold the players who stay (issue 18: 300 quits saved one after
 //! another inside the actor held a bystander's `look` for most of 8.5 s).
 //!
-//! The leaver is taken out of play at once (out of the room and the
-//! roster); its final save — the same fenced [`save_player`], carrying the
+//! The leaver is taken out of play at once (out of its room; the shard's
+//! roster keeps placing it here, see below); its final save — the same fenced [`save_player`], carrying the
 //! quit mark — runs as one of at most [`IN_FLIGHT`](crate::zone::leavers::IN_FLIGHT) tasks per zone, the
 //! rest waiting in order. Its outcome comes back to the actor, which
 //! closes a quit as before: `Goodbye.` (final) only once the save landed
@@ -17,35 +17,37 @@
 //!   then takes the in-memory character over (newer than any row its
 //!   claim read: the claim may have beaten the save, which its newer epoch
 //!   then refused; and the row may still name the zone the player walked
-//!   in from);
+//!   in from). A login on another connection that takes it over takes
+//!   the leaver's lines with it: the leaver is closed final ("Taken over
+//!   by another login."), whatever its save did, so it never resumes over
+//!   that login and replays them again;
 //! - a handed-off arrival of it is turned back (its attach retries);
 //! - a seal, a drain, a transfer's close, a fence and a shutdown settle
 //!   every pending save first, so none is lost or outlives the zone.
+//!
+//! A leaver a handoff's `Commit` still holds is one of these too: its task
+//! waits (bounded) for the `Commit` before it saves.
 
-use telos_proto::v1::{Closed, server_frame::Frame};
+use telos_proto::v1::{Closed, ServerFrame, server_frame::Frame};
+use tokio::sync::mpsc::Sender;
 use tracing::warn;
 
-use super::players::online_entry;
 use super::{RECONNECTING, ZoneActor};
 use crate::model::PlayerBox;
 use crate::zone::handle::JoinError;
-use crate::zone::leavers::{JoinReply, Leaver, Leaving, Settled};
+use crate::zone::leavers::{JoinReply, Leaver, Leaving, Panicked, Settled};
 use crate::zone::persist::Saved;
 use crate::zone::session::{Joining, SessionMeta};
 
 impl ZoneActor {
     /// Take `key` out of play and save it off the loop (see the module).
     pub(super) fn leave_saving(&mut self, key: &str, why: Leaving) {
-        let listed = self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str());
-        let Some((character, meta)) = self.remove(key) else {
+        // Still placed here by the roster until the save settles (see the
+        // module): never unlisted meanwhile, or a login reading the roster
+        // in between would be routed by an older row to another zone.
+        let Some((character, meta)) = self.take_out(key) else {
             return;
         };
-        if listed {
-            // Still placed here until the save settles (see the module).
-            self.env
-                .roster
-                .set(key, online_entry(&*character, &self.env.shard_id, &self.id));
-        }
         let leaver = Leaver {
             key: key.to_string(),
             why,
@@ -73,14 +75,13 @@ impl ZoneActor {
 
     /// A leaver's save came back: close the session as a quit closes, and
     /// take up the next leaver waiting for a slot.
-    pub(super) fn quit_settled(&mut self, settled: Result<Settled, Option<String>>) {
+    pub(super) fn quit_settled(&mut self, settled: Result<Settled, Option<Panicked>>) {
         self.quits.start_queued(&self.env.store, &self.id);
         let Settled { leaver, saved } = match settled {
             Ok(settled) => settled,
-            Err(key) => {
-                if let Some(key) = key {
-                    self.quits.settled(&key);
-                    self.unlist(&key);
+            Err(panicked) => {
+                if let Some((key, out)) = panicked {
+                    self.save_panicked(&key, &out);
                 }
                 self.count_leavers();
                 return;
@@ -98,12 +99,14 @@ impl ZoneActor {
         self.count_leavers();
         let waited = !waiting.is_empty();
         let mut kept = Some(character);
-        let mut taken_over = false;
+        // The connection of the login that took the character over.
+        let mut taken_by = None;
         for (joining, reply) in waiting {
             let result = match kept.take() {
                 Some(character) => {
+                    let conn = joining.meta.conn_id.clone();
                     let result = self.rejoin(character, &meta, *joining);
-                    taken_over = result.is_ok();
+                    taken_by = result.is_ok().then_some(conn);
                     result
                 }
                 None => self.join(*joining),
@@ -111,22 +114,37 @@ impl ZoneActor {
             let _ = reply.send(result);
         }
         if matches!(why, Leaving::Quit) {
-            let (reason, is_final) = match saved {
+            let (reason, is_final) = match (taken_by, saved) {
+                // Its connection resumed: the new stream carries on (and
+                // ends as the quit did, see `rejoin`); this one is stale.
+                (Some(conn), _) if conn == meta.conn_id => ("resumed on a newer link", false),
+                // Another login took the in-memory character over, this
+                // leaver's lines and all: they are that session's now,
+                // whatever the save did. Not-final would let this
+                // connection resume over it and replay them twice.
+                (Some(_), _) => {
+                    meta.output("Someone else has logged in as you. Goodbye.\n".into());
+                    ("Taken over by another login.", true)
+                }
                 // Final only once every line is durable: a quit whose save
                 // failed closes not-final, so the gate resumes and replays
                 // what only it holds, the quit included.
-                Saved::Done => ("Goodbye.", true),
-                // Refused by a newer claim: final, unless that claim was a
-                // login here that could not take the character over (the
-                // zone stopped meanwhile) — then the gate must replay.
-                Saved::NotOwner {
-                    carried, winner, ..
-                } if winner > carried && (taken_over || !waited) => {
+                (None, Saved::Done) => ("Goodbye.", true),
+                // Refused by a newer claim elsewhere: final, unless that
+                // claim was a login here that could not take the character
+                // over (the zone stopped meanwhile) — then the gate must
+                // replay.
+                (
+                    None,
+                    Saved::NotOwner {
+                        carried, winner, ..
+                    },
+                ) if winner > carried && !waited => {
                     warn!(zone = %self.id, player = %key, carried, winner, "character claimed elsewhere while quitting");
                     meta.output("Your character has been claimed elsewhere.\n".into());
                     ("Claimed by a newer session.", true)
                 }
-                _ => {
+                (None, saved) => {
                     warn!(zone = %self.id, player = %key, ?saved, "quit not saved: closing not-final so the gate replays it");
                     (RECONNECTING, false)
                 }
@@ -139,6 +157,22 @@ impl ZoneActor {
             warn!(zone = %self.id, player = %key, ?saved, "a leaver's final save did not land (the gate keeps the lines)");
         }
         self.unlist(&key);
+    }
+
+    /// A leaver's save task panicked, the character with it: the session
+    /// closes not-final (its gate resumes from the row and replays what
+    /// only it holds), and the logins that waited join from their rows.
+    fn save_panicked(&mut self, key: &str, out: &Sender<ServerFrame>) {
+        let _ = out.try_send(ServerFrame {
+            frame: Some(Frame::Closed(Closed {
+                reason: RECONNECTING.to_string(),
+                r#final: false,
+            })),
+        });
+        for (joining, reply) in self.quits.settled(key) {
+            let _ = reply.send(self.join(*joining));
+        }
+        self.unlist(key);
     }
 
     /// A leaver's save settled: unless a login took the player over (or
@@ -172,6 +206,7 @@ impl ZoneActor {
             ..
         } = joining;
         let key = character.key();
+        self.revoke_superseded(&key, &old.conn_id, &meta.conn_id);
         meta.state_version = meta.state_version.max(old.state_version);
         let same_conn = meta.conn_id == old.conn_id;
         if same_conn {

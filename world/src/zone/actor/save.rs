@@ -1,13 +1,11 @@
 //! Saving players: the cadence and early saves, a final save when a player
 //! leaves for good, and what a refused save means.
 
-use telos_proto::v1::{Closed, server_frame::Frame};
 use tokio::time::Instant;
 use tracing::warn;
 
 use super::{Leaving, RECONNECTING, ZoneActor};
 use crate::handoff::fence::SETTLE_BOUND;
-use crate::zone::leavers::revoke_resume;
 use crate::zone::persist::{Saved, save_player};
 
 impl ZoneActor {
@@ -24,50 +22,15 @@ impl ZoneActor {
     /// known — final only if it landed, so that otherwise the gate resumes
     /// and replays the lines only it holds, the quit included (see
     /// [`super::quits`]). A session a handoff's `Commit` still holds is
-    /// saved by a task that first waits (bounded) for the `Commit`.
-    pub(super) async fn leave_for_good(&mut self, key: &str, why: Leaving) {
+    /// saved once the `Commit` resolves (bounded), in the same pool.
+    pub(super) fn leave_for_good(&mut self, key: &str, why: Leaving) {
         if matches!(why, Leaving::Quit)
             && let Some(m) = self.sessions.get_mut(key)
         {
             // The save below records that the session ended here.
             m.quit = true;
         }
-        let held = self
-            .sessions
-            .get_mut(key)
-            .is_some_and(|m| m.needs_save() && !m.writable());
-        if !held {
-            // Out of play now; saved off the loop, closed when it lands.
-            self.leave_saving(key, why);
-            return;
-        }
-        let Some((character, mut meta)) = self.remove(key) else {
-            return;
-        };
-        let (store, zone) = (self.env.store.clone(), self.id.clone());
-        let key = key.to_string();
-        self.env.tracker.spawn(async move {
-            let saved = if meta.settle().await {
-                save_player(&store, &zone, &*character, &mut meta).await
-            } else {
-                warn!(zone, player = %key, "Commit unresolved: not saving (the gate keeps the lines)");
-                Saved::Held
-            };
-            if matches!(why, Leaving::Quit) {
-                if matches!(saved, Saved::Done) {
-                    revoke_resume(&store, &key, &meta.conn_id).await;
-                }
-                let (reason, is_final) = match saved {
-                    Saved::Done => ("Goodbye.", true),
-                    Saved::NotOwner { .. } => ("Claimed by a newer session.", true),
-                    Saved::Held | Saved::Failed | Saved::Reissued => (RECONNECTING, false),
-                };
-                meta.send(Frame::Closed(Closed {
-                    reason: reason.to_string(),
-                    r#final: is_final,
-                }));
-            }
-        });
+        self.leave_saving(key, why);
     }
 
     /// `settle_by`: a final save, waiting for an in-flight `Commit` until

@@ -268,8 +268,12 @@ async fn a_login_racing_a_quits_save_gets_the_state_quit_with() -> anyhow::Resul
     // The direct store: this claim lands while the quit's save is delayed.
     let mut again = login(&s, "Ada", "c-2").await?;
     let (closed, _) = until_closed(&mut frames, Vec::new()).await;
-    // The race this test is about: the login's claim beat the save.
-    assert_eq!(closed.reason, "Claimed by a newer session.");
+    // The login took the quitter over (the race this test is about: its
+    // claim beat the save, which was refused).
+    assert_eq!(
+        (closed.reason.as_str(), closed.r#final),
+        ("Taken over by another login.", true)
+    );
     say(&s, "Ada", "c-2", 1, "look").await;
     let seen = until_ack(&mut again, 1).await;
     assert!(
@@ -293,13 +297,64 @@ async fn a_resume_racing_its_own_quits_save_says_goodbye() -> anyhow::Result<()>
     say(&s, "Ada", "c-1", 2, "quit").await;
     let mut resumed = login(&s, "Ada", "c-1").await?;
     let (closed, _) = until_closed(&mut frames, Vec::new()).await;
-    assert_eq!(closed.reason, "Claimed by a newer session.", "the race");
+    assert_eq!(
+        (closed.reason.as_str(), closed.r#final),
+        ("resumed on a newer link", false),
+        "the race"
+    );
     s.proxy.heal();
     let (closed, durable) = until_closed(&mut resumed, Vec::new()).await;
     assert_eq!((closed.reason.as_str(), closed.r#final), ("Goodbye.", true));
     assert_eq!(durable, 2, "the quit line is durable");
     let row = s.store.load("Ada").await?.expect("the row");
     assert!(row.quit_by("c-1"), "the quit mark is on the row");
+    Ok(())
+}
+
+/// A login on another connection takes over a quitter whose final save
+/// then fails (here: slower than the save timeout): the quitter's lines
+/// live on in the login's session, so the quitter is closed final. The old
+/// code closed it not-final because its save failed; its gate resumed,
+/// took the login's session over and replayed the quitter's lines onto the
+/// in-memory state that already held them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quitter_taken_over_by_another_login_is_closed_final_even_unsaved() -> anyhow::Result<()>
+{
+    let s = setup().await?;
+    let mut frames = login(&s, "Ada", "c-1").await?;
+    let credential = s
+        .store
+        .issue_credential("Ada", "c-1", Duration::from_secs(60))
+        .await?;
+    say(&s, "Ada", "c-1", 1, "journal kept once").await;
+    s.proxy
+        .set(LinkMode::Delay(crate::zone::persist::SAVE_TIMEOUT * 2));
+    say(&s, "Ada", "c-1", 2, "quit").await;
+    // The direct store: this claim and join do not wait on the slow link.
+    let mut again = login(&s, "Ada", "c-2").await?;
+    let (closed, _) = until_closed(&mut frames, Vec::new()).await;
+    assert_eq!(
+        (closed.reason.as_str(), closed.r#final),
+        ("Taken over by another login.", true),
+        "a quitter taken over, its save failed"
+    );
+    s.proxy.heal();
+    say(&s, "Ada", "c-2", 1, "journal").await;
+    let seen = until_ack(&mut again, 1).await;
+    assert_eq!(
+        seen.matches("kept once").count(),
+        1,
+        "the login plays on with the quitter's line, once: {seen}"
+    );
+    // Nor can the quitter's gate resume over the login with its credential.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while s.store.check_credential("Ada", "c-1", &credential).await? {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the superseded connection's credential still resumes"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     Ok(())
 }
 
