@@ -44,7 +44,9 @@ pub const MISSED_NOTICE: &str =
 pub const PROBE_BOUND: Duration = Duration::from_secs(5);
 const PROBE_PING: &[u8] = b"telos-probe";
 /// Input a page may send while its probe waits (held, not yet passed to
-/// the session): past this the page is plainly there, and keeps playing.
+/// the session, and going with it): past this the probe gives up on the
+/// page, as the telnet side does (a page that dropped with a burst in the
+/// gate's receive buffer is read only now, and must not look live).
 const PROBE_PENDING_BYTES: usize = 64 * 1024;
 
 /// What a page presenting the token of a session in play is told (its
@@ -270,8 +272,10 @@ impl Park {
                         return false;
                     }
                     if self.pending.len() >= PROBE_PENDING_BYTES {
-                        tracing::info!("web page kept sending while probed; it is there");
-                        return true;
+                        tracing::info!(
+                            "web page sent 64 KiB but no answer while probed; taking it over"
+                        );
+                        return false;
                     }
                 }
             }

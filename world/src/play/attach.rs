@@ -44,6 +44,8 @@ pub(super) enum AttachError {
     /// The claimed row puts the player in this other zone (saved elsewhere
     /// since the caller routed it): route again, there.
     Misrouted(String),
+    /// A newer claim of the character is in play: this session is over.
+    Superseded,
 }
 
 /// Claim the character (minting its next `owner_epoch`) and put it into the
@@ -56,6 +58,10 @@ pub(super) async fn attach_local(
     handle: &ZoneHandle,
     out: &mpsc::Sender<ServerFrame>,
 ) -> Result<(), AttachError> {
+    if out.is_closed() {
+        // Nobody to play it: see `route`.
+        return Err(AttachError::Superseded);
+    }
     let claimed = shard.store().claim_character(key).await.map_err(|e| {
         warn!(player = %key, error = %e, "claiming character failed");
         AttachError::Store
@@ -120,6 +126,10 @@ pub(super) async fn attach_local(
             JoinError::Misrouted(zone) => {
                 info!(player = %key, zone, "the row moved since routing; routing again");
                 AttachError::Misrouted(zone)
+            }
+            JoinError::Superseded => {
+                info!(player = %key, "a newer login is in play; this one is over");
+                AttachError::Superseded
             }
             e => {
                 info!(player = %key, error = %e, "zone refused the join");

@@ -8,12 +8,16 @@ use std::time::Duration;
 use telos_proto::v1::{Redirect, ServerFrame, server_frame::Frame};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tracing::warn;
+use tracing::{info, warn};
 
 use crate::model::Tier;
 use crate::model::ids::zone_of;
 use crate::runtime::shard::{Shard, ZoneRoute};
 use crate::zone::ZoneHandle;
+
+/// A login or resume whose claim is older than the session in play: the
+/// newer login took the character over (as a takeover closes the old).
+const SUPERSEDED: &str = "Taken over by another login.";
 
 use super::attach::{AttachError, attach_local, resolve_room};
 use super::frames::{frame, send_closed};
@@ -58,6 +62,15 @@ pub(super) async fn enter(
         // predecessor of a restart-while-paused).
         if shard.superseded().is_cancelled() {
             send_closed(out, "The world is restarting; hold on...", false).await;
+            return None;
+        }
+        // The gate that asked is gone (it crashed, or gave this attempt up):
+        // claiming now would mint an epoch for no one, newer than the
+        // session its player has meanwhile logged in again with (issue 17,
+        // overlap seed 409998530: a dead gate's resume waited here for
+        // its zone to open, then claimed after the player's new login).
+        if out.is_closed() {
+            info!(player = %key, "the gate left before the login was placed; not claiming");
             return None;
         }
         // Online somewhere already: that session is taken over where it is.
@@ -114,6 +127,10 @@ pub(super) async fn enter(
                     Err(AttachError::Misrouted(zone)) if Instant::now() < wait_until => {
                         misrouted = Some(zone);
                         continue;
+                    }
+                    Err(AttachError::Superseded) => {
+                        send_closed(out, SUPERSEDED, true).await;
+                        return None;
                     }
                     Err(_) => {
                         send_closed(out, "The world cannot be reached right now.", false).await;

@@ -35,6 +35,10 @@ pub enum JoinError {
     /// after the caller routed it here): route again, to this zone.
     #[error("the player stands in zone {0}, not here")]
     Misrouted(String),
+    /// A newer claim of the character is in play here (a later login or
+    /// resume): this older one must not take it over.
+    #[error("a newer login of the character is in play")]
+    Superseded,
 }
 
 pub(crate) enum Msg {

@@ -168,27 +168,34 @@ impl Quits {
     }
 }
 
-/// Tries of a leaver's final save that failed without an answer (a
-/// timeout, a dropped connection) before it settles as failed.
+/// Tries of a leaver's final save that failed (a timeout, a dropped
+/// connection, an error reply) before it settles as failed...
 const FINAL_SAVE_TRIES: u32 = 3;
+
+/// ...a try starting only this long after the first did, so that a sick
+/// Redis holds a seal or a waiting login little longer than one save.
+const FINAL_SAVE_RETRY_WITHIN: Duration = Duration::from_millis(1500);
 
 /// The pause before the second try (doubled for the third).
 const FINAL_SAVE_BACKOFF: Duration = Duration::from_millis(200);
 
-/// A leaver's final save, tried again when it failed without an answer.
+/// A leaver's final save, tried again when it failed.
 /// A crowd's saves are in flight together: a process starved of CPU for a
 /// moment reads their replies late, past the client's response timeout,
 /// though Redis wrote them (the 2000-quitter test: 40 quits closed
 /// not-final on the first try, their gates resuming to be told
 /// `Goodbye.`). A retry of a save that did land is refused at our own
-/// epoch and claim and adopts the version it wrote (`LostReply`), so
-/// trying again never writes twice.
+/// epoch and claim, adopts the version it wrote (`LostReply`) and writes
+/// the same state again: no line is applied twice, and a first try that
+/// lands late is refused on its version.
 async fn final_save(store: &Store, zone: &str, leaver: &mut Leaver) -> Saved {
+    let until = tokio::time::Instant::now() + FINAL_SAVE_RETRY_WITHIN;
     let mut pause = FINAL_SAVE_BACKOFF;
     let mut tries = 1;
     loop {
         let saved = save_player(store, zone, &*leaver.character, &mut leaver.meta).await;
-        if !matches!(saved, Saved::Failed) || tries == FINAL_SAVE_TRIES {
+        let late = tokio::time::Instant::now() + pause >= until;
+        if !matches!(saved, Saved::Failed) || tries == FINAL_SAVE_TRIES || late {
             return saved;
         }
         tries += 1;

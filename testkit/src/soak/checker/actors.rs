@@ -103,8 +103,9 @@ fn served_twice(rounds: &[ActorRound], faults: &Faults) -> Vec<Violation> {
 }
 
 /// Per zone, the (process, generation) pairs in the order first seen: a
-/// generation served by two processes, or a pair still served longer than
-/// [`SERVED_TWICE_GRACE`] after a higher generation was seen served. (A
+/// generation served by two processes, or a pair seen served after a
+/// higher generation was, and for longer than [`SERVED_TWICE_GRACE`] from
+/// then. (A
 /// process woken from a pause answers its first scrape before its lease
 /// watchdog has run: its metrics still show the zone it no longer may
 /// write — its actor refuses input and saves past the lease's local
@@ -145,7 +146,7 @@ fn generations(rounds: &[ActorRound], faults: &Faults) -> Vec<Violation> {
                 ));
             } else if let Some((other, og, then, _)) = earlier
                 .iter()
-                .filter(|(_, og, t, _)| og > g && t < at && *last - (*t).max(*at) > grace)
+                .filter(|(_, og, t, _)| og > g && t < at && *last - *at > grace)
                 .max_by_key(|(_, og, _, _)| *og)
                 // A Redis SIGKILL loses up to a second of writes (append-only
                 // file, `appendfsync everysec`): a generation minted in it

@@ -32,6 +32,7 @@ use telos_proto::v1::{Closed, ServerFrame, server_frame::Frame};
 use tokio::sync::mpsc::Sender;
 use tracing::warn;
 
+use super::players::{adopt_newer_claim, supersedes};
 use super::{RECONNECTING, ZoneActor};
 use crate::model::PlayerBox;
 use crate::zone::handle::JoinError;
@@ -101,17 +102,26 @@ impl ZoneActor {
         let mut kept = Some(character);
         // The connection of the login that took the character over.
         let mut taken_by = None;
+        // The newest claim takes the character over; an older one that
+        // joined it would be refused its saves by the newer.
+        let mut waiting = waiting;
+        waiting.sort_by_key(|(joining, _)| std::cmp::Reverse(joining.meta.epoch));
         for (joining, reply) in waiting {
-            let result = match kept.take() {
-                Some(character) => {
-                    let conn = joining.meta.conn_id.clone();
-                    let result = self.rejoin(character, &meta, *joining);
-                    taken_by = result.is_ok().then_some(conn);
-                    result
-                }
-                None => self.join(*joining),
-            };
-            let _ = reply.send(result);
+            if supersedes(&meta, &joining.meta) {
+                let _ = reply.send(Err(JoinError::Superseded));
+                continue;
+            }
+            if let Some(character) = kept.take() {
+                let conn = joining.meta.conn_id.clone();
+                let result = self.rejoin(character, &meta, *joining);
+                taken_by = result.is_ok().then_some(conn);
+                let _ = reply.send(result);
+            } else if let Err((joining, reply)) = self.quits.wait(&key, (joining, reply)) {
+                // The newer claim is in play now, and `join` refuses this
+                // older one; unless the character is leaving again (its
+                // own connection's quit, saved anew), then it waits again.
+                let _ = reply.send(self.join(*joining));
+            }
         }
         if matches!(why, Leaving::Quit) {
             let (reason, is_final) = match (taken_by, saved) {
@@ -207,6 +217,7 @@ impl ZoneActor {
         } = joining;
         let key = character.key();
         self.revoke_superseded(&key, &old.conn_id, &meta.conn_id);
+        adopt_newer_claim(old, &mut meta);
         meta.state_version = meta.state_version.max(old.state_version);
         let same_conn = meta.conn_id == old.conn_id;
         if same_conn {

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use super::tests::{WAIT, city};
 use crate::model::Game;
-use crate::zone::handle::{InputReply, ZoneHandle};
+use crate::zone::handle::{InputReply, JoinError, ZoneHandle};
 use crate::zone::roster::Roster;
 use crate::zone::session::{Joining, OUT_CHANNEL, SessionMeta};
 
@@ -50,6 +50,15 @@ type Frames = mpsc::UnboundedReceiver<ServerFrame>;
 /// Create `name`'s row, claim it as a login does, and join it (connection
 /// `conn`); its frames.
 async fn login(s: &Setup, name: &str, conn: &str) -> anyhow::Result<Frames> {
+    let (joining, frames) = claim(s, name, conn).await?;
+    s.zone.join(joining).await?;
+    Ok(frames)
+}
+
+/// Create `name`'s row if need be and claim it as a login does (minting
+/// its next epoch), for connection `conn`: the join to send, and the
+/// session's frames.
+async fn claim(s: &Setup, name: &str, conn: &str) -> anyhow::Result<(Joining, Frames)> {
     let fresh = s.game.new_player(name).dump_state_json();
     if s.store.load(name).await?.is_none() {
         s.store.create_character_hashed(name, PHC, &fresh).await?;
@@ -87,15 +96,13 @@ async fn login(s: &Setup, name: &str, conn: &str) -> anyhow::Result<Frames> {
         credential: String::new(),
         shard_id: "shard-a".into(),
     };
-    s.zone
-        .join(Joining {
-            character,
-            meta,
-            attached,
-            arrived_from: None,
-        })
-        .await?;
-    Ok(frames)
+    let joining = Joining {
+        character,
+        meta,
+        attached,
+        arrived_from: None,
+    };
+    Ok((joining, frames))
 }
 
 async fn say(s: &Setup, name: &str, conn: &str, seq: u64, line: &str) -> InputReply {
@@ -355,6 +362,76 @@ async fn a_quitter_taken_over_by_another_login_is_closed_final_even_unsaved() ->
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    Ok(())
+}
+
+/// Two claims wait for a quitter's save — its own connection's resume,
+/// claimed first, and a login from another connection, claimed later —
+/// and reach the zone in the other order. The newest claim takes the
+/// character over and the older is refused. The old code handed the
+/// character to whichever joined first, then let the other take it over:
+/// here the resume took over the login (closing it final) with an epoch
+/// the login's newer claim refuses, so its next save closed it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_two_claims_waiting_for_a_quit_the_newer_takes_over() -> anyhow::Result<()> {
+    let s = setup().await?;
+    let mut frames = login(&s, "Ada", "c-1").await?;
+    say(&s, "Ada", "c-1", 1, "journal kept once").await;
+    s.proxy.set(LinkMode::Delay(Duration::from_millis(300)));
+    say(&s, "Ada", "c-1", 2, "quit").await;
+    let (resume, _resumed) = claim(&s, "Ada", "c-1").await?;
+    let (login2, mut again) = claim(&s, "Ada", "c-2").await?;
+    let zone = s.zone.clone();
+    let newer = tokio::spawn(async move { zone.join(login2).await });
+    // The login's join is queued first; the resume's after it.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let older = s.zone.join(resume).await;
+    assert!(
+        matches!(older, Err(JoinError::Superseded)),
+        "the older claim joined: {older:?}"
+    );
+    newer.await??;
+    let (closed, _) = until_closed(&mut frames, Vec::new()).await;
+    assert_eq!(
+        (closed.reason.as_str(), closed.r#final),
+        ("Taken over by another login.", true)
+    );
+    s.proxy.heal();
+    say(&s, "Ada", "c-2", 1, "journal").await;
+    let seen = until_ack(&mut again, 1).await;
+    assert!(
+        seen.contains("kept once"),
+        "the newer login plays on with the quitter's line: {seen}"
+    );
+    Ok(())
+}
+
+/// Issue 17, overlap seed 409998530: a crashed gate's resume (its stream
+/// gone) claimed after the player's new login through another gate, but
+/// reached the zone first. The login took that orphan over under its own,
+/// older claim, which the orphan's newer one refused at the first save: the
+/// player was closed "Claimed by a newer session." and the lines it had
+/// been answered for were lost. The login now adopts the claim of the
+/// session it replaces, and its saves land.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_taking_over_a_dead_streams_newer_claim_saves_under_it() -> anyhow::Result<()> {
+    let s = setup().await?;
+    let (login2, mut frames) = claim(&s, "Ada", "c-2").await?;
+    let (mut orphan, _) = claim(&s, "Ada", "c-9").await?;
+    // Its gate is gone: nothing reads the stream.
+    let (dead, _) = mpsc::channel(OUT_CHANNEL);
+    orphan.meta.out = dead;
+    s.zone.join(orphan).await?;
+    s.zone.join(login2).await?;
+    say(&s, "Ada", "c-2", 1, "journal kept").await;
+    // Its save: the quit's.
+    say(&s, "Ada", "c-2", 2, "quit").await;
+    let (closed, durable) = until_closed(&mut frames, Vec::new()).await;
+    assert_eq!(
+        (closed.reason.as_str(), closed.r#final, durable),
+        ("Goodbye.", true, 2),
+        "the login's lines were saved"
+    );
     Ok(())
 }
 
