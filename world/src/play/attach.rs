@@ -44,12 +44,21 @@ pub(super) enum AttachError {
     /// The claimed row puts the player in this other zone (saved elsewhere
     /// since the caller routed it): route again, there.
     Misrouted(String),
-    /// A newer claim of the character is in play: this session is over.
-    Superseded,
+    /// A newer claim of the character joined first: claim again.
+    Stale,
+    /// The gate that asked has left: nothing was claimed for it.
+    Gone,
 }
 
+/// Claims a join may find stale (a newer one joined first) before the
+/// attach gives up for now (the route retries while the login waits).
+const STALE_CLAIM_TRIES: usize = 3;
+
 /// Claim the character (minting its next `owner_epoch`) and put it into the
-/// local zone actor.
+/// local zone actor. A claim the zone finds older than the session in play
+/// (another request's claim came later but joined first) is made again:
+/// the newest claim always takes over, never an older one — whose saves
+/// the newer would refuse. Nothing is claimed for a gate that has left.
 pub(super) async fn attach_local(
     shard: &Arc<Shard>,
     key: &str,
@@ -58,10 +67,28 @@ pub(super) async fn attach_local(
     handle: &ZoneHandle,
     out: &mpsc::Sender<ServerFrame>,
 ) -> Result<(), AttachError> {
-    if out.is_closed() {
-        // Nobody to play it: see `route`.
-        return Err(AttachError::Superseded);
+    for _ in 0..STALE_CLAIM_TRIES {
+        if out.is_closed() {
+            return Err(AttachError::Gone);
+        }
+        match claim_and_join(shard, key, conn_id, credential, handle, out).await {
+            Err(AttachError::Stale) => {
+                info!(player = %key, "a newer claim joined first; claiming again");
+            }
+            done => return done,
+        }
     }
+    Err(AttachError::ZoneRefused)
+}
+
+async fn claim_and_join(
+    shard: &Arc<Shard>,
+    key: &str,
+    conn_id: &str,
+    credential: &str,
+    handle: &ZoneHandle,
+    out: &mpsc::Sender<ServerFrame>,
+) -> Result<(), AttachError> {
     let claimed = shard.store().claim_character(key).await.map_err(|e| {
         warn!(player = %key, error = %e, "claiming character failed");
         AttachError::Store
@@ -127,10 +154,7 @@ pub(super) async fn attach_local(
                 info!(player = %key, zone, "the row moved since routing; routing again");
                 AttachError::Misrouted(zone)
             }
-            JoinError::Superseded => {
-                info!(player = %key, "a newer login is in play; this one is over");
-                AttachError::Superseded
-            }
+            JoinError::Superseded => AttachError::Stale,
             e => {
                 info!(player = %key, error = %e, "zone refused the join");
                 AttachError::ZoneRefused

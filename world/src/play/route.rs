@@ -15,10 +15,6 @@ use crate::model::ids::zone_of;
 use crate::runtime::shard::{Shard, ZoneRoute};
 use crate::zone::ZoneHandle;
 
-/// A login or resume whose claim is older than the session in play: the
-/// newer login took the character over (as a takeover closes the old).
-const SUPERSEDED: &str = "Taken over by another login.";
-
 use super::attach::{AttachError, attach_local, resolve_room};
 use super::frames::{frame, send_closed};
 
@@ -128,10 +124,7 @@ pub(super) async fn enter(
                         misrouted = Some(zone);
                         continue;
                     }
-                    Err(AttachError::Superseded) => {
-                        send_closed(out, SUPERSEDED, true).await;
-                        return None;
-                    }
+                    Err(AttachError::Gone) => return None,
                     Err(_) => {
                         send_closed(out, "The world cannot be reached right now.", false).await;
                         return None;

@@ -36,8 +36,9 @@ pub enum JoinError {
     #[error("the player stands in zone {0}, not here")]
     Misrouted(String),
     /// A newer claim of the character is in play here (a later login or
-    /// resume): this older one must not take it over.
-    #[error("a newer login of the character is in play")]
+    /// resume that joined first): this older one must not take it over —
+    /// the newer would refuse its saves. The caller claims again.
+    #[error("a newer claim of the character is in play")]
     Superseded,
 }
 

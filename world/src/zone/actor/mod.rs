@@ -329,7 +329,11 @@ impl ZoneActor {
                 // character is frozen here mid-move: not now (the attach
                 // retries, then resumes from the durable row).
                 let key = player.character.key();
-                let busy = self.frozen.contains_key(&key) || self.quits.holds(&key);
+                // Or a newer claim of it joined here first (a login): the
+                // arrival's older epoch must not take that over.
+                let busy = self.frozen.contains_key(&key)
+                    || self.quits.holds(&key)
+                    || self.newer_in_play(&key, &player.meta);
                 let misrouted = self.misrouted(&*player.character).is_some();
                 let result = if busy || misrouted || self.stopping() || !self.lease_valid() {
                     Err(player)

@@ -37,27 +37,12 @@ fn takeover(mut old: SessionMeta, mut new: SessionMeta) -> SessionMeta {
         }));
     }
     new.state_version = new.state_version.max(old.state_version);
-    adopt_newer_claim(&old, &mut new);
     if old.conn_id == new.conn_id {
         new.applied_seq = new.applied_seq.max(old.applied_seq);
     }
     // The kept state may be newer than the row: save it soon.
     new.dirty = true;
     new
-}
-
-/// A takeover of a session claimed after the one taking it over (its join
-/// arrived first): the new session writes under that newer claim. Safe, as
-/// the only session that held it is the one replaced here; and needed, or
-/// the newer claim would refuse every save of the session that goes on.
-/// (The caller refuses this when the old session is a live login on another
-/// connection: [`ZoneActor::newer_in_play`].)
-pub(super) fn adopt_newer_claim(old: &SessionMeta, new: &mut SessionMeta) {
-    if old.epoch > new.epoch {
-        new.epoch = old.epoch;
-        new.claim = old.claim;
-        new.departure_claim = old.departure_claim;
-    }
 }
 
 impl ZoneActor {
@@ -122,16 +107,16 @@ impl ZoneActor {
     }
 
     /// Whether `key` is in play here (or frozen mid-move) under a claim
-    /// newer than `joining`'s, by a live login on another connection: the
-    /// older login, joining only now, must not take it over. A session of
-    /// the same connection (another attempt of the same gate session) or
-    /// whose stream is gone (a dead gate's request that completed late) is
-    /// taken over, its claim adopted ([`adopt_newer_claim`]).
+    /// newer than `joining`'s: taken over by that older claim, it would
+    /// have its saves refused by the newer (issue 17, overlap seed
+    /// 409998530: a crashed gate's resume claimed after the player's new
+    /// login but joined first; the login took it over, its first save was
+    /// refused and the player closed with acknowledged lines unsaved).
     pub(super) fn newer_in_play(&self, key: &str, joining: &SessionMeta) -> bool {
         self.sessions
             .get(key)
             .or_else(|| self.frozen.get(key).map(|f| &f.meta))
-            .is_some_and(|held| supersedes(held, joining))
+            .is_some_and(|held| held.epoch > joining.epoch)
     }
 
     /// A login on another connection took `key` over: the old connection's
@@ -312,12 +297,6 @@ impl ZoneActor {
             }));
         }
     }
-}
-
-/// Whether session `held` is a newer, live login on another connection
-/// than `joining`.
-pub(super) fn supersedes(held: &SessionMeta, joining: &SessionMeta) -> bool {
-    held.epoch > joining.epoch && held.conn_id != joining.conn_id && !held.out.is_closed()
 }
 
 pub(crate) fn online_entry(ch: &dyn Player, shard: &str, zone: &str) -> OnlinePlayer {

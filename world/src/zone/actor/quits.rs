@@ -32,7 +32,6 @@ use telos_proto::v1::{Closed, ServerFrame, server_frame::Frame};
 use tokio::sync::mpsc::Sender;
 use tracing::warn;
 
-use super::players::{adopt_newer_claim, supersedes};
 use super::{RECONNECTING, ZoneActor};
 use crate::model::PlayerBox;
 use crate::zone::handle::JoinError;
@@ -107,7 +106,7 @@ impl ZoneActor {
         let mut waiting = waiting;
         waiting.sort_by_key(|(joining, _)| std::cmp::Reverse(joining.meta.epoch));
         for (joining, reply) in waiting {
-            if supersedes(&meta, &joining.meta) {
+            if joining.meta.epoch < meta.epoch {
                 let _ = reply.send(Err(JoinError::Superseded));
                 continue;
             }
@@ -217,7 +216,6 @@ impl ZoneActor {
         } = joining;
         let key = character.key();
         self.revoke_superseded(&key, &old.conn_id, &meta.conn_id);
-        adopt_newer_claim(old, &mut meta);
         meta.state_version = meta.state_version.max(old.state_version);
         let same_conn = meta.conn_id == old.conn_id;
         if same_conn {

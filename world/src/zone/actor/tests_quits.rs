@@ -367,11 +367,10 @@ async fn a_quitter_taken_over_by_another_login_is_closed_final_even_unsaved() ->
 
 /// Two claims wait for a quitter's save — its own connection's resume,
 /// claimed first, and a login from another connection, claimed later —
-/// and reach the zone in the other order. The newest claim takes the
-/// character over and the older is refused. The old code handed the
-/// character to whichever joined first, then let the other take it over:
-/// here the resume took over the login (closing it final) with an epoch
-/// the login's newer claim refuses, so its next save closed it too.
+/// and reach the zone in that order too. The newest claim takes the
+/// character over and the older is refused (its shard claims again). The
+/// old code handed the character to whichever joined first, then let the
+/// other take it over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn of_two_claims_waiting_for_a_quit_the_newer_takes_over() -> anyhow::Result<()> {
     let s = setup().await?;
@@ -382,15 +381,16 @@ async fn of_two_claims_waiting_for_a_quit_the_newer_takes_over() -> anyhow::Resu
     let (resume, _resumed) = claim(&s, "Ada", "c-1").await?;
     let (login2, mut again) = claim(&s, "Ada", "c-2").await?;
     let zone = s.zone.clone();
-    let newer = tokio::spawn(async move { zone.join(login2).await });
-    // The login's join is queued first; the resume's after it.
+    let older = tokio::spawn(async move { zone.join(resume).await });
+    // The resume's join is queued first, the login's after it: the order
+    // of arrival is not the order of the claims.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let older = s.zone.join(resume).await;
+    s.zone.join(login2).await?;
+    let older = older.await?;
     assert!(
         matches!(older, Err(JoinError::Superseded)),
         "the older claim joined: {older:?}"
     );
-    newer.await??;
     let (closed, _) = until_closed(&mut frames, Vec::new()).await;
     assert_eq!(
         (closed.reason.as_str(), closed.r#final),
@@ -411,18 +411,24 @@ async fn of_two_claims_waiting_for_a_quit_the_newer_takes_over() -> anyhow::Resu
 /// reached the zone first. The login took that orphan over under its own,
 /// older claim, which the orphan's newer one refused at the first save: the
 /// player was closed "Claimed by a newer session." and the lines it had
-/// been answered for were lost. The login now adopts the claim of the
-/// session it replaces, and its saves land.
+/// been answered for were lost. The zone now refuses the older claim (the
+/// shard claims again: `play::attach`), and the newer claim takes over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_login_taking_over_a_dead_streams_newer_claim_saves_under_it() -> anyhow::Result<()> {
+async fn an_older_claim_never_takes_over_a_newer_one() -> anyhow::Result<()> {
     let s = setup().await?;
-    let (login2, mut frames) = claim(&s, "Ada", "c-2").await?;
+    let (login2, _) = claim(&s, "Ada", "c-2").await?;
     let (mut orphan, _) = claim(&s, "Ada", "c-9").await?;
     // Its gate is gone: nothing reads the stream.
     let (dead, _) = mpsc::channel(OUT_CHANNEL);
     orphan.meta.out = dead;
     s.zone.join(orphan).await?;
-    s.zone.join(login2).await?;
+    let stale = s.zone.join(login2).await;
+    assert!(
+        matches!(stale, Err(JoinError::Superseded)),
+        "the older claim took the newer over: {stale:?}"
+    );
+    // Claimed again, as the shard does: the newest claim takes over.
+    let mut frames = login(&s, "Ada", "c-2").await?;
     say(&s, "Ada", "c-2", 1, "journal kept").await;
     // Its save: the quit's.
     say(&s, "Ada", "c-2", 2, "quit").await;
