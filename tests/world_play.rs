@@ -117,9 +117,10 @@ async fn create_login_move_journal_where_quit_and_relogin_restores_everything() 
     let (reason, _) = closed(&mut r).await?;
     assert!(reason.starts_with("Login failed"), "{reason}");
 
-    // A resume on an older connection (taken over, not quit: its
-    // credential lives) starts from 1 once a newer connection's session
-    // saved the row with its own watermark.
+    // A connection another login took over cannot resume: its credential
+    // is revoked with the takeover (its gate, had it missed the final
+    // `Closed`, would take the newer session over and replay lines that
+    // session already holds).
     let mut s3 = PlayStream::open(&world.addr).await?;
     s3.login("alice", PASSWORD, false, "conn-3").await?;
     attached(&mut s3).await?;
@@ -131,8 +132,11 @@ async fn create_login_move_journal_where_quit_and_relogin_restores_everything() 
     closed(&mut s3).await?;
     let mut r = PlayStream::open(&world.addr).await?;
     r.resume("alice", "conn-2", &credential2).await?;
-    let (ack, _) = attached(&mut r).await?;
-    assert_eq!(ack, 0, "conn-2's row was overwritten by conn-3's session");
+    let (reason, is_final) = closed(&mut r).await?;
+    assert!(
+        reason.starts_with("Login failed") && is_final,
+        "a taken-over connection resumed: {reason}"
+    );
     Ok(())
 }
 
