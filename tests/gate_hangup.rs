@@ -9,14 +9,13 @@
 
 use std::time::Duration;
 
-use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
-use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{Proc, start_keyed_gate, start_keyed_world};
-use telos_testkit::world::starter_zones;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
+
+mod support;
+use support::gate_world::GateWorld;
 
 const NAME: &str = "Scribe";
 const PASSWORD: &str = "correct horse";
@@ -38,39 +37,20 @@ enum HangUp {
     Close,
 }
 
-struct Cluster {
-    // Field order is drop order: the gate first, Redis last.
-    gate: Proc,
-    _world: Proc,
-    _keys: TempKeys,
-    redis: RedisServer,
-}
+/// The gate and its shard (`support::gate_world`), and what this test
+/// reads of Redis.
+struct Cluster(GateWorld);
 
 impl Cluster {
     fn start() -> anyhow::Result<Cluster> {
-        let redis = RedisServer::start()?;
-        let keys = TempKeys::generate()?;
-        let world = start_keyed_world(
-            "shard-a",
-            &redis.url,
-            &starter_zones(),
-            keys.path(),
-            None,
-            &[] as &[&str],
-        )?;
-        let gate = start_keyed_gate(&redis.url, keys.path(), &[])?;
-        Ok(Cluster {
-            gate,
-            _world: world,
-            _keys: keys,
-            redis,
-        })
+        Ok(Cluster(GateWorld::start(&[])?))
     }
 
     /// The resume credentials Redis holds for the character: one per live
     /// session, none once every session ended as a quit.
     async fn credentials(&self) -> anyhow::Result<Vec<String>> {
         let mut conn = self
+            .0
             .redis
             .client()?
             .get_multiplexed_async_connection()
@@ -95,7 +75,7 @@ impl Cluster {
                 Instant::now() < deadline,
                 "{what}: the session was not ended as a quit (credential {creds:?} still \
                  there)\ngate log:\n{}",
-                self.gate.log_text()
+                self.0.gate.log_text()
             );
             tokio::time::sleep(POLL).await;
         }
@@ -160,7 +140,7 @@ async fn send_and_hang_up(addr: &str, lines: &[String], how: HangUp) -> anyhow::
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lines_sent_just_before_a_hang_up_are_applied_exactly_once() -> anyhow::Result<()> {
     let c = Cluster::start()?;
-    let addr = c.gate.addr.clone();
+    let addr = c.0.gate.addr.clone();
     Bot::create_at(&addr, NAME, PASSWORD).await?.quit().await?;
     c.wait_no_session("after create").await?;
 

@@ -95,7 +95,7 @@ impl ZoneActor {
         } = leaver;
         // A login waiting for this save takes the character over first:
         // whether it did decides how a refused quit is closed.
-        let waiting = self.quits.settled(&key);
+        let mut waiting = self.quits.settled(&key);
         self.count_leavers();
         let waited = !waiting.is_empty();
         let mut kept = Some(character);
@@ -103,7 +103,6 @@ impl ZoneActor {
         let mut taken_by = None;
         // The newest claim takes the character over; an older one that
         // joined it would be refused its saves by the newer.
-        let mut waiting = waiting;
         waiting.sort_by_key(|(joining, _)| std::cmp::Reverse(joining.meta.epoch));
         for (joining, reply) in waiting {
             if joining.meta.epoch < meta.epoch {
