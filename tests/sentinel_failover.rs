@@ -413,7 +413,12 @@ async fn a_shard_left_with_an_isolated_primary_stops_writing() -> anyhow::Result
     // The last acknowledged renew was at most a renew period (TTL / 3)
     // before the cut; the deadline is 0.8 TTL after it.
     let bound = Duration::from_millis(TTL_MS * 8 / 10 + TTL_MS / 3) + Duration::from_secs(2);
-    while !world.plain_log().contains("fencing the zone") {
+    // Fenced by the lease watchdog ("...; fencing the zone") or by the
+    // zone actor itself, which checks the same local deadline ("zone
+    // fenced: lease lost") — whichever sees it first.
+    let fenced =
+        |log: &str| log.contains("fencing the zone") || log.contains("zone fenced: lease lost");
+    while !fenced(&world.plain_log()) {
         anyhow::ensure!(
             cut.elapsed() < bound,
             "not fenced {bound:?} after the cut:\n{}",
