@@ -232,6 +232,47 @@ async fn a_second_login_takes_over_the_session() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A resume its gate gave up (the shard stalled, or lost its link, with
+/// the request in hand, and the gate asked again) reaches the shard after
+/// the later attempt put the player into play: it claims nothing, and the
+/// session in play keeps its input and its saves (issue 17: such a claim
+/// minted a newer epoch, and the live session's saves were refused, three
+/// acknowledged lines lost; or it took the session over).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_its_gate_gave_up_never_takes_over_a_later_one() -> anyhow::Result<()> {
+    let redis = RedisServer::start()?;
+    let zones = all_zones();
+    let zone_refs: Vec<&str> = zones.iter().map(String::as_str).collect();
+    let world = start_world(WorldOpts::new("w1", &redis.url, &zone_refs))?;
+
+    let mut login = PlayStream::open(&world.addr).await?;
+    login.login("Fay", PASSWORD, true, "f").await?;
+    let (_, credential) = attached(&mut login).await?;
+    let mut live = PlayStream::open(&world.addr).await?;
+    live.resume_attempt("Fay", "f", &credential, 5).await?;
+    attached(&mut live).await?;
+    assert_eq!(live.command(1, "journal kept").await?.trim(), "Noted.");
+
+    let mut given_up = PlayStream::open(&world.addr).await?;
+    given_up.resume_attempt("Fay", "f", &credential, 4).await?;
+    let (reason, is_final) = closed(&mut given_up).await?;
+    assert!(reason.contains("later attempt"), "{reason}");
+    assert!(!is_final, "{reason}");
+
+    // Still the session in play, and still saved: its next line is applied
+    // and made durable (a save under a fenced epoch is never acknowledged).
+    assert_eq!(live.command(2, "journal after").await?.trim(), "Noted.");
+    live.until(|f| match f {
+        Frame::DurableAck(d) if d.seq >= 2 => Some(()),
+        Frame::Closed(c) => panic!("the session in play was closed: {}", c.reason),
+        _ => None,
+    })
+    .await?;
+    let list = live.command(3, "journal").await?;
+    assert!(list.contains("kept") && list.contains("after"), "{list}");
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_zone_whose_lease_renew_is_refused_stops_taking_input_within_the_ttl()
 -> anyhow::Result<()> {

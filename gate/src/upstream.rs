@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use telos_proto::v1::{
@@ -205,6 +206,19 @@ pub struct Established {
     pub early_output: Vec<telos_proto::v1::Output>,
 }
 
+/// Numbers every `Login` and `Resume` this gate sends. One counter for
+/// the process, so a connection's attempts (which it makes one after
+/// another) are numbered in the order it made them: a shard refuses to
+/// claim a character for an attempt older than the one that claimed it
+/// last, so an attempt the gate gave up (its shard stalled, or lost its
+/// link, with the request in hand) never fences the session a later one
+/// put into play elsewhere. Never 0, which tells a shard "not numbered".
+static ATTEMPTS: AtomicU64 = AtomicU64::new(0);
+
+fn next_attempt() -> u64 {
+    ATTEMPTS.fetch_add(1, Ordering::Relaxed) + 1
+}
+
 fn first_frame(opening: Opening, who: &Who) -> Result<client_frame::Frame, EstablishError> {
     Ok(match opening {
         Opening::Login(c) => client_frame::Frame::Login(Login {
@@ -214,6 +228,7 @@ fn first_frame(opening: Opening, who: &Who) -> Result<client_frame::Frame, Estab
             conn_id: who.conn_id.clone(),
             client_addr: who.client_addr.clone(),
             client: Some(who.client.clone()),
+            attempt: next_attempt(),
         }),
         Opening::Resume => client_frame::Frame::Resume(Resume {
             name: who.name.clone(),
@@ -223,6 +238,7 @@ fn first_frame(opening: Opening, who: &Who) -> Result<client_frame::Frame, Estab
                 .clone()
                 .ok_or_else(|| EstablishError::Unavailable("resume without a credential".into()))?,
             client: Some(who.client.clone()),
+            attempt: next_attempt(),
         }),
         Opening::Attach { token } => client_frame::Frame::Attach(Attach {
             token,
@@ -351,4 +367,41 @@ pub async fn establish(
         "more than {} redirects",
         cfg.max_redirect_hops
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt_of(frame: client_frame::Frame) -> u64 {
+        match frame {
+            client_frame::Frame::Login(l) => l.attempt,
+            client_frame::Frame::Resume(r) => r.attempt,
+            other => panic!("not a claim: {other:?}"),
+        }
+    }
+
+    /// A shard orders a connection's claims by these numbers: each `Login`
+    /// and `Resume` the gate sends is numbered above every one before it,
+    /// and never 0 ("not numbered").
+    #[test]
+    fn every_login_and_resume_is_numbered_above_the_ones_before() {
+        let who = Who {
+            conn_id: "c-1".into(),
+            name: "Ada".into(),
+            credential: Some("cred".into()),
+            client_addr: String::new(),
+            client: ClientInfo::default(),
+        };
+        let login = Opening::Login(Credentials {
+            name: "Ada".into(),
+            password: "pw".into(),
+            create: false,
+        });
+        let first = attempt_of(first_frame(login, &who).unwrap());
+        let second = attempt_of(first_frame(Opening::Resume, &who).unwrap());
+        let third = attempt_of(first_frame(Opening::Resume, &who).unwrap());
+        assert!(first > 0);
+        assert!(first < second && second < third, "{first} {second} {third}");
+    }
 }

@@ -112,6 +112,7 @@ impl PlayStream {
             conn_id: conn_id.into(),
             client_addr: String::new(),
             client: None,
+            attempt: 0,
         }))
         .await
     }
@@ -143,16 +144,31 @@ impl PlayStream {
             conn_id: format!("conn-{client_addr}"),
             client_addr: client_addr.into(),
             client: None,
+            attempt: 0,
         }))
         .await
     }
 
+    /// A `Resume` that does not number its attempt, as an older gate's.
     pub async fn resume(&self, name: &str, conn_id: &str, credential: &str) -> anyhow::Result<()> {
+        self.resume_attempt(name, conn_id, credential, 0).await
+    }
+
+    /// A `Resume` as a gate numbers it: `attempt` grows with every `Login`
+    /// and `Resume` the gate sends.
+    pub async fn resume_attempt(
+        &self,
+        name: &str,
+        conn_id: &str,
+        credential: &str,
+        attempt: u64,
+    ) -> anyhow::Result<()> {
         self.send(client_frame::Frame::Resume(Resume {
             name: name.into(),
             conn_id: conn_id.into(),
             credential: credential.into(),
             client: None,
+            attempt,
         }))
         .await
     }

@@ -12,6 +12,10 @@ pub enum StoreError {
     /// Refused: the name cannot be stored (empty, whitespace, control, `:`).
     #[error("invalid character name {0:?}")]
     InvalidName(String),
+    /// Refused: a later attempt of the same gate connection has claimed
+    /// the character; this one was given up by its gate.
+    #[error("a later attempt of this connection claimed the character")]
+    OlderAttempt,
     /// Refused: a malformed argument (zero TTL).
     #[error("invalid store request: {0}")]
     Invalid(String),
@@ -55,6 +59,7 @@ impl StoreError {
             self,
             Self::NameTaken
                 | Self::NotFound
+                | Self::OlderAttempt
                 | Self::InvalidName(_)
                 | Self::InvalidTier(_)
                 | Self::Invalid(_)

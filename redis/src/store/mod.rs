@@ -11,6 +11,7 @@
 //! | `state_version` | CAS base; +1 on every accepted save, starts at 1 |
 //! | `owner_epoch` | ownership fence; +1 on every claim, starts at 0 |
 //! | `owner_claim` | the id of the claim that minted `owner_epoch` ([`ClaimId`]) |
+//! | `claim_conn`, `claim_attempt` | the gate connection and attempt the latest login or resume claim was made for ([`Claimant`]): an earlier attempt of that connection is refused its claim |
 //! | `conn_id` | gate connection whose input the state reflects |
 //! | `applied_seq` | highest input `seq` applied in `state` (exactly-once watermark) |
 //! | `quit_seq` | `applied_seq` when the save that wrote it ended `conn_id`'s session with the player's `quit`, else 0: a resume of that connection is answered `Goodbye.` (the quit's reply may have been lost after its save landed) |
@@ -61,6 +62,8 @@
 //! increasing across a restart; after a restart that lost data, a shard
 //! still holding an old epoch is refused rather than overwriting.
 
+#[cfg(test)]
+mod claim_attempt_tests;
 mod claim_id;
 mod credential;
 mod error;
@@ -85,5 +88,5 @@ pub use handle::Store;
 pub use handoff_claim::{ClaimFrom, HandoffClaim};
 pub use login_limit::{Admission, LoginLimits};
 pub use password::{DEFAULT_LOGIN_HASH_QUEUE, Hasher};
-pub use types::{CharacterRow, ClaimedCharacter, SaveOutcome, TIERS};
+pub use types::{CharacterRow, Claimant, ClaimedCharacter, SaveOutcome, TIERS};
 pub use zone_state::{ZoneStateOpened, ZoneStateRefused};

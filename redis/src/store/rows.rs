@@ -7,7 +7,7 @@ use redis::Script;
 use super::claim_id::ClaimId;
 use super::error::StoreError;
 use super::handle::{Store, row_key};
-use super::types::{CharacterRow, ClaimedCharacter, SaveOutcome, TIERS, ended_by_quit};
+use super::types::{CharacterRow, Claimant, ClaimedCharacter, SaveOutcome, TIERS, ended_by_quit};
 
 static CREATE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("create.lua")));
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
@@ -213,18 +213,44 @@ impl Store {
 
     /// ClaimCharacter: mints the next `owner_epoch` under a fresh
     /// [`ClaimId`] and returns both with the row, atomically. Every earlier
-    /// epoch's saves are refused from now on.
+    /// epoch's saves are refused from now on. A claim no gate attempt
+    /// orders (a tool, a test); play claims with [`claim_character_for`].
+    ///
+    /// [`claim_character_for`]: Self::claim_character_for
     pub async fn claim_character(&self, name: &str) -> Result<ClaimedCharacter, StoreError> {
+        self.claim_character_for(name, Claimant::UNORDERED).await
+    }
+
+    /// [`claim_character`](Self::claim_character) for one attempt of a gate
+    /// connection: refused with [`StoreError::OlderAttempt`] when a later
+    /// attempt of the same connection has claimed the character already.
+    /// The gate gave this one up (it timed out, or its shard stalled) and
+    /// asked again, perhaps on another shard; minting now would fence the
+    /// session the later attempt put into play.
+    pub async fn claim_character_for(
+        &self,
+        name: &str,
+        claimant: Claimant<'_>,
+    ) -> Result<ClaimedCharacter, StoreError> {
         let key = row_key(name)?;
         let claim = ClaimId::random();
-        let fields: Option<Vec<Option<Vec<u8>>>> = CLAIM
+        let reply: redis::Value = CLAIM
             .key(&key)
             .arg(claim.to_string())
+            .arg(claimant.conn_id)
+            .arg(claimant.attempt)
             .arg(&ROW_FIELDS[..])
             .invoke_async(&mut self.conn().durable())
             .await?;
-        let row =
-            parse_row(&key, fields.ok_or(StoreError::NotFound)?)?.ok_or(StoreError::NotFound)?;
+        let fields: Vec<Option<Vec<u8>>> = match reply {
+            redis::Value::Nil => return Err(StoreError::NotFound),
+            redis::Value::Int(0) => return Err(StoreError::OlderAttempt),
+            fields => redis::from_redis_value(fields).map_err(|e| StoreError::Corrupt {
+                key: key.clone(),
+                reason: e.to_string(),
+            })?,
+        };
+        let row = parse_row(&key, fields)?.ok_or(StoreError::NotFound)?;
         Ok(ClaimedCharacter {
             epoch: row.owner_epoch,
             claim,

@@ -44,6 +44,29 @@ pub(super) fn ended_by_quit(
     row_conn == conn_id && quit_seq != 0 && quit_seq == applied_seq
 }
 
+/// Who a claim is made for: a gate connection, and which of its attempts
+/// (every `Login` and `Resume` a gate sends carries a number that grows
+/// with each it sends, so a later attempt of a connection has the larger).
+/// The row keeps the latest claimant; a claim from an earlier attempt of
+/// the same connection is refused ([`StoreError::OlderAttempt`]).
+///
+/// [`StoreError::OlderAttempt`]: super::StoreError::OlderAttempt
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claimant<'a> {
+    pub conn_id: &'a str,
+    /// 0: not told (an older gate, a tool): ordered after nothing, and
+    /// nothing is ordered against it.
+    pub attempt: u64,
+}
+
+impl Claimant<'_> {
+    /// No connection, no attempt: a claim nothing orders.
+    pub const UNORDERED: Claimant<'static> = Claimant {
+        conn_id: "",
+        attempt: 0,
+    };
+}
+
 /// The result of a claim: the newly minted owner epoch and the row as it
 /// stood at that instant.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -112,7 +112,7 @@ pub(super) async fn login_frame(
         Ok(c) => c,
         Err(e) => return refuse_for_store(out, e, "issuing a credential failed").await,
     };
-    enter(shard, key, login.conn_id, credential, out).await
+    enter(shard, key, login.conn_id, login.attempt, credential, out).await
 }
 
 /// Whether a create that met its name taken is this connection's retry of
@@ -257,7 +257,15 @@ pub(super) async fn resume_frame(
             if ended_by_quit(shard, &key, &resume.conn_id, out).await? {
                 return None;
             }
-            enter(shard, key, resume.conn_id, resume.credential, out).await
+            enter(
+                shard,
+                key,
+                resume.conn_id,
+                resume.attempt,
+                resume.credential,
+                out,
+            )
+            .await
         }
         Ok(false) => {
             send_closed(

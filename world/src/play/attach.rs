@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use telos_proto::v1::{Attached, ServerFrame};
+use telos_redis::store::{Claimant, StoreError};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{info, warn};
@@ -48,6 +49,9 @@ pub(super) enum AttachError {
     Stale,
     /// The gate that asked has left: nothing was claimed for it.
     Gone,
+    /// The gate gave this attempt up for a later one, which has claimed
+    /// the character since: nothing was claimed for this one.
+    Outdated,
 }
 
 /// Claims a join may find stale (a newer one joined first) before the
@@ -58,11 +62,14 @@ const STALE_CLAIM_TRIES: usize = 3;
 /// local zone actor. A claim the zone finds older than the session in play
 /// (another request's claim came later but joined first) is made again:
 /// the newest claim always takes over, never an older one — whose saves
-/// the newer would refuse. Nothing is claimed for a gate that has left.
+/// the newer would refuse. Nothing is claimed for a gate that has left,
+/// nor for an attempt its gate has given up for a later one (the store
+/// refuses it: the gate's stream may look open here, to a shard that
+/// stalled or lost its link, long after the gate moved on).
 pub(super) async fn attach_local(
     shard: &Arc<Shard>,
     key: &str,
-    conn_id: &str,
+    asker: Claimant<'_>,
     credential: &str,
     handle: &ZoneHandle,
     out: &mpsc::Sender<ServerFrame>,
@@ -71,7 +78,7 @@ pub(super) async fn attach_local(
         if out.is_closed() {
             return Err(AttachError::Gone);
         }
-        match claim_and_join(shard, key, conn_id, credential, handle, out).await {
+        match claim_and_join(shard, key, asker, credential, handle, out).await {
             Err(AttachError::Stale) => {
                 info!(player = %key, "a newer claim joined first; claiming again");
             }
@@ -84,15 +91,25 @@ pub(super) async fn attach_local(
 async fn claim_and_join(
     shard: &Arc<Shard>,
     key: &str,
-    conn_id: &str,
+    asker: Claimant<'_>,
     credential: &str,
     handle: &ZoneHandle,
     out: &mpsc::Sender<ServerFrame>,
 ) -> Result<(), AttachError> {
-    let claimed = shard.store().claim_character(key).await.map_err(|e| {
-        warn!(player = %key, error = %e, "claiming character failed");
-        AttachError::Store
-    })?;
+    let conn_id = asker.conn_id;
+    let claimed = match shard.store().claim_character_for(key, asker).await {
+        Ok(claimed) => claimed,
+        // The gate gave this attempt up and a later one has claimed the
+        // character (here or on another shard): that one is in play.
+        Err(StoreError::OlderAttempt) => {
+            info!(player = %key, attempt = asker.attempt, "a later attempt of this connection claimed the character; not claiming");
+            return Err(AttachError::Outdated);
+        }
+        Err(e) => {
+            warn!(player = %key, error = %e, "claiming character failed");
+            return Err(AttachError::Store);
+        }
+    };
     let row = claimed.row;
     // The row's tier is the authority; what it grants, aliases and bounds
     // are re-derived on every load (the game's `load_player`).

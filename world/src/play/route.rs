@@ -10,6 +10,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
+use telos_redis::store::Claimant;
+
 use crate::model::Tier;
 use crate::model::ids::zone_of;
 use crate::runtime::shard::{Shard, ZoneRoute};
@@ -26,12 +28,16 @@ const UNSERVED_WAIT: Duration = Duration::from_secs(10);
 /// reads) for a crowd of parked logins over the 10 s bound.
 const UNSERVED_POLL: Duration = Duration::from_millis(50);
 
+/// The answer to an attempt its gate gave up for a later one.
+const OUTDATED_ATTEMPT: &str = "A later attempt of this connection is in play.";
+
 /// Put an authenticated character into play here, or redirect the gate to
 /// the shard that serves it.
 pub(super) async fn enter(
     shard: &Arc<Shard>,
     key: String,
     conn_id: String,
+    attempt: u64,
     credential: String,
     out: &mpsc::Sender<ServerFrame>,
 ) -> Option<(String, String, ZoneHandle)> {
@@ -104,7 +110,11 @@ pub(super) async fn enter(
             // follow it (a handoff bind still lands through Attach).
             ZoneRoute::Local(_) if shard.is_draining() && Instant::now() < wait_until => {}
             ZoneRoute::Local(handle) => {
-                match attach_local(shard, &key, &conn_id, &credential, &handle, out).await {
+                let asker = Claimant {
+                    conn_id: &conn_id,
+                    attempt,
+                };
+                match attach_local(shard, &key, asker, &credential, &handle, out).await {
                     Ok(()) => return Some((key, conn_id, handle)),
                     Err(AttachError::ZoneRefused) if Instant::now() < wait_until => {
                         // Parked: the zone is opening here (a transfer's
@@ -125,6 +135,11 @@ pub(super) async fn enter(
                         continue;
                     }
                     Err(AttachError::Gone) => return None,
+                    // Said for the record: the gate has moved on from it.
+                    Err(AttachError::Outdated) => {
+                        send_closed(out, OUTDATED_ATTEMPT, false).await;
+                        return None;
+                    }
                     Err(_) => {
                         send_closed(out, "The world cannot be reached right now.", false).await;
                         return None;
