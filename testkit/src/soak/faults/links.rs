@@ -63,6 +63,22 @@ fn plan(p: &Planned) -> (Link, LinkMode) {
     }
 }
 
+/// How long a link still holds traffic once healed. A slow link delivers
+/// every chunk it read before the heal its delay later, in order, so
+/// whatever waited on one (a lease renew, a save, a claim) is slow until
+/// then, and so is what follows from it: the fault is restored only once
+/// that has arrived (partition 971045071: moves sent 0.7 s after the heal
+/// of a 2.6 s delay on a shard's Redis link were held to the healthy 2 s
+/// bound while the zone the delayed renew had cost was being re-homed).
+/// The other modes hold nothing back: a cut or one-way link's held bytes
+/// flow at once.
+fn held_after_heal(mode: LinkMode) -> std::time::Duration {
+    match mode {
+        LinkMode::Delay(d) => d,
+        _ => std::time::Duration::ZERO,
+    }
+}
+
 impl Driver<'_> {
     /// Put one shard's link under the fault's mode for its hold, then heal.
     pub(super) async fn link(
@@ -78,6 +94,7 @@ impl Driver<'_> {
         self.set_link(i, link, mode);
         tokio::time::sleep(p.hold).await;
         self.heal_links();
+        tokio::time::sleep(held_after_heal(mode)).await;
         rec.restored = Some(self.clock.now());
         Ok(())
     }
@@ -106,6 +123,28 @@ impl Driver<'_> {
         for s in &self.cluster.shards {
             s.front.heal();
             s.redis_link.heal();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn only_a_slow_link_holds_traffic_past_its_heal_and_for_its_delay() {
+        let d = Duration::from_millis(2641);
+        assert_eq!(held_after_heal(LinkMode::Delay(d)), d);
+        for mode in [
+            LinkMode::Blackhole,
+            LinkMode::DropUp,
+            LinkMode::DropDown,
+            LinkMode::Reset,
+            LinkMode::Pass,
+        ] {
+            assert_eq!(held_after_heal(mode), Duration::ZERO, "{mode:?}");
         }
     }
 }
