@@ -49,6 +49,44 @@ impl Pending {
     }
 }
 
+/// What the gate tells a player when it lost their shard and resumes
+/// (`gate/src/notices.rs`, `SHIMMER`).
+const RESUMING: &str = "The world shimmers; reconnecting...";
+
+/// The marker answers that end a command's wait: its own, and one sent
+/// again after each [`RESUMING`]. A line the world applied just as the
+/// link died has its answer lost with the link, and the resume may replay
+/// nothing (the world took its in-memory session over, watermark and all):
+/// the command's own marker can be such a line, and its answer then never
+/// comes. The contract answers a lost answer with the room the player is
+/// in, shown on the resume; a marker sent after the notice is answered
+/// after that, in input order, so the command's output is then all there
+/// (partition 971045071: a bot waited out its 60 s for a marker shard-c
+/// applied as its links were reset). An answer the world did not give
+/// stays missing: the output is classified as ever, and a move with no
+/// room in it is still `Unrecognised`.
+#[derive(Debug)]
+struct Awaited {
+    words: Vec<&'static str>,
+}
+
+impl Awaited {
+    fn new(marker: &'static str) -> Awaited {
+        Awaited {
+            words: vec![marker],
+        }
+    }
+
+    /// A marker sent again after the gate said it resumes.
+    fn also(&mut self, word: &'static str) {
+        self.words.push(word);
+    }
+
+    fn ends(&self, word: &str) -> bool {
+        self.words.contains(&word)
+    }
+}
+
 /// One connection of one bot.
 pub struct Conn {
     bot: Bot,
@@ -102,12 +140,13 @@ impl Conn {
         let give_up = self.clock.instant(from) + ABANDON_AFTER;
         let mut window: Vec<(Ms, String)> = Vec::new();
         let mut own_from = 0;
+        let mut awaited = Awaited::new(p.marker);
         let outcome = loop {
             match self.next(give_up, finish).await {
                 Recv::Line(at, line) => {
                     let t = self.clock.at(at);
                     if let Some(word) = answered_marker(&line) {
-                        if word == p.marker {
+                        if awaited.ends(word) {
                             let (at, answer) = classify(&p.kind, &window, own_from, map, t);
                             break Outcome::Answered { at, answer };
                         }
@@ -115,6 +154,11 @@ impl Conn {
                         window.push((t, line));
                         own_from = window.len();
                         continue;
+                    }
+                    if line == RESUMING
+                        && let Ok(word) = self.bot.send_marker().await
+                    {
+                        awaited.also(word);
                     }
                     window.push((t, line));
                 }
@@ -319,5 +363,24 @@ fn record(
         read_from,
         outcome,
         excerpt,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_ends_on_its_own_marker_or_one_sent_after_a_resume_never_an_older_one() {
+        let mut awaited = Awaited::new("look");
+        assert!(awaited.ends("look"));
+        assert!(
+            !awaited.ends("where"),
+            "an older marker's (replayed) answer"
+        );
+        awaited.also("who");
+        assert!(awaited.ends("who"));
+        assert!(awaited.ends("look"));
+        assert!(!awaited.ends("where"));
     }
 }
