@@ -6,13 +6,18 @@ use std::time::{Duration, Instant};
 use telos_proto::v1::server_frame::Frame;
 use telos_testkit::RedisServer;
 use telos_testkit::play::PlayStream;
-use telos_testkit::process::{WorldOpts, start_world};
+use telos_testkit::process::{Proc, WorldOpts, start_world};
 use telos_testkit::world::{first_exit, starter_zones};
 
 const PASSWORD: &str = "correct horse";
 
-fn all_zones() -> Vec<String> {
-    starter_zones()
+/// One shard `w1` serving every starter zone, with `extra` flags.
+fn start_every_zone(redis: &RedisServer, extra: Vec<String>) -> anyhow::Result<Proc> {
+    let zones = starter_zones();
+    let zone_refs: Vec<&str> = zones.iter().map(String::as_str).collect();
+    let mut opts = WorldOpts::new("w1", &redis.url, &zone_refs);
+    opts.extra = extra;
+    start_world(opts)
 }
 
 /// Wait for `Attached`, then for the room description that follows it.
@@ -52,9 +57,7 @@ fn where_room(text: &str) -> String {
 async fn create_login_move_journal_where_quit_and_relogin_restores_everything() -> anyhow::Result<()>
 {
     let redis = RedisServer::start()?;
-    let zones = all_zones();
-    let zone_refs: Vec<&str> = zones.iter().map(String::as_str).collect();
-    let world = start_world(WorldOpts::new("w1", &redis.url, &zone_refs))?;
+    let world = start_every_zone(&redis, Vec::new())?;
 
     let mut s = PlayStream::open(&world.addr).await?;
     s.login("Alice", PASSWORD, true, "conn-1").await?;
@@ -143,9 +146,7 @@ async fn create_login_move_journal_where_quit_and_relogin_restores_everything() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_gets_clear_answers_and_the_shard_stays_up() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
-    let zones = all_zones();
-    let zone_refs: Vec<&str> = zones.iter().map(String::as_str).collect();
-    let mut world = start_world(WorldOpts::new("w1", &redis.url, &zone_refs))?;
+    let mut world = start_every_zone(&redis, Vec::new())?;
 
     let mut s = PlayStream::open(&world.addr).await?;
     s.login("Bob", PASSWORD, true, "c1").await?;
@@ -212,9 +213,7 @@ async fn bad_input_gets_clear_answers_and_the_shard_stays_up() -> anyhow::Result
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_login_takes_over_the_session() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
-    let zones = all_zones();
-    let zone_refs: Vec<&str> = zones.iter().map(String::as_str).collect();
-    let world = start_world(WorldOpts::new("w1", &redis.url, &zone_refs))?;
+    let world = start_every_zone(&redis, Vec::new())?;
 
     let mut first = PlayStream::open(&world.addr).await?;
     first.login("Erin", PASSWORD, true, "a").await?;
@@ -241,9 +240,7 @@ async fn a_second_login_takes_over_the_session() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_attempt_its_gate_gave_up_never_takes_over_a_later_one() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
-    let zones = all_zones();
-    let zone_refs: Vec<&str> = zones.iter().map(String::as_str).collect();
-    let world = start_world(WorldOpts::new("w1", &redis.url, &zone_refs))?;
+    let world = start_every_zone(&redis, Vec::new())?;
 
     let mut login = PlayStream::open(&world.addr).await?;
     login.login("Fay", PASSWORD, true, "f").await?;
@@ -277,12 +274,9 @@ async fn an_attempt_its_gate_gave_up_never_takes_over_a_later_one() -> anyhow::R
 async fn a_zone_whose_lease_renew_is_refused_stops_taking_input_within_the_ttl()
 -> anyhow::Result<()> {
     let redis = RedisServer::start()?;
-    let zones = all_zones();
-    let zone_refs: Vec<&str> = zones.iter().map(String::as_str).collect();
     let ttl = Duration::from_millis(1500);
-    let mut opts = WorldOpts::new("w1", &redis.url, &zone_refs);
-    opts.extra = vec!["--lease-ttl-ms".into(), ttl.as_millis().to_string()];
-    let world = start_world(opts)?;
+    let extra = vec!["--lease-ttl-ms".into(), ttl.as_millis().to_string()];
+    let world = start_every_zone(&redis, extra)?;
 
     let mut s = PlayStream::open(&world.addr).await?;
     s.login("Fay", PASSWORD, true, "f").await?;

@@ -32,6 +32,10 @@ pub const NOTED: &str = "Noted.";
 /// The line `quit` answers before the socket closes.
 pub const GOODBYE: &str = "Goodbye.";
 
+/// What the gate tells a player when it lost their shard and resumes
+/// (`gate/src/notices.rs`, `SHIMMER`).
+pub const RESUMING: &str = "The world shimmers; reconnecting...";
+
 /// How `look` ends the exits line of a room.
 const EXITS: &str = "Exits:";
 

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use crate::bot::{Bot, Recv, answered_marker, is_login_refusal, welcome_name};
 use crate::world::WorldMap;
 
-use super::classify::{GOODBYE, classify};
+use super::classify::{GOODBYE, RESUMING, classify};
 use super::clock::{Clock, Ms};
 use super::config::{ABANDON_AFTER, ANSWER_BOUND};
 use super::history::{Answer, CommandRecord, Kind, Outcome};
@@ -48,10 +48,6 @@ impl Pending {
         self.sent
     }
 }
-
-/// What the gate tells a player when it lost their shard and resumes
-/// (`gate/src/notices.rs`, `SHIMMER`).
-const RESUMING: &str = "The world shimmers; reconnecting...";
 
 /// The marker answers that end a command's wait: its own, and one sent
 /// again after each [`RESUMING`]. A line the world applied just as the
