@@ -74,6 +74,7 @@ mod login_limit;
 mod login_limit_tests;
 mod password;
 mod rows;
+mod zone_commit;
 mod zone_state;
 
 #[cfg(test)]
@@ -89,4 +90,5 @@ pub use handoff_claim::{ClaimFrom, HandoffClaim};
 pub use login_limit::{Admission, LoginLimits};
 pub use password::{DEFAULT_LOGIN_HASH_QUEUE, Hasher};
 pub use types::{CharacterRow, Claimant, ClaimedCharacter, SaveOutcome, TIERS};
+pub use zone_commit::{CommitOutcome, RowWrite, ZoneCommit, ZoneFence};
 pub use zone_state::{ZoneStateOpened, ZoneStateRefused};

@@ -1,0 +1,51 @@
+-- One zone batch, committed whole or not at all: the zone's state (when it
+-- changed) and every player row the batch touched, each with its
+-- applied_seq. Refused whole unless the zone's lease is still exactly
+-- (shard, gen), its state row is still held by this open, and every row is
+-- still at the epoch and version its session writes under.
+-- ARGV[1] zone keys: 2 (KEYS[1] zone state hash, KEYS[2] zone lease hash)
+--         or 0 (a private instance: no lease, no zone row)
+-- ARGV[2] shard id  ARGV[3] lease generation  ARGV[4] holder
+-- ARGV[5] '1' to write the zone state, '0' to leave it  ARGV[6] state bytes
+-- Then per row, KEYS[zone keys + i] and 6 arguments from ARGV[7 + 6(i-1)]:
+-- epoch, expected state_version, state JSON, conn_id, applied_seq, quit_seq
+-- (as save.lua).
+-- Returns {1, version_1, ..., version_n} committed; {0, 'lease'} or
+-- {0, 'holder'} the zone fence refused; {0, 'row', i, epoch, version,
+-- claim} row i refused; {-1, 'row', i} row i does not exist.
+local zk = tonumber(ARGV[1])
+if zk == 2 then
+  if redis.call('HGET', KEYS[2], 'owner') ~= ARGV[2]
+     or redis.call('HGET', KEYS[2], 'gen') ~= ARGV[3] then
+    return {0, 'lease'}
+  end
+  if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[3]
+     or redis.call('HGET', KEYS[1], 'holder') ~= ARGV[4] then
+    return {0, 'holder'}
+  end
+end
+local rows = #KEYS - zk
+for i = 1, rows do
+  local key = KEYS[zk + i]
+  local a = 7 + 6 * (i - 1)
+  if redis.call('EXISTS', key) == 0 then
+    return {-1, 'row', i}
+  end
+  local epoch = redis.call('HGET', key, 'owner_epoch')
+  local version = redis.call('HGET', key, 'state_version')
+  if epoch ~= ARGV[a] or version ~= ARGV[a + 1] then
+    return {0, 'row', i, epoch, version, redis.call('HGET', key, 'owner_claim') or ''}
+  end
+end
+if zk == 2 and ARGV[5] == '1' then
+  redis.call('HSET', KEYS[1], 'state', ARGV[6])
+end
+local out = {1}
+for i = 1, rows do
+  local key = KEYS[zk + i]
+  local a = 7 + 6 * (i - 1)
+  redis.call('HSET', key, 'state', ARGV[a + 2], 'conn_id', ARGV[a + 3],
+    'applied_seq', ARGV[a + 4], 'quit_seq', ARGV[a + 5])
+  out[i + 1] = redis.call('HINCRBY', key, 'state_version', 1)
+end
+return out
