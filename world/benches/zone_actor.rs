@@ -313,6 +313,7 @@ async fn join(
         persist_id: row.persist_id.clone(),
         chat: Default::default(),
         commit: None,
+        held: Default::default(),
     };
     let attached = Attached {
         ack_input_seq: 0,

@@ -19,8 +19,7 @@ use super::handle::{Store, row_key};
 use super::zone_state::ZoneStateRefused;
 use crate::directory::key_names;
 
-static COMMIT: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("zone_commit.lua")));
+static COMMIT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("zone_commit.lua")));
 
 /// The zone's part of a commit: its fence, and its state when it changed.
 #[derive(Clone, Copy, Debug)]

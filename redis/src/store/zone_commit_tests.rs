@@ -104,7 +104,10 @@ async fn a_commit_writes_the_zone_and_every_row_together() {
         s.store.zone_state("city").await.unwrap().as_deref(),
         Some(&b"floor: token"[..])
     );
-    assert_eq!(s.row_state("ada").await, (b"{\"carries\":[]}".to_vec(), 7, v + 1));
+    assert_eq!(
+        s.row_state("ada").await,
+        (b"{\"carries\":[]}".to_vec(), 7, v + 1)
+    );
     assert_eq!(s.row_state("bob").await.1, 3);
 }
 
@@ -130,7 +133,11 @@ async fn one_stale_epoch_refuses_the_whole_commit() {
             current_claim: newer.claim,
         }
     );
-    assert_eq!(s.store.zone_state("city").await.unwrap(), None, "no zone write");
+    assert_eq!(
+        s.store.zone_state("city").await.unwrap(),
+        None,
+        "no zone write"
+    );
     assert_eq!(
         s.row_state("ada").await,
         (b"{\"born\":true}".to_vec(), 0, s.ada.row.state_version),
@@ -170,7 +177,10 @@ async fn a_stale_generation_refuses_the_whole_commit() {
         CommitOutcome::Zone(ZoneStateRefused::Lease)
     );
     // The lease moved to another shard: the old owner's commit is refused.
-    s.dir.release_zone("city", "shard-a", s.generation).await.ok();
+    s.dir
+        .release_zone("city", "shard-a", s.generation)
+        .await
+        .ok();
     let batch = ZoneCommit {
         zone: Some(s.fence()),
         state: None,

@@ -150,6 +150,7 @@ async fn claim_and_join(
         wedged: false,
         persist_id: row.persist_id.clone(),
         commit: None,
+        held: Default::default(),
     };
     let attached = Attached {
         ack_input_seq: applied_seq,
@@ -223,6 +224,7 @@ pub(super) async fn attach_frame(
         wedged: false,
         persist_id: activated.persist_id.clone(),
         commit: Some(activated.commit.clone()),
+        held: Default::default(),
     };
     let attached = Attached {
         ack_input_seq: activated.applied_seq,

@@ -290,6 +290,7 @@ mod tests {
             persist_id: "pid".into(),
             chat: Default::default(),
             commit: None,
+            held: Default::default(),
         };
         // A save of ours landed but its reply was lost: the row moved on.
         let lost = store

@@ -1,6 +1,6 @@
 //! Per-player session state held by the zone actor next to the character.
 
-use telos_proto::v1::{ServerFrame, server_frame::Frame};
+use telos_proto::v1::{Closed, ServerFrame, server_frame::Frame};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -57,13 +57,56 @@ pub struct SessionMeta {
     /// plays but must not write until it resolves (see
     /// [`fence`](crate::handoff::fence)).
     pub commit: Option<CommitFence>,
+    /// Frames held until the zone's next commit is acknowledged (output
+    /// commit): an answer leaves only once the line it answers is durable.
+    pub held: Held,
+}
+
+/// Frames towards the gate that wait for the zone's commit covering them
+/// (see [`SessionMeta::send`]).
+#[derive(Debug, Default)]
+pub struct Held(Vec<ServerFrame>);
+
+impl Held {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 impl SessionMeta {
+    /// A frame for the gate, held until the zone's next commit is
+    /// acknowledged ([`release`](Self::release)), in order. The end of the
+    /// stream here is not held: a `Redirect` or a final `Closed` releases
+    /// what is held first (the zone committed before the player left), a
+    /// not-final `Closed` drops it — those lines were never committed, the
+    /// gate replays them where the player plays next, and nobody saw their
+    /// answers.
+    pub fn send(&mut self, frame: Frame) {
+        match &frame {
+            Frame::Redirect(_) | Frame::Closed(Closed { r#final: true, .. }) => self.release(),
+            Frame::Closed(_) => self.drop_uncommitted(),
+            _ => return self.held.0.push(ServerFrame { frame: Some(frame) }),
+        }
+        self.push(ServerFrame { frame: Some(frame) });
+    }
+
+    /// Forget the held frames: their lines were never committed, and the
+    /// gate replays them where the player plays next.
+    pub fn drop_uncommitted(&mut self) {
+        self.held.0.clear();
+    }
+
+    /// Send every held frame: the commit covering them is acknowledged.
+    pub fn release(&mut self) {
+        for frame in std::mem::take(&mut self.held.0) {
+            self.push(frame);
+        }
+    }
+
     /// Queue a frame without ever blocking the actor. A full channel marks the
     /// session wedged; the frame is dropped (the actor reclaims the player).
-    pub fn send(&mut self, frame: Frame) {
-        match self.out.try_send(ServerFrame { frame: Some(frame) }) {
+    fn push(&mut self, frame: ServerFrame) {
+        match self.out.try_send(frame) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => self.wedged = true,
             Err(mpsc::error::TrySendError::Closed(_)) => {}
@@ -196,6 +239,7 @@ mod tests {
             persist_id: "p".into(),
             chat: ChatBucket::default(),
             commit: None,
+            held: Held::default(),
         }
     }
 

@@ -40,6 +40,11 @@ impl ZoneActor {
         if !matches!(self.phase, Phase::Open) {
             return false;
         }
+        // The zone and its players at one cut before anyone is frozen: the
+        // players' snapshots and the zone's last state agree.
+        if self.commit().await {
+            self.release_all();
+        }
         self.enter_phase(Phase::Sealed);
         self.freeze_everyone_in_place();
         // No leaver's save is left behind when the lease flips.

@@ -7,7 +7,7 @@ use telos_proto::v1::{InputAck, server_frame::Frame};
 use tokio::time::Instant;
 use tracing::warn;
 
-use super::{EARLY_SAVE_LINES, Leaving, WHO_TIMEOUT, ZoneActor, spawn_zone};
+use super::{Leaving, WHO_TIMEOUT, ZoneActor, spawn_zone};
 use crate::handoff::source::MOVE_REFUSED;
 use crate::model::chat::ChatAllowance;
 use crate::model::ids::{instance_room, is_instance_id, zone_of};
@@ -76,6 +76,19 @@ impl ZoneActor {
         meta.chat
             .spend(&self.env.chat_limit, outcome.chat_spent, now);
         self.deliver_from(key, outcome.deliveries);
+        if matches!(outcome.action, Action::Quit | Action::LeaveZone { .. }) && !self.commit().await
+        {
+            // The player leaves this zone only once what their lines did
+            // here is durable with their row: their row is written next by
+            // another zone or shard, or by the quit's own save.
+            if let Action::LeaveZone { .. } = outcome.action {
+                if let Some(m) = self.sessions.get_mut(key) {
+                    m.output(format!("{MOVE_REFUSED}.\n"));
+                }
+                self.ack(key, seq);
+                return InputReply::Applied;
+            }
+        }
         let reply = match outcome.action {
             Action::None => InputReply::Applied,
             Action::Who { viewer_is_admin } => {
@@ -115,13 +128,6 @@ impl ZoneActor {
             self.publish(key);
         }
         self.ack(key, seq);
-        if self
-            .sessions
-            .get(key)
-            .is_some_and(|m| m.unsaved_lines() >= EARLY_SAVE_LINES)
-        {
-            self.save(key).await;
-        }
         reply
     }
 

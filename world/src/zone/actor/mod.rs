@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
+mod commit;
 mod departure;
 mod durable;
 mod fan_off;
@@ -38,13 +39,12 @@ use super::session::SessionMeta;
 use super::state_row::ZoneRow;
 use crate::model::ZoneModel;
 
-/// Save early once this many applied lines are not yet durable, so a flood
-/// does not hold the gate's replay buffer full until the next cadence.
-const EARLY_SAVE_LINES: u64 = 128;
-
 /// A session closed not-final: its gate resumes it and replays what only it
 /// holds.
 const RECONNECTING: &str = "The world shifts around you; reconnecting...";
+
+/// Messages one turn takes from the mailbox before it commits (one batch).
+const TURN: usize = 64;
 
 /// `who` reads the directory; past this the player gets a short answer.
 const WHO_TIMEOUT: Duration = Duration::from_secs(1);
@@ -120,6 +120,7 @@ fn spawn_zone_with(
         row: ZoneRow::new(),
         serving: false,
         quits: Default::default(),
+        pending: Default::default(),
     };
     slot.install(handle.clone());
     tracker.spawn(actor.run(rx));
@@ -156,6 +157,8 @@ pub(super) struct ZoneActor {
     serving: bool,
     /// Leavers whose final save is pending (see `quits`).
     quits: Quits,
+    /// Replies and output waiting for the zone's next commit (see `commit`).
+    pending: commit::Pending,
 }
 
 impl ZoneActor {
@@ -200,7 +203,7 @@ impl ZoneActor {
                 msg = rx.recv() => match msg {
                     None => break,
                     Some(msg) => {
-                        if self.handle_msg(msg).await.is_break() || self.instance_done() || self.phase.is_over() {
+                        if self.turn(msg, &mut rx).await.is_break() || self.instance_done() || self.phase.is_over() {
                             break;
                         }
                         self.update_serving();
@@ -213,15 +216,15 @@ impl ZoneActor {
                         break;
                     }
                 }
-                // Past the lease's local deadline the cadence saves nothing:
-                // the fence saves what is still ours, and a zone cut from
-                // Redis must not sit in saves while a peer takes it over.
-                _ = save.tick(), if self.lease_valid() => {
-                    self.save_all(false).await;
-                    if !self.phase.is_sealed() && self.lease_valid() {
-                        self.save_state().await;
-                    }
-                }
+                // A commit that failed is tried again at least this often
+                // (a turn tries it too). Past the lease's local deadline
+                // nothing is committed: the fence stops the zone, and a
+                // zone cut from Redis must not sit in commits while a peer
+                // takes it over.
+                _ = save.tick(), if self.lease_valid() => {}
+            }
+            if !self.phase.is_over() && !cancel.is_cancelled() {
+                self.end_turn().await;
             }
         }
         // No leaver's save outlives the zone (a stop settled them already);
@@ -321,6 +324,23 @@ impl ZoneActor {
         }
     }
 
+    /// One turn: `msg` and whatever else is queued already (up to
+    /// [`TURN`]), committed together at the turn's end.
+    async fn turn(&mut self, msg: Msg, rx: &mut mpsc::Receiver<Msg>) -> ControlFlow<()> {
+        self.touch();
+        self.handle_msg(msg).await?;
+        for _ in 1..TURN {
+            if self.phase.is_over() || self.instance_done() {
+                break;
+            }
+            match rx.try_recv() {
+                Ok(msg) => self.handle_msg(msg).await?,
+                Err(_) => break,
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
     async fn handle_msg(&mut self, msg: Msg) -> ControlFlow<()> {
         match msg {
             Msg::Join { player, reply } => self.join_after_save(player, reply),
@@ -405,6 +425,7 @@ impl ZoneActor {
                     .is_some_and(|m| m.conn_id == conn_id)
                 {
                     debug!(zone = %self.id, player = %key, "link dead: saving and removing");
+                    self.commit().await;
                     self.leave_for_good(&key, Leaving::LinkDead);
                 }
             }
@@ -421,6 +442,7 @@ impl ZoneActor {
                     .is_some_and(|m| m.conn_id == conn_id)
                 {
                     debug!(zone = %self.id, player = %key, "client hung up: leaving as a quit");
+                    self.commit().await;
                     self.leave_for_good(&key, Leaving::Quit);
                 }
             }
@@ -465,6 +487,7 @@ impl ZoneActor {
         };
         let deliveries = self.state.tick(&mut roll);
         self.rng = rng;
+        self.touch();
         self.deliver(deliveries);
         // A gate that stopped reading: reclaim the player (save, remove)
         // rather than buffer frames for it without bound.
@@ -474,6 +497,9 @@ impl ZoneActor {
             .filter(|(_, m)| m.wedged)
             .map(|(k, _)| k.clone())
             .collect();
+        if !wedged.is_empty() {
+            self.commit().await;
+        }
         for key in wedged {
             warn!(zone = %self.id, player = %key, "out channel full: reclaiming a wedged session");
             metrics::counter!("telos_wedged_reclaims_total").increment(1);

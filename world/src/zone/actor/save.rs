@@ -27,8 +27,10 @@ impl ZoneActor {
         if matches!(why, Leaving::Quit)
             && let Some(m) = self.sessions.get_mut(key)
         {
-            // The save below records that the session ended here.
+            // The save below records that the session ended here (its
+            // lines may be committed already: the mark is written anyway).
             m.quit = true;
+            m.dirty = true;
         }
         self.leave_saving(key, why);
     }

@@ -12,6 +12,8 @@ impl ZoneActor {
     /// `Msg::Shutdown`: take no more players, save everyone, close them.
     pub(super) async fn shutdown(&mut self, reason: &str) {
         let sealed = self.phase.is_sealed();
+        self.commit().await;
+        self.release_all();
         self.stop();
         self.settle_quits().await;
         self.settle_frozen_for_stop(reason).await;
@@ -28,19 +30,25 @@ impl ZoneActor {
 
     /// Lease lost: stop at once, without a drain. Players get a line and a
     /// clean close (not final: their gate resumes them where the zone is
-    /// served next); their characters are still ours by epoch, so we save.
+    /// served next).
     pub(super) async fn fence(&mut self) {
         warn!(zone = %self.id, players = self.sessions.len(), "zone fenced: lease lost");
         self.stop();
         self.settle_quits().await;
         self.settle_frozen_for_stop("zone lease lost").await;
+        // Nothing is saved here: what is committed is one cut of the zone
+        // and its players; what is not was never answered (its output is
+        // held), and the gates replay those lines where the zone is served
+        // next. A player row saved alone now would hold a `drop` whose
+        // zone side is lost (the crash dupe's other half).
         let keys: Vec<String> = self.sessions.keys().cloned().collect();
         for key in &keys {
             if let Some(m) = self.sessions.get_mut(key) {
+                m.drop_uncommitted();
                 m.output("The world fades around you...\n".into());
+                m.release();
             }
         }
-        self.save_all(true).await;
         for key in keys {
             self.close(&key, "zone lease lost", false);
         }

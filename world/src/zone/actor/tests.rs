@@ -106,6 +106,7 @@ async fn city_with_a_player(
         persist_id: "pid".into(),
         chat: Default::default(),
         commit: None,
+        held: Default::default(),
     };
     let attached = Attached {
         ack_input_seq: 0,
@@ -186,6 +187,7 @@ async fn a_join_from_a_row_in_another_zone_is_routed_again() -> anyhow::Result<(
         wedged: false,
         persist_id: "pid-2".into(),
         commit: None,
+        held: Default::default(),
         chat: Default::default(),
     };
     let attached = Attached {
