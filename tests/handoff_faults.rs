@@ -23,6 +23,7 @@ use telos_world::game::from_state_json;
 use telos_world::handoff::context::{PENDING_TTL, RPC_TIMEOUT};
 use telos_world::handoff::fence::SETTLE_BOUND;
 use telos_world::handoff::snapshot::handoff_token;
+use telos_world::zone::WALK_RETRY_WINDOW;
 use tokio::time::Instant;
 
 const PASSWORD: &str = "correct horse";
@@ -336,7 +337,7 @@ impl Drop for Continue<'_> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hung_source_holds_the_destinations_writes_not_its_play() -> anyhow::Result<()> {
+async fn a_hung_source_holds_the_destinations_writes_and_answers() -> anyhow::Result<()> {
     let c = Cluster::start(&[], &[])?;
     let store = c.store().await?;
     let (mut p, mut expected, move_seq, redirect) = up_to_the_redirect(&c, "Hale", 0).await?;
@@ -350,19 +351,13 @@ async fn a_hung_source_holds_the_destinations_writes_not_its_play() -> anyhow::R
     let ack = p.follow_redirect(&redirect).await?;
     assert_eq!(ack, move_seq, "b resumes right after the move line");
 
-    // b plays at once: these lines are applied while a is still stopped...
-    let seq = journal_lines(&mut p, "held", 3, &mut expected).await?;
-    p.wait_ack(seq).await?;
-    let (zone, _, shard) = p.where_().await?;
-    assert_eq!((zone.as_str(), shard.as_str()), ("forest", "shard-b"));
-    // ...but b writes nothing while the Commit is unresolved: the row is
+    // b applies these lines while a is still stopped, but answers none of
+    // them yet: an answer leaves once its line is durable (output commit),
+    // and b writes nothing while the Commit is unresolved — the row is
     // still the source's, at the snapshot's epoch.
+    let seq = journal_lines(&mut p, "held", 3, &mut expected).await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let r = row(&store, "Hale").await?;
-    assert!(
-        !c.b.plain_log().contains("activating under a newer epoch"),
-        "b waited for the Commit's outcome before playing ({:?} since the attach)",
-        attached_at.elapsed()
-    );
     assert_eq!(r.owner_epoch, snapshot_epoch);
     assert!(
         !row_journal(&r)?.iter().any(|l| l.starts_with("held")),
@@ -370,15 +365,21 @@ async fn a_hung_source_holds_the_destinations_writes_not_its_play() -> anyhow::R
         row_journal(&r)?
     );
 
-    // The Commit's bound passes: b mints a newer epoch, and only then saves.
-    c.b.wait_log("activating under a newer epoch", READY_WAIT)
-        .await?;
-    p.wait_durable(seq).await?;
+    // The Commit's bound passes: b mints a newer epoch, commits, and only
+    // then answers.
+    p.wait_ack(seq).await?;
     assert!(
         attached_at.elapsed() >= RPC_TIMEOUT,
-        "durable after {:?}: saved before the Commit resolved",
+        "answered after {:?}: before the Commit resolved",
         attached_at.elapsed()
     );
+    assert!(
+        c.b.plain_log().contains("activating under a newer epoch"),
+        "answered before b activated its own epoch"
+    );
+    p.wait_durable(seq).await?;
+    let (zone, _, shard) = p.where_().await?;
+    assert_eq!((zone.as_str(), shard.as_str()), ("forest", "shard-b"));
     let r = row(&store, "Hale").await?;
     assert!(r.owner_epoch > snapshot_epoch);
     assert_eq!(row_journal(&r)?, expected);
@@ -405,53 +406,39 @@ async fn a_quit_that_cannot_be_saved_while_held_is_replayed_not_dropped() -> any
     assert_eq!((zone.as_str(), shard.as_str()), ("forest", "shard-b"));
     let (mut p, mut expected, _, redirect) = up_to_the_redirect(&c, "Quin", 0).await?;
 
-    // The source hangs, so the Commit goes unanswered; the store then stops
-    // answering too, so the destination cannot mint its own epoch: the
-    // session stays held past the settle bound.
+    // The source hangs, so the Commit goes unanswered; the store stops
+    // answering too, so the destination can neither mint its own epoch nor
+    // commit: the session stays held past the settle bound.
     c.a.signal(libc::SIGSTOP);
     let _continue = Continue(&c.a);
     p.follow_redirect(&redirect).await?;
     p.set_shards(vec![c.b.addr.clone()]);
-    let seq = journal_lines(&mut p, "held", 2, &mut expected).await?;
-    p.wait_ack(seq).await?;
     c.redis.pause()?;
     let paused = Paused(&c.redis);
-
-    // quit: not durable, so the session is closed *not* final (the gate
-    // would drop its lines on a final close) and the driver resumes.
+    let seq = journal_lines(&mut p, "held", 2, &mut expected).await?;
     let quit = p.send("quit").await?;
-    let resumes = p.resumes;
-    p.wait_ack(quit).await?;
-    // The zone does not stall on the held quit: the bystander is answered
-    // at once, not after the settle bound.
-    let asked = Instant::now();
-    let (zone, _, _) = other.where_().await?;
-    assert_eq!(zone, "forest");
-    assert!(
-        asked.elapsed() < SETTLE_BOUND / 2,
-        "the zone stalled {:?} on a held quit",
-        asked.elapsed()
-    );
-    tokio::time::sleep(SETTLE_BOUND + Duration::from_secs(1)).await;
+
+    // Nothing is answered while nothing can be committed (output commit):
+    // no answer a crash could take back, the quit's `Goodbye.` included.
+    let waited = tokio::time::timeout(SETTLE_BOUND + Duration::from_secs(1), p.wait_ack(seq)).await;
+    assert!(waited.is_err(), "answered while nothing could be committed");
+    assert!(p.durable < seq, "durable while the store was paused");
     drop(paused);
     drop(_continue);
-    // The resume replays everything above the durable row (which still has
-    // the player in the city, on a), the quit last: applied once, saved,
-    // and only then the final close.
-    p.wait_durable(quit).await?;
+    // The quit is applied once, after every line before it, and saved;
+    // only then the final close.
     let ended = p.wait_durable(quit + 1).await.unwrap_err();
     assert!(format!("{ended:#}").contains("Goodbye"), "{ended:#}");
-    assert!(p.resumes > resumes, "the held quit closed final");
-    assert!(
-        c.b.plain_log().contains("Commit unresolved: not saving"),
-        "the quit's save was not held"
-    );
     let r = row(&store, "Quin").await?;
     assert_eq!(
         row_journal(&r)?,
         expected,
         "every line durable exactly once"
     );
+    assert!(r.quit_by(&r.conn_id), "the quit is on the row: {r:?}");
+    // The bystander in the zone plays on.
+    let (zone, _, _) = other.where_().await?;
+    assert_eq!(zone, "forest");
     Ok(())
 }
 
@@ -472,12 +459,20 @@ async fn unreadable_store_at_claim_refuses_the_handoff_and_the_player_stays() ->
         .await?;
     let move_seq = p.send(&last).await?;
     let seq = journal_lines(&mut p, "stayed", 2, &mut expected).await?;
+    c.a.wait_log(
+        "ShardForZone + ClaimCharacter failed: refusing the handoff",
+        READY_WAIT,
+    )
+    .await?;
+    // A damaged row cannot be committed: its player's answers wait for it
+    // (the zone commits without it, see the bystander tests), and come once
+    // it is repaired.
+    c.set_row_field("Tove", "owner_epoch", &epoch.to_string())
+        .await?;
     let text = p.wait_ack(move_seq).await?;
     stayed(&c, &mut p, &text, seq, &before, "").await?;
 
     // Repaired: the same step crosses.
-    c.set_row_field("Tove", "owner_epoch", &epoch.to_string())
-        .await?;
     crosses_and_saves(&mut p, &last, &mut expected, &store, "Tove").await
 }
 
@@ -559,8 +554,17 @@ async fn unreachable_redis_at_the_move_refuses_the_handoff_and_the_player_stays(
     let paused_at = Instant::now();
     let move_seq = p.send(&last).await?;
     let seq = journal_lines(&mut p, "stayed", 2, &mut expected).await?;
-    let text = p.wait_ack(move_seq).await?;
+    // The move is refused while Redis is paused; its answer waits for
+    // Redis (output commit: the refusal's line must be durable first).
+    c.a.wait_log(
+        "ShardForZone + ClaimCharacter failed: refusing the handoff",
+        READY_WAIT,
+    )
+    .await?;
+    // Paused past the walk's retry window, so the move is refused for good.
+    tokio::time::sleep(WALK_RETRY_WINDOW + Duration::from_secs(1)).await;
     drop(paused);
+    let text = p.wait_ack(move_seq).await?;
     let pause = paused_at.elapsed();
     let context = format!("paused for {pause:?}");
     stayed(&c, &mut p, &text, seq, &before, &context).await?;

@@ -72,42 +72,41 @@ pub const HEALTH_CHECK: &str = "/grpc.health.v1.Health/Check";
 /// Watch the shards the gate has links to until `stop`; see the module docs.
 pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
     let liveness = shared.pool.liveness();
-    // The process last seen publishing at each address.
+    // The process last seen publishing at each address, kept current while
+    // no link is in use too: a link made while the gate has no view of the
+    // registry yet (its first read after a quiet spell) could otherwise sit
+    // on a paused predecessor whose replacement is the first process that
+    // read ever saw, and never be condemned.
     let mut incarnations: HashMap<String, u64> = HashMap::new();
-    // When the registry was last read: a process newly listed now was not
-    // listed then, so only links older than that can reach its predecessor.
-    let mut last_read: Option<Instant> = None;
+    // The first read at once: the processes behind the first links are
+    // known before a replacement can start.
+    let mut period = tokio::time::interval(WATCH_PERIOD);
+    period.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(WATCH_PERIOD) => {}
+            _ = period.tick() => {}
         }
         let in_use = liveness.in_use();
-        if in_use.is_empty() {
-            // Nothing to end; and what was seen is forgotten, so a shard
-            // restarted cleanly while no link reached it is not taken, at
-            // the next link, for a replacement of the process last seen.
-            incarnations.clear();
-            last_read = None;
-            continue;
-        }
         let read_at = Instant::now();
         // Unreadable registry (Redis down): no evidence either way.
         let Ok(listed) = shared.registry.heartbeating().await else {
             continue;
         };
         let replaced = replaced_at(&mut incarnations, &listed);
-        let previous_read = last_read.replace(read_at);
+        if in_use.is_empty() {
+            continue;
+        }
         let listed: HashSet<&str> = listed.iter().map(|s| s.addr.as_str()).collect();
         // Not probed: behind one address some connections reach the new
-        // process (it answers) and the links may sit on the old one. The
-        // old process is paused, superseded or dead; its links end, and
-        // a link already on the new one costs a resume, never input.
+        // process (it answers) and the links may sit on the old one. Every
+        // link made before this read may reach the predecessor (the
+        // replacement published since the last read, and a link made just
+        // before it could have been made to either); they end. The old
+        // process is paused, superseded or dead; a link already on the new
+        // one costs a resume, never input.
         for addr in in_use.iter().filter(|a| replaced.contains(*a)) {
-            let Some(before) = previous_read else {
-                continue;
-            };
-            let links = liveness.condemn_older(addr, before);
+            let links = liveness.condemn_older(addr, read_at);
             if links == 0 {
                 continue;
             }

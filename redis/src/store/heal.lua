@@ -13,7 +13,7 @@
 -- KEYS[1] row hash
 -- ARGV[1] epoch  ARGV[2] the version the session last wrote (its CAS base)
 -- ARGV[3] state JSON  ARGV[4] conn_id  ARGV[5] applied_seq
--- ARGV[6] the session's claim id  ARGV[7] quit_seq (as in save.lua)
+-- ARGV[6] the session's claim id  ARGV[7] quit_seq (as in zone_commit.lua)
 -- Returns {1, epoch, new_version, claim} healed, {0, current_epoch,
 -- current_version, owner_claim} refused, {-1, 0, 0, ''} no such row. The new
 -- version is above both the row's and the session's, so versions never go

@@ -8,10 +8,10 @@ use super::claim_id::ClaimId;
 use super::error::StoreError;
 use super::handle::{Store, row_key};
 use super::types::{CharacterRow, Claimant, ClaimedCharacter, SaveOutcome, TIERS, ended_by_quit};
+use super::zone_commit::{CommitOutcome, RowWrite, ZoneCommit};
 
 static CREATE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("create.lua")));
 static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("claim.lua")));
-static SAVE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("save.lua")));
 static SET_TIER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("set_tier.lua")));
 static HEAL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("heal.lua")));
 
@@ -68,7 +68,7 @@ fn parse_row(key: &str, fields: Vec<Option<Vec<u8>>>) -> Result<Option<Character
     }))
 }
 
-/// The `{status, epoch, version, owner_claim}` reply of `save.lua` and
+/// The `{status, epoch, version, owner_claim}` reply of
 /// `heal.lua`.
 fn save_outcome(
     (status, current_epoch, version, claim): (i64, u64, u64, String),
@@ -295,17 +295,37 @@ impl Store {
         applied_seq: u64,
         quit: bool,
     ) -> Result<SaveOutcome, StoreError> {
-        let reply: (i64, u64, u64, String) = SAVE
-            .key(row_key(name)?)
-            .arg(epoch)
-            .arg(expected_version)
-            .arg(state_json)
-            .arg(conn_id)
-            .arg(applied_seq)
-            .arg(if quit { applied_seq } else { 0 })
-            .invoke_async(&mut self.conn().durable())
-            .await?;
-        save_outcome(reply)
+        // One writer of character rows: a save is a zone commit of one row
+        // without a zone (`zone_commit.lua`), fenced the same way.
+        let row = RowWrite {
+            name,
+            fence: (epoch, expected_version),
+            state: state_json,
+            conn_id,
+            applied_seq,
+            quit,
+        };
+        let batch = ZoneCommit {
+            zone: None,
+            state: None,
+            rows: vec![row],
+        };
+        match self.commit_zone(&batch).await? {
+            CommitOutcome::Committed { versions } => Ok(SaveOutcome::Saved {
+                version: versions.first().copied().unwrap_or_default(),
+            }),
+            CommitOutcome::Row {
+                current_epoch,
+                current_version,
+                current_claim,
+                ..
+            } => Ok(SaveOutcome::Refused {
+                current_epoch,
+                current_version,
+                current_claim,
+            }),
+            CommitOutcome::Missing { .. } | CommitOutcome::Zone(_) => Err(StoreError::NotFound),
+        }
     }
 
     /// Rewrites a row that went back (Redis lost acknowledged writes) from

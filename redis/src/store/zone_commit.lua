@@ -9,7 +9,7 @@
 -- ARGV[5] '1' to write the zone state, '0' to leave it  ARGV[6] state bytes
 -- Then per row, KEYS[zone keys + i] and 6 arguments from ARGV[7 + 6(i-1)]:
 -- epoch, expected state_version, state JSON, conn_id, applied_seq, quit_seq
--- (as save.lua).
+-- (quit_seq: applied_seq when the write ends the session with a quit, else 0).
 -- Returns {1, version_1, ..., version_n} committed; {0, 'lease'} or
 -- {0, 'holder'} the zone fence refused; {0, 'row', i, epoch, version,
 -- claim} row i refused; {-1, 'row', i} row i does not exist.

@@ -8,7 +8,7 @@
 //! and every arrival print.
 
 pub use crate::model::outcome::{Action, Ctx, Delivery, Outcome};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::character::{Character, Item, can_see, keywords_match};
@@ -93,6 +93,11 @@ pub struct ZoneState {
     pub(super) players: BTreeMap<String, Character>,
     pub(super) mobs: Vec<Mob>,
     pub(super) ticks: u64,
+    /// This zone's world-file items a player took off one of its floors
+    /// and has not dropped back on one: a copy exists somewhere (in a
+    /// pack, on another zone's floor, on another shard), so the reset
+    /// does not place another (see [`ZoneState::reset_items`]).
+    pub(super) out: BTreeSet<String>,
 }
 
 impl ZoneState {
@@ -126,6 +131,7 @@ impl ZoneState {
             players: BTreeMap::new(),
             mobs,
             ticks: 0,
+            out: BTreeSet::new(),
         };
         zone.reset_items();
         zone
@@ -157,19 +163,57 @@ impl ZoneState {
         &self.mobs
     }
 
-    /// Places every defined floor item that has no copy anywhere in the zone.
+    /// Places every defined floor item of which no copy exists: none on a
+    /// floor of the zone, none carried by a player here, and none taken
+    /// out of the zone's floors by a player and never dropped back on one
+    /// (carried away, or dropped in another zone — it still exists). Food
+    /// is the exception: eaten anywhere, a copy is gone, so only the floors
+    /// and the players here count for it.
     fn reset_items(&mut self) {
         let def = Arc::clone(&self.def);
         for item in &def.items {
             let Some(room) = &item.room else { continue };
-            let present = self
+            let on_floor = self
                 .rooms
                 .values()
                 .any(|r| r.items.iter().any(|i| i.id == item.id));
-            if !present && let Some(r) = self.rooms.get_mut(&instance_room(room, &self.zone_id)) {
+            let carried = self.players.values().any(|ch| {
+                ch.inventory.iter().any(|i| i.id == item.id)
+                    || ch.equipment.values().any(|i| i.id == item.id)
+            });
+            let out = item.food.is_none() && self.out.contains(&item.id);
+            if !(on_floor || carried || out)
+                && let Some(r) = self.rooms.get_mut(&instance_room(room, &self.zone_id))
+            {
                 r.items.push(Item::from(item));
             }
         }
+    }
+
+    /// `items` left this zone's floors in a player's hands: the ones the
+    /// reset places are out (see [`ZoneState::reset_items`]).
+    pub(super) fn taken_out(&mut self, items: &[Item]) {
+        for item in items {
+            if self.resets(item) {
+                self.out.insert(item.id.clone());
+            }
+        }
+    }
+
+    /// `items` were dropped on one of this zone's floors: back in.
+    pub(super) fn put_back(&mut self, items: &[Item]) {
+        for item in items {
+            self.out.remove(&item.id);
+        }
+    }
+
+    /// Whether the reset places `item` (a world-file floor item of this
+    /// zone that is not food).
+    fn resets(&self, item: &Item) -> bool {
+        self.def
+            .items
+            .iter()
+            .any(|d| d.id == item.id && d.room.is_some() && d.food.is_none())
     }
 
     /// Heals every mob and brings back, where its definition places it,

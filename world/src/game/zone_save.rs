@@ -5,7 +5,7 @@
 //! periodic reset (not a move) is what puts the world file's items back.
 //! Players are not in it: each has a row of its own.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +28,10 @@ struct SavedZone {
     /// killed, and comes back at the next reset.
     #[serde(default)]
     mobs: BTreeMap<String, SavedMob>,
+    /// World-file items taken out of the zone's floors (see
+    /// `ZoneState::out`).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    out: BTreeSet<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -41,6 +45,7 @@ impl ZoneState {
     pub fn dump_zone_json(&self) -> Vec<u8> {
         let saved = SavedZone {
             ticks: self.ticks,
+            out: self.out.clone(),
             floors: self
                 .rooms
                 .iter()
@@ -91,6 +96,7 @@ impl ZoneState {
             true
         });
         self.ticks = saved.ticks;
+        self.out = saved.out;
         Ok(())
     }
 }
@@ -188,6 +194,42 @@ mod tests {
         let before = z.dump_zone_json();
         assert!(z.load_zone_json(b"not json").is_err());
         assert_eq!(z.dump_zone_json(), before);
+    }
+
+    /// The crash dupe's slow cousin: the helm carried out of the zone is
+    /// not put back by the reset (one copy exists, in a pack), not even
+    /// after the zone was saved and reopened; dropped back on a floor of
+    /// the zone and picked up from there, it is out again; once nothing of
+    /// it exists here and it is not out, the reset places it.
+    #[test]
+    fn the_reset_never_places_a_second_copy_of_an_item_carried_away() {
+        let mut z = zone();
+        let helm = z.rooms.get_mut("town:smithy").unwrap().items.pop().unwrap();
+        z.taken_out(std::slice::from_ref(&helm));
+        let mut reopened = zone();
+        reopened.load_zone_json(&z.dump_zone_json()).unwrap();
+        for z in [&mut z, &mut reopened] {
+            z.ticks = crate::game::zone::RESET_TICKS - 1;
+            z.tick(&mut |_| 1);
+            assert!(
+                z.floor("town:smithy").is_empty(),
+                "a second helm was placed"
+            );
+        }
+        z.rooms
+            .get_mut("town:square")
+            .unwrap()
+            .items
+            .push(helm.clone());
+        z.put_back(std::slice::from_ref(&helm));
+        z.ticks = 2 * crate::game::zone::RESET_TICKS - 1;
+        z.tick(&mut |_| 1);
+        assert!(z.floor("town:smithy").is_empty(), "one lies in the square");
+        // Nothing of it anywhere and none out (as on a fresh world).
+        z.rooms.get_mut("town:square").unwrap().items.clear();
+        z.ticks = 3 * crate::game::zone::RESET_TICKS - 1;
+        z.tick(&mut |_| 1);
+        assert_eq!(z.floor("town:smithy").len(), 1, "none exists: placed");
     }
 
     #[test]

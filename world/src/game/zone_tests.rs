@@ -676,11 +676,26 @@ fn items_reset_after_interval_without_duplicating() {
     }
     // The apple lies in the lane, so no new one appears in the square.
     assert_eq!(z.floor("town:square").len(), 2);
+    // Carried, it still exists: no second one either.
     run(&mut z, "alice", "get apple");
     for _ in 0..RESET_TICKS {
         z.tick(&mut no);
     }
-    assert_eq!(z.floor("town:square").len(), 3);
+    assert_eq!(z.floor("town:square").len(), 2);
+    // Food eaten is gone everywhere: the reset puts one back.
+    run(&mut z, "alice", "s");
+    run(&mut z, "alice", "get bread");
+    run(&mut z, "alice", "eat bread");
+    assert_eq!(z.floor("town:square").len(), 1);
+    for _ in 0..RESET_TICKS {
+        z.tick(&mut no);
+    }
+    let square: Vec<&str> = z
+        .floor("town:square")
+        .iter()
+        .map(|i| i.id.as_str())
+        .collect();
+    assert_eq!(square, ["town:cloak", "town:bread"]);
 }
 
 #[test]

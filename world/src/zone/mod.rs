@@ -19,6 +19,7 @@
 //! - [`frozen`]: a player frozen mid-move.
 //! - [`persist`]: the fenced save of one player.
 //! - `state_row`: an actor's hold on its zone's durable state row.
+//! - `awaiting`: what waits for the zone's next commit (output commit).
 //! - `leavers`: final saves of players leaving for good, run beside the
 //!   actor (a bounded number at once per zone).
 //! - [`actor`]: the loop (`select!` over mailbox, tick, save cadence,
@@ -26,6 +27,7 @@
 //!   player's departure and the drain.
 
 mod actor;
+mod awaiting;
 pub mod comm;
 pub mod env;
 pub mod events;

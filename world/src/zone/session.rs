@@ -75,14 +75,17 @@ impl Held {
 
 impl SessionMeta {
     /// A frame for the gate, held until the zone's next commit is
-    /// acknowledged ([`release`](Self::release)), in order. The end of the
-    /// stream here is not held: a `Redirect` or a final `Closed` releases
+    /// acknowledged ([`release`](Self::release)), in order. `Attached`
+    /// starts a stream and goes at once; the end of the stream here is not
+    /// held: a `Redirect` or a final `Closed` releases
     /// what is held first (the zone committed before the player left), a
     /// not-final `Closed` drops it — those lines were never committed, the
     /// gate replays them where the player plays next, and nobody saw their
     /// answers.
     pub fn send(&mut self, frame: Frame) {
         match &frame {
+            // Where the stream starts: its replay point, never an answer.
+            Frame::Attached(_) => {}
             Frame::Redirect(_) | Frame::Closed(Closed { r#final: true, .. }) => self.release(),
             Frame::Closed(_) => self.drop_uncommitted(),
             _ => return self.held.0.push(ServerFrame { frame: Some(frame) }),

@@ -63,6 +63,7 @@ impl ZoneState {
             mine.push_str("You can't carry any more.\n");
         }
         ch.inventory.extend(taken.iter().cloned());
+        self.taken_out(&taken);
         let out = self.act(key, mine, &theirs, !taken.is_empty());
         moved(out, &taken, Location::Room, Location::Inventory)
     }
@@ -102,6 +103,7 @@ impl ZoneState {
             mine.push_str("There is no room here for more clutter.\n");
         }
         room.items.extend(dropped.iter().cloned());
+        self.put_back(&dropped);
         let out = self.act(key, mine, &theirs, !dropped.is_empty());
         moved(out, &dropped, Location::Inventory, Location::Room)
     }

@@ -16,12 +16,13 @@
 //! the lease's local deadline fences the zone: commands wait instead of
 //! being answered and later taken back.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use telos_proto::v1::{DurableAck, server_frame::Frame};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
-use tracing::warn;
+use tracing::{debug, warn};
 
 use super::ZoneActor;
 use crate::handoff::fence::SETTLE_BOUND;
@@ -37,16 +38,6 @@ const ROW_REFUSALS: usize = 3;
 /// again.
 const RETRY: Duration = Duration::from_millis(100);
 
-/// The actor's side of output commit: replies to lines waiting for their
-/// commit, and when a failed commit may be tried again.
-#[derive(Default)]
-pub(super) struct Pending {
-    replies: Vec<(oneshot::Sender<InputReply>, InputReply)>,
-    retry_at: Option<Instant>,
-    /// Something may have changed the zone's state since the last commit.
-    touched: bool,
-}
-
 /// What one commit attempt came to.
 enum Attempt {
     Done,
@@ -57,61 +48,100 @@ enum Attempt {
 }
 
 impl ZoneActor {
+    /// When a turn's commit that did not land is tried again (the actor
+    /// wakes for it).
+    pub(super) fn retry_at(&self) -> Option<Instant> {
+        self.pending.retry_at()
+    }
+
     /// The line's reply waits for the commit covering it.
-    pub(super) fn hold_until_commit(&mut self, reply: oneshot::Sender<InputReply>, r: InputReply) {
-        self.pending.replies.push((reply, r));
+    pub(super) fn hold_until_commit(
+        &mut self,
+        key: &str,
+        reply: oneshot::Sender<InputReply>,
+        r: InputReply,
+    ) {
+        self.pending.reply(key, reply, r);
     }
 
     /// The zone's state may have changed (a command, a tick, an arrival).
     pub(super) fn touch(&mut self) {
-        self.pending.touched = true;
+        self.pending.touch();
     }
 
     /// End of a turn: commit what it changed, then release what it said.
     /// Nothing is released while a commit is due and has not landed.
     pub(super) async fn end_turn(&mut self) {
         if self.commit_due() {
-            if self.pending.retry_at.is_some_and(|at| Instant::now() < at) {
+            if self.pending.backing_off() {
                 return;
             }
-            if !self.commit().await {
-                self.pending.retry_at = Some(Instant::now() + RETRY);
+            if !self.commit_unless_fenced().await {
+                self.pending.retry_from(Instant::now() + RETRY);
                 return;
             }
         }
-        self.pending.retry_at = None;
+        self.pending.committed();
         self.release_all();
     }
 
     /// Whether anything applied here is not durable yet.
     fn commit_due(&self) -> bool {
-        self.pending.touched || self.sessions.values().any(|m| m.needs_save())
+        self.pending.touched() || self.sessions.values().any(|m| m.needs_save())
     }
 
     /// Commit every change of the zone and its players now (see the
-    /// module); `true` once nothing applied here is uncommitted. Held
-    /// output stays held: [`release_all`](Self::release_all) sends it.
+    /// module); `true` once the zone's commit landed (a damaged row may
+    /// have been left out of it, see `commit_settled`). Held
+    /// output stays held: [`release_all`](Self::release_all) sends it. A
+    /// session handed off here whose `Commit` is still in flight must not
+    /// write yet, and the zone's side of its lines must not be committed
+    /// without its row: this waits (bounded) for it — a player about to
+    /// leave the zone waits anyway.
     pub(super) async fn commit(&mut self) -> bool {
+        self.settle_fences().await;
+        self.commit_settled().await
+    }
+
+    /// A turn's commit: never waits for a handoff's `Commit` in flight (the
+    /// zone plays on, its answers held; the turn after it resolves
+    /// commits).
+    async fn commit_unless_fenced(&mut self) -> bool {
+        let fenced = self
+            .sessions
+            .values_mut()
+            .any(|m| m.needs_save() && !m.writable());
+        !fenced && self.commit_settled().await
+    }
+
+    async fn commit_settled(&mut self) -> bool {
         if !self.lease_valid() {
             return false;
         }
-        self.settle_fences().await;
+        let mut left_out = HashSet::new();
         for _ in 0..=ROW_REFUSALS {
-            match self.try_commit().await {
+            match self.try_commit(&left_out).await {
                 Attempt::Done => return true,
                 Attempt::Failed => return false,
-                // Settled alone the way a refused save is (adopt our own
-                // lost write, heal a row Redis lost, or close a session a
-                // newer claim took over); then the rest again, whole.
-                Attempt::Refused(key) => self.save(&key).await,
+                Attempt::Refused(key) => {
+                    // Settled alone the way a refused save is (adopt our
+                    // own lost write, heal a row Redis lost, or close a
+                    // session a newer claim took over); then the rest
+                    // again, whole. A row that still cannot be written (a
+                    // damaged row) is left out rather than holding the
+                    // whole zone: its player's answers wait, the others'
+                    // do not.
+                    self.save(&key).await;
+                    if self.sessions.get(&key).is_some_and(|m| m.needs_save()) {
+                        warn!(zone = %self.id, player = %key, "row refused the zone commit: committing without it (its answers wait)");
+                        left_out.insert(key);
+                    }
+                }
             }
         }
         false
     }
 
-    /// A session handed off here whose `Commit` is still in flight must
-    /// not write yet: wait for it (bounded) rather than commit the zone's
-    /// side of its lines without its row.
     async fn settle_fences(&mut self) {
         let deadline = Instant::now() + SETTLE_BOUND;
         for meta in self.sessions.values_mut() {
@@ -121,7 +151,7 @@ impl ZoneActor {
         }
     }
 
-    async fn try_commit(&mut self) -> Attempt {
+    async fn try_commit(&mut self, left_out: &HashSet<String>) -> Attempt {
         let state = self.state.dump_state_json();
         let changed = state
             .as_deref()
@@ -140,6 +170,7 @@ impl ZoneActor {
         for (key, meta) in &self.sessions {
             if meta.needs_save()
                 && meta.commit.is_none()
+                && !left_out.contains(key)
                 && let Some(character) = self.state.player(key)
             {
                 keys.push(key.clone());
@@ -147,7 +178,7 @@ impl ZoneActor {
             }
         }
         if changed.is_none() && keys.is_empty() {
-            self.pending.touched = false;
+            self.pending.committed();
             return Attempt::Done;
         }
         let rows = keys
@@ -186,7 +217,7 @@ impl ZoneActor {
                 if written.is_some() {
                     self.row.last = written;
                 }
-                self.pending.touched = false;
+                self.pending.committed();
                 self.committed(&keys, &versions);
                 Attempt::Done
             }
@@ -210,7 +241,12 @@ impl ZoneActor {
     fn commit_failed(&self, error: &str) -> Attempt {
         metrics::counter!("telos_zone_commits_total", "outcome" => "failed").increment(1);
         metrics::counter!("telos_redis_errors_total", "op" => "commit").increment(1);
-        warn!(zone = %self.id, error, "zone commit failed; answers wait for the retry");
+        // Once per outage, not at every retry.
+        if self.pending.retry_at().is_none() {
+            warn!(zone = %self.id, error, "zone commit failed; answers wait for the retry");
+        } else {
+            debug!(zone = %self.id, error, "zone commit failed again");
+        }
         Attempt::Failed
     }
 
@@ -228,17 +264,18 @@ impl ZoneActor {
         }
     }
 
-    /// Everything applied here is committed: send what it said, to
-    /// everyone who hears it, and answer the lines.
+    /// The zone's commit landed: send what its lines said, to everyone who
+    /// hears it, and answer them — all but a player whose row was left out
+    /// of it (see `commit_settled`), who waits for the next.
     pub(super) fn release_all(&mut self) {
-        for meta in self.sessions.values_mut() {
+        for meta in self.sessions.values_mut().filter(|m| !m.needs_save()) {
             meta.release();
         }
         for frozen in self.frozen.values_mut() {
             frozen.meta.release();
         }
-        for (reply, r) in self.pending.replies.drain(..) {
-            let _ = reply.send(r);
-        }
+        let sessions = &self.sessions;
+        self.pending
+            .answer(|key| sessions.get(key).is_some_and(|m| m.needs_save()));
     }
 }

@@ -356,7 +356,7 @@ impl ZoneActor {
     ) {
         match result {
             InputReply::Departing => self.hold_reply(key, reply),
-            InputReply::Applied => self.hold_until_commit(reply, result),
+            InputReply::Applied => self.hold_until_commit(key, reply, result),
             result => {
                 let _ = reply.send(result);
             }

@@ -71,23 +71,25 @@ impl ZoneActor {
             )
         };
         let meta = self.sessions.get_mut(key).expect("checked above");
-        meta.applied_seq = seq;
         meta.dirty |= outcome.dirty;
         meta.chat
             .spend(&self.env.chat_limit, outcome.chat_spent, now);
+        let leaving = matches!(outcome.action, Action::Quit | Action::LeaveZone { .. });
+        if !leaving {
+            meta.applied_seq = seq;
+        }
         self.deliver_from(key, outcome.deliveries);
-        if matches!(outcome.action, Action::Quit | Action::LeaveZone { .. }) && !self.commit().await
+        if leaving
+            && !self.commit_before_leaving(key, seq).await
+            && let Action::LeaveZone { .. } = outcome.action
         {
-            // The player leaves this zone only once what their lines did
-            // here is durable with their row: their row is written next by
-            // another zone or shard, or by the quit's own save.
-            if let Action::LeaveZone { .. } = outcome.action {
-                if let Some(m) = self.sessions.get_mut(key) {
-                    m.output(format!("{MOVE_REFUSED}.\n"));
-                }
-                self.ack(key, seq);
-                return InputReply::Applied;
+            // Refused like any way that cannot be taken now: the player
+            // stays, and the line is answered once it is durable.
+            if let Some(m) = self.sessions.get_mut(key) {
+                m.output(format!("{MOVE_REFUSED}.\n"));
             }
+            self.ack(key, seq);
+            return InputReply::Applied;
         }
         let reply = match outcome.action {
             Action::None => InputReply::Applied,
@@ -129,6 +131,20 @@ impl ZoneActor {
         }
         self.ack(key, seq);
         reply
+    }
+
+    /// The player leaves this zone (a walk or a quit, line `seq`) only once
+    /// what their earlier lines did here is durable together with their
+    /// row: that row is written next by another zone or shard, or by the
+    /// quit's own save. The leaving line itself is not in this commit (it
+    /// moved nothing here yet): a crash before the move lands replays it.
+    /// `false`: the commit did not land.
+    async fn commit_before_leaving(&mut self, key: &str, seq: u64) -> bool {
+        let committed = self.commit().await;
+        if let Some(m) = self.sessions.get_mut(key) {
+            m.applied_seq = seq;
+        }
+        committed
     }
 
     pub(super) fn ack(&mut self, key: &str, seq: u64) {

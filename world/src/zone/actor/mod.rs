@@ -28,6 +28,7 @@ mod tests;
 #[cfg(test)]
 mod tests_quits;
 
+use super::awaiting::Awaiting;
 use super::env::ZoneEnv;
 use super::frozen::FrozenPlayer;
 use super::handle::{MAILBOX, Msg, ZoneHandle};
@@ -158,7 +159,7 @@ pub(super) struct ZoneActor {
     /// Leavers whose final save is pending (see `quits`).
     quits: Quits,
     /// Replies and output waiting for the zone's next commit (see `commit`).
-    pending: commit::Pending,
+    pending: Awaiting,
 }
 
 impl ZoneActor {
@@ -188,6 +189,7 @@ impl ZoneActor {
         info!(zone = %self.id, "zone started");
         self.update_serving();
         while !self.phase.is_over() {
+            let retry = self.retry_at();
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => {
@@ -222,6 +224,7 @@ impl ZoneActor {
                 // zone cut from Redis must not sit in commits while a peer
                 // takes it over.
                 _ = save.tick(), if self.lease_valid() => {}
+                _ = tokio::time::sleep_until(retry.unwrap_or_else(Instant::now)), if retry.is_some() => {}
             }
             if !self.phase.is_over() && !cancel.is_cancelled() {
                 self.end_turn().await;

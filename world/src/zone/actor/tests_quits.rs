@@ -303,7 +303,7 @@ async fn a_resume_racing_its_own_quits_save_says_goodbye() -> anyhow::Result<()>
     let s = setup().await?;
     let mut frames = login(&s, "Ada", "c-1").await?;
     say(&s, "Ada", "c-1", 1, "say bye").await;
-    s.proxy.set(LinkMode::Delay(Duration::from_millis(100)));
+    s.proxy.set(LinkMode::Delay(Duration::from_millis(300)));
     say(&s, "Ada", "c-1", 2, "quit").await;
     let mut resumed = login(&s, "Ada", "c-1").await?;
     let (closed, _) = until_closed(&mut frames, Vec::new()).await;
