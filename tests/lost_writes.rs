@@ -185,8 +185,10 @@ async fn a_newer_owner_is_never_healed_over() -> anyhow::Result<()> {
 /// A quit whose save cannot land (Redis paused: no answer in time)
 /// closes the session *not* final: the gate (here the driver) resumes once
 /// Redis is back and replays the lines only it holds, the quit included,
-/// which then says `Goodbye.` with every line durable. (Before: `Goodbye.`,
-/// final, with the last lines lost.)
+/// which then says `Goodbye.` with every line durable — or, when the quit's
+/// save reached Redis before its answer was given up (Redis executes what
+/// it queued while paused), the resume is answered `Goodbye.` as the quit
+/// was. (Before: `Goodbye.`, final, with the last lines lost.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quit_that_cannot_be_saved_is_replayed_not_dropped() -> anyhow::Result<()> {
     let redis = RedisServer::start()?;

@@ -79,7 +79,9 @@ pub struct Cli {
     /// Zone lease TTL in milliseconds [default: 6000].
     #[arg(long, env = "TELOS_LEASE_TTL_MS")]
     pub lease_ttl_ms: Option<u64>,
-    /// Cadence save interval in milliseconds [default: 2000].
+    /// Zones commit after every turn; a commit that failed (Redis
+    /// unreachable) is tried again at least this often, in milliseconds
+    /// [default: 2000].
     #[arg(long, env = "TELOS_SAVE_INTERVAL_MS")]
     pub save_interval_ms: Option<u64>,
     /// Handoff protocol version to advertise and accept (testing and

@@ -78,6 +78,7 @@ pub fn classify(
         Kind::Look => last(&|line| {
             (line.starts_with(EXITS) || map.room_named(line).is_some()).then_some(Answer::Looked)
         }),
+        Kind::Carry { .. } => last(&|line| carried(line).then_some(Answer::Carried)),
         Kind::JournalList => listing(own),
         Kind::Quit => last(&|line| (line == GOODBYE).then_some(Answer::Goodbye)),
         // Logins are read by the client itself (no marker before login).
@@ -93,6 +94,19 @@ pub fn classify(
     (at, answer)
 }
 
+/// Whether `line` is one of the answers to `get all` / `drop all`.
+fn carried(line: &str) -> bool {
+    const SHAPES: [&str; 6] = [
+        "You pick up ",
+        "You drop ",
+        "There is nothing here to take.",
+        "You aren't carrying that.",
+        "You can't carry any more.",
+        "There is no room here for more clutter.",
+    ];
+    SHAPES.iter().any(|s| line.starts_with(s))
+}
+
 /// Whether `line` gives `answer` (to time an answer by its first showing).
 fn says(answer: &Answer, line: &str, map: &WorldMap) -> bool {
     match answer {
@@ -100,6 +114,7 @@ fn says(answer: &Answer, line: &str, map: &WorldMap) -> bool {
         Answer::Refused { .. } => line.starts_with(REFUSAL),
         Answer::OffContract { line: l } => l == line,
         Answer::Noted => line == NOTED,
+        Answer::Carried => carried(line),
         Answer::Said | Answer::Goodbye | Answer::Listed { .. } | Answer::Looked => {
             // Said/Goodbye: the exact line; a listing: its end; a look: the
             // room. Approximated by shape; an earlier match only makes the

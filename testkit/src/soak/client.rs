@@ -345,6 +345,8 @@ fn record(
         }
         _ => true,
     };
+    let shown_again = shown_again(&kind, &window);
+    let notable = notable || shown_again > 0;
     let excerpt = if notable {
         let skip = window.len().saturating_sub(EXCERPT_LINES);
         window.into_iter().skip(skip).collect()
@@ -359,12 +361,43 @@ fn record(
         read_from,
         outcome,
         excerpt,
+        shown_again,
     }
+}
+
+/// How many answers to the bot's own `journal` and `say` lines `window`
+/// shows beyond the one a command of `kind` gets itself.
+fn shown_again(kind: &Kind, window: &[(Ms, String)]) -> u32 {
+    let echoes = window
+        .iter()
+        .filter(|(_, l)| l == "Noted." || l.starts_with("You say, '"))
+        .count();
+    let own = usize::from(matches!(kind, Kind::Journal { .. } | Kind::Say { .. }));
+    u32::try_from(echoes.saturating_sub(own)).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_to_the_bots_own_line_seen_again_is_counted() {
+        let lines =
+            |l: &[&str]| -> Vec<(Ms, String)> { l.iter().map(|s| (0, s.to_string())).collect() };
+        let journal = Kind::Journal { n: 3 };
+        assert_eq!(shown_again(&journal, &lines(&["Noted."])), 0);
+        assert_eq!(
+            shown_again(&journal, &lines(&["Noted.", "Market Square", "Noted."])),
+            1,
+            "a replay showed an answer again"
+        );
+        assert_eq!(shown_again(&Kind::Where, &lines(&["You say, 'hi'"])), 1);
+        assert_eq!(
+            shown_again(&Kind::Look, &lines(&["Ada says, 'hi'", "Exits: north"])),
+            0,
+            "another player's words are no answer of ours"
+        );
+    }
 
     #[test]
     fn a_wait_ends_on_its_own_marker_or_one_sent_after_a_resume_never_an_older_one() {

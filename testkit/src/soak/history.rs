@@ -49,6 +49,11 @@ pub enum Kind {
     },
     Where,
     Look,
+    /// `get all` (`pick_up`) or `drop all`: the bots carry the world's
+    /// items across shards, for the item census.
+    Carry {
+        pick_up: bool,
+    },
     Quit,
     /// `create` or `connect`.
     Login,
@@ -81,6 +86,8 @@ pub enum Answer {
         shard: String,
     },
     Looked,
+    /// A `get all` or `drop all` answered in one of its shapes.
+    Carried,
     Goodbye,
     Welcome,
     /// A login refused with this line.
@@ -135,6 +142,12 @@ pub struct CommandRecord {
     /// Lines received while waiting, with their times: kept for slow,
     /// unanswered and unrecognised commands (the report's transcript).
     pub excerpt: Vec<(Ms, String)>,
+    /// Answers to the bot's own lines shown while waiting beyond the one
+    /// this command itself gets (a `Noted.` or a `You say, '…'` seen
+    /// again): an answer a replay showed a second time. With output commit
+    /// always 0 (issue "One command, one commit": no answer is shown twice).
+    #[serde(default)]
+    pub shown_again: u32,
 }
 
 /// One journal line a bot wrote (`journal <text>`).
@@ -277,6 +290,13 @@ pub struct Samples {
     /// Every scrape of the shards' `/metrics` for the zones they serve.
     #[serde(default)]
     pub actors: Vec<ActorRound>,
+    /// Item censuses taken while the cluster was healthy (see
+    /// [`super::census`]): how many, and each one that found an item in
+    /// two places, with what it found.
+    #[serde(default)]
+    pub censuses: u64,
+    #[serde(default)]
+    pub census_anomalies: Vec<(Ms, Vec<String>)>,
 }
 
 /// One scrape of every shard process's `/metrics`: which zones each serves
@@ -358,6 +378,10 @@ pub struct EndState {
     pub status_error: Option<String>,
     /// When play stopped (the end of the schedule).
     pub stopped: Ms,
+    /// The item census after every bot logged out: what was wrong (an
+    /// item in two places or nowhere), or why none could be taken.
+    #[serde(default)]
+    pub census: Option<Result<Vec<String>, String>>,
 }
 
 /// A whole run: what the checker checks.

@@ -28,6 +28,7 @@
 //! - [`stop`]: the run's stop flags and waiting on them.
 
 pub mod actors;
+pub mod census;
 pub mod checker;
 pub mod classify;
 pub mod client;
@@ -173,8 +174,10 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
     );
 
     let (sampling_tx, sampling_rx) = watch::channel(false);
+    let tracked = census::Tracked::load(&crate::world::world_dir())?;
     let sampler = tokio::spawn(sampler::run(
         probe.clone(),
+        tracked.clone(),
         names.clone(),
         cluster.pids(),
         cluster.metrics_addrs(),
@@ -221,6 +224,14 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
     for q in quits {
         histories.push(q.await.context("a quit panicked")?);
     }
+    // Every bot quit: the durable state is final.
+    end.census = Some(
+        probe
+            .census(&tracked, &names)
+            .await
+            .map(|counts| census::anomalies(&counts, true))
+            .map_err(|e| format!("{e:#}")),
+    );
     drop(cluster);
 
     let evidence = Evidence {

@@ -79,12 +79,14 @@ pub enum Action {
     Say,
     Where,
     Look,
+    /// `get all` or `drop all` (the item census).
+    Carry,
 }
 
-/// What a role does: action weights (move, journal, say, where, look) and
-/// think time between commands, ms.
+/// What a role does: action weights (move, journal, say, where, look,
+/// carry) and think time between commands, ms.
 struct Temper {
-    weights: [u32; 5],
+    weights: [u32; 6],
     think_ms: (u64, u64),
 }
 
@@ -92,22 +94,22 @@ fn temper(role: Role) -> Temper {
     match role {
         // Busy walkers: most turns a step, a journal line every few.
         Role::Walker | Role::Logger | Role::SlowReader => Temper {
-            weights: [55, 25, 8, 7, 5],
+            weights: [52, 25, 8, 7, 5, 3],
             think_ms: (150, 600),
         },
         // Mostly steps, quick ones; a journal line now and then.
         Role::Pacer => Temper {
-            weights: [80, 12, 0, 8, 0],
+            weights: [75, 12, 0, 8, 0, 5],
             think_ms: (100, 300),
         },
         // A command every several seconds: idle through most faults.
         Role::Idler => Temper {
-            weights: [10, 35, 0, 35, 20],
+            weights: [10, 35, 0, 35, 20, 0],
             think_ms: (8_000, 25_000),
         },
         // Chatter for whoever shares the room.
         Role::Talker => Temper {
-            weights: [15, 25, 50, 10, 0],
+            weights: [15, 25, 50, 10, 0, 0],
             think_ms: (300, 900),
         },
     }
@@ -115,12 +117,13 @@ fn temper(role: Role) -> Temper {
 
 /// The next action for `role`.
 pub fn choose(role: Role, rng: &mut Xoshiro256PlusPlus) -> Action {
-    const ACTIONS: [Action; 5] = [
+    const ACTIONS: [Action; 6] = [
         Action::Move,
         Action::Journal,
         Action::Say,
         Action::Where,
         Action::Look,
+        Action::Carry,
     ];
     let w = temper(role).weights;
     let mut roll = rng.random_range(0..w.iter().sum::<u32>());

@@ -261,6 +261,33 @@ impl Probe {
         Ok(round)
     }
 
+    /// One census of the tracked items (see [`super::census`]): every zone's
+    /// state row and every bot's row, read in one `MULTI`.
+    pub async fn census(
+        &self,
+        tracked: &super::census::Tracked,
+        names: &[String],
+    ) -> anyhow::Result<super::census::Counts> {
+        let zones = tracked.zones();
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for z in &zones {
+            pipe.hget(format!("telos:zone:{z}:state"), "state");
+        }
+        for n in names {
+            pipe.hget(row_key(n), "state");
+        }
+        let mut conn = self.conn.clone();
+        let values: Vec<Option<Vec<u8>>> = timed(pipe.query_async(&mut conn)).await?;
+        let mut values = values.into_iter();
+        let states = zones
+            .into_iter()
+            .map(|z| (z, values.next().flatten()))
+            .collect();
+        let rows: Vec<Vec<u8>> = values.flatten().collect();
+        Ok(tracked.count(&states, &rows))
+    }
+
     /// A character's durable journal and `owner_epoch`.
     pub async fn durable_row(&self, name: &str) -> anyhow::Result<(Vec<String>, Option<u64>)> {
         let mut conn = self.conn.clone();

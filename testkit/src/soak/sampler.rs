@@ -6,6 +6,7 @@
 
 use tokio::sync::watch;
 
+use super::census::{Tracked, anomalies};
 use super::clock::Clock;
 use super::cluster::{MetricsAddrs, Pids};
 use super::config::{ACTORS_EVERY, RSS_EVERY, SAMPLE_EVERY};
@@ -18,8 +19,10 @@ use super::stop::until_set;
 const TAIL_EVERY_ROUNDS: u64 = 4;
 
 /// Sample until `stop` turns true; returns everything recorded.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     probe: Probe,
+    tracked: Tracked,
     names: Vec<String>,
     pids: Pids,
     metrics: MetricsAddrs,
@@ -41,8 +44,13 @@ pub async fn run(
                 tick += 1;
                 let tails = tick % TAIL_EVERY_ROUNDS == 1;
                 // Redis down (a fault) or slow: nothing to record this round.
+                let mut healthy = false;
                 if let Ok(view) = probe.view().await {
-                    record_if_changed(&mut samples.healthy, clock.now(), view.healthy());
+                    healthy = view.healthy();
+                    record_if_changed(&mut samples.healthy, clock.now(), healthy);
+                }
+                if healthy && tails {
+                    take_census(&probe, &tracked, &names, clock, &mut samples).await;
                 }
                 if let Ok(round) = probe.round(&names, tails).await {
                     let t = clock.now();
@@ -87,6 +95,23 @@ pub async fn run(
         }
     }
     samples
+}
+
+/// One census while the cluster is healthy: no item in two places.
+async fn take_census(
+    probe: &Probe,
+    tracked: &Tracked,
+    names: &[String],
+    clock: Clock,
+    samples: &mut Samples,
+) {
+    if let Ok(counts) = probe.census(tracked, names).await {
+        samples.censuses += 1;
+        let found = anomalies(&counts, false);
+        if !found.is_empty() {
+            samples.census_anomalies.push((clock.now(), found));
+        }
+    }
 }
 
 /// `VmRSS` of `pid` from /proc/<pid>/status, KiB.

@@ -95,6 +95,8 @@ fn what(kind: &Kind) -> &'static str {
         Kind::Say { .. } => "say",
         Kind::Where => "where",
         Kind::Look => "look",
+        Kind::Carry { pick_up: true } => "get all",
+        Kind::Carry { pick_up: false } => "drop all",
         Kind::Quit => "quit",
         Kind::Login => "login",
     }
@@ -132,6 +134,19 @@ fn check_command(bot: &BotHistory, c: &CommandRecord, faults: &Faults) -> Vec<Vi
         faults.describe(c.sent)
     );
     let mut out = Vec::new();
+    if c.shown_again > 0 {
+        // Output commit: a line is answered once it is durable, so a
+        // replay only ever carries lines whose answers nobody saw.
+        let at = c.outcome.answered_at().unwrap_or(c.sent);
+        out.push(v(
+            "answer shown twice".into(),
+            at,
+            format!(
+                "{sent}: {} answer(s) to the bot's own lines shown again while waiting for it",
+                c.shown_again
+            ),
+        ));
+    }
     match &c.outcome {
         Outcome::Answered { at, answer } => {
             if *at > deadline {

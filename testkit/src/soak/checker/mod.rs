@@ -12,6 +12,8 @@
 //!   lease owner holds a generation above every one before.
 //! - [`actors`]: at most one actor serves a zone at a time, and zones are
 //!   served under generations that only go up, across processes.
+//! - [`items`]: every tracked item exactly once (item conservation: the
+//!   censuses while healthy and after the bots quit).
 //! - [`end_state`]: processes alive, RSS bounded, `telosctl status` and
 //!   every bot's `where` agreeing, durable rows equal to the listings, and
 //!   the fault driver's own findings (a drain's exit, a failed transfer).
@@ -25,6 +27,7 @@ mod answers;
 pub mod end_state;
 mod fences;
 mod findings;
+mod items;
 mod journal;
 #[cfg(test)]
 mod tests;
@@ -46,6 +49,7 @@ pub fn check(e: &Evidence) -> Verdict {
             fences::check(e, &faults),
             actors::check(e, &faults),
             end_state::check(e),
+            items::check(e),
         ],
     }
 }

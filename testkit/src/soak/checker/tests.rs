@@ -52,6 +52,7 @@ pub(super) fn command(kind: Kind, sent: Ms, answer: Option<(Ms, Answer)>) -> Com
             None => Outcome::Abandoned { at: sent + 60_000 },
         },
         excerpt: Vec::new(),
+        shown_again: 0,
     }
 }
 

@@ -21,6 +21,23 @@ const STALL_MAX: Duration = Duration::from_secs(15);
 const STALL_COMMANDS: (u32, u32) = (5, 15);
 
 impl super::Player {
+    /// Pick up everything here, or (carrying) drop it all: never in a
+    /// private instance, whose floor ends with it.
+    pub(super) async fn carry(&mut self) {
+        let Some(room) = &self.room else {
+            return;
+        };
+        let pick_up = !self.carrying;
+        if !pick_up && room.contains('#') {
+            return;
+        }
+        let line = if pick_up { "get all" } else { "drop all" };
+        if let Some((_, Answer::Carried)) = self.command(line.into(), Kind::Carry { pick_up }).await
+        {
+            self.carrying = pick_up;
+        }
+    }
+
     pub(super) async fn where_(&mut self) {
         if let Some((_, Answer::Where { room, .. })) =
             self.command("where".into(), Kind::Where).await

@@ -140,5 +140,6 @@ pub(super) fn lost_on_send(line: String, kind: Kind, session: usize, at: Ms) -> 
         read_from: None,
         outcome: Outcome::Closed { at },
         excerpt: Vec::new(),
+        shown_again: 0,
     }
 }

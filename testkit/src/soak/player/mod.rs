@@ -68,6 +68,8 @@ struct Player {
     route: VecDeque<String>,
     journal_n: u64,
     said: u64,
+    /// Whether the bot's last `get all` was answered (it drops all next).
+    carrying: bool,
     /// Whether the character exists (after the first `create` was sent,
     /// later logins `connect`).
     created: bool,
@@ -96,6 +98,7 @@ pub async fn play(
         rng,
         conn: None,
         room: None,
+        carrying: false,
         route: VecDeque::new(),
         journal_n: 0,
         said: 0,
@@ -183,6 +186,7 @@ impl Player {
             Action::Look => {
                 self.command("look".into(), Kind::Look).await;
             }
+            Action::Carry => self.carry().await,
         }
     }
 
