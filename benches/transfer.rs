@@ -262,11 +262,14 @@ async fn seed_items(url: &str, n: usize, world: Option<&WorldCopy>) -> anyhow::R
 /// the close saved what the open loaded).
 async fn floor_items(bench: &Bench) -> anyhow::Result<usize> {
     let store = telos_redis::store::Store::connect(&bench.redis.url).await?;
-    let state = store.zone_state(ZONE).await?.unwrap_or_default();
-    let v: serde_json::Value = serde_json::from_slice(&state)?;
-    Ok(v["floors"].as_object().map_or(0, |f| {
-        f.values().filter_map(|i| i.as_array()).map(Vec::len).sum()
-    }))
+    // Each room's floor is a keyed part of the saved state.
+    let parts = store.zone_state_parts(ZONE).await?;
+    Ok(parts
+        .iter()
+        .filter(|(k, _)| k.starts_with("floor:"))
+        .filter_map(|(_, v)| serde_json::from_slice::<Vec<serde_json::Value>>(v).ok())
+        .map(|items| items.len())
+        .sum())
 }
 
 /// Redis, the city's saved state with `items` floor items when not 0, and

@@ -70,17 +70,21 @@ async fn cluster(name: &str) -> anyhow::Result<Cluster> {
 /// How many helms the city's stored state has on `room`'s floor, once the
 /// store holds a state for the city at all.
 async fn stored_helms(store: &Store, room: &str) -> anyhow::Result<Option<usize>> {
-    let Some(state) = store.zone_state("city").await? else {
+    // The room's floor is a part of the city's saved state (see the game's
+    // `zone_parts`); an empty floor has none.
+    let parts = store.zone_state_parts("city").await?;
+    if parts.is_empty() {
         return Ok(None);
-    };
-    let v: serde_json::Value = serde_json::from_slice(&state)?;
-    let floor = v["floors"][room].as_array().cloned().unwrap_or_default();
-    Ok(Some(
-        floor
-            .iter()
-            .filter(|i| i.to_string().contains("city:helm"))
-            .count(),
-    ))
+    }
+    let floor = format!("floor:{room}");
+    let helms = parts
+        .iter()
+        .filter(|(k, _)| *k == floor)
+        .filter_map(|(_, v)| serde_json::from_slice::<Vec<serde_json::Value>>(v).ok())
+        .flatten()
+        .filter(|i| i["id"] == "city:helm")
+        .count();
+    Ok(Some(helms))
 }
 
 /// Wait until the store holds `want` helms on `room`'s floor.

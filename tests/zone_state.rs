@@ -85,11 +85,14 @@ async fn city_as_left(d: &mut Driver, condition: &str) -> anyhow::Result<String>
 async fn saved_smith_hp(store: &Store, hp: u64) -> anyhow::Result<()> {
     let until = Instant::now() + WITHIN;
     loop {
-        let state = store.zone_state("city").await?;
-        let saved = state
-            .as_deref()
-            .and_then(|s| serde_json::from_slice::<serde_json::Value>(s).ok())
-            .and_then(|v| v["mobs"]["city:smith"]["hp"].as_u64());
+        // The smith's own part of the city's saved state (see the game's
+        // `zone_parts`).
+        let parts = store.zone_state_parts("city").await?;
+        let saved = parts
+            .iter()
+            .find(|(k, _)| k == "mob:city:smith")
+            .and_then(|(_, v)| serde_json::from_slice::<serde_json::Value>(v).ok())
+            .and_then(|v| v["hp"].as_u64());
         if saved == Some(hp) {
             return Ok(());
         }

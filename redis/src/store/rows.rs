@@ -306,9 +306,8 @@ impl Store {
             quit,
         };
         let batch = ZoneCommit {
-            zone: None,
-            state: None,
             rows: vec![row],
+            ..ZoneCommit::default()
         };
         match self.commit_zone(&batch).await? {
             CommitOutcome::Committed { versions } => Ok(SaveOutcome::Saved {

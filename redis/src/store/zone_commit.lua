@@ -6,8 +6,14 @@
 -- ARGV[1] zone keys: 2 (KEYS[1] zone state hash, KEYS[2] zone lease hash)
 --         or 0 (a private instance: no lease, no zone row)
 -- ARGV[2] shard id  ARGV[3] lease generation  ARGV[4] holder
--- ARGV[5] '1' to write the zone state, '0' to leave it  ARGV[6] state bytes
--- Then per row, KEYS[zone keys + i] and 6 arguments from ARGV[7 + 6(i-1)]:
+-- ARGV[5] '1' to write the zone state whole, '0' to leave it  ARGV[6] its
+-- bytes
+-- ARGV[7] P, the number of the zone state's keyed parts written, then P
+-- pairs from ARGV[8]: the part's key and its bytes ('' removes the part).
+-- Parts are fields 'part:<key>'; writing any removes the whole 'state'
+-- (the keyed form supersedes it).
+-- Then per row, KEYS[zone keys + i] and 6 arguments from ARGV[R + 6(i-1)],
+-- R = 8 + 2P:
 -- epoch, expected state_version, state JSON, conn_id, applied_seq, quit_seq
 -- (quit_seq: applied_seq when the write ends the session with a quit, else 0).
 -- Returns {1, version_1, ..., version_n} committed; {0, 'lease'} or
@@ -24,10 +30,12 @@ if zk == 2 then
     return {0, 'holder'}
   end
 end
+local parts = tonumber(ARGV[7])
+local r = 8 + 2 * parts
 local rows = #KEYS - zk
 for i = 1, rows do
   local key = KEYS[zk + i]
-  local a = 7 + 6 * (i - 1)
+  local a = r + 6 * (i - 1)
   if redis.call('EXISTS', key) == 0 then
     return {-1, 'row', i}
   end
@@ -40,10 +48,22 @@ end
 if zk == 2 and ARGV[5] == '1' then
   redis.call('HSET', KEYS[1], 'state', ARGV[6])
 end
+if zk == 2 and parts > 0 then
+  redis.call('HDEL', KEYS[1], 'state')
+  for p = 0, parts - 1 do
+    local field = 'part:' .. ARGV[8 + 2 * p]
+    local value = ARGV[9 + 2 * p]
+    if value == '' then
+      redis.call('HDEL', KEYS[1], field)
+    else
+      redis.call('HSET', KEYS[1], field, value)
+    end
+  end
+end
 local out = {1}
 for i = 1, rows do
   local key = KEYS[zk + i]
-  local a = 7 + 6 * (i - 1)
+  local a = r + 6 * (i - 1)
   redis.call('HSET', key, 'state', ARGV[a + 2], 'conn_id', ARGV[a + 3],
     'applied_seq', ARGV[a + 4], 'quit_seq', ARGV[a + 5])
   out[i + 1] = redis.call('HINCRBY', key, 'state_version', 1)

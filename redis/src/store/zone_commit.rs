@@ -49,8 +49,12 @@ pub struct RowWrite<'a> {
 pub struct ZoneCommit<'a> {
     /// `None` for a private instance (no lease, no state row).
     pub zone: Option<ZoneFence<'a>>,
-    /// The zone's state, when it changed since the last commit.
+    /// The zone's state whole, when it changed since the last commit (a
+    /// game that keeps no keyed parts).
     pub state: Option<&'a [u8]>,
+    /// The keyed parts of the zone's state that changed (`None`: the part
+    /// is gone); writing any supersedes a whole state.
+    pub parts: Vec<(&'a str, Option<&'a [u8]>)>,
     pub rows: Vec<RowWrite<'a>>,
 }
 
@@ -100,6 +104,20 @@ impl Store {
             Some(state) if batch.zone.is_some() => call.arg("1").arg(state),
             _ => call.arg("0").arg(""),
         };
+        let parts = if batch.zone.is_some() {
+            &batch.parts[..]
+        } else {
+            &[]
+        };
+        call.arg(parts.len());
+        for (key, value) in parts {
+            if value.is_some_and(<[u8]>::is_empty) {
+                return Err(StoreError::Invalid(format!(
+                    "zone state part {key:?} is empty"
+                )));
+            }
+            call.arg(*key).arg(value.unwrap_or_default());
+        }
         for row in &batch.rows {
             call.key(row_key(row.name)?)
                 .arg(row.fence.0)

@@ -88,6 +88,7 @@ async fn a_commit_writes_the_zone_and_every_row_together() {
     let batch = ZoneCommit {
         zone: Some(s.fence()),
         state: Some(b"floor: token"),
+        parts: Vec::new(),
         rows: vec![
             write("ada", &s.ada, b"{\"carries\":[]}", 7),
             write("bob", &s.bob, b"{\"carries\":[1]}", 3),
@@ -119,6 +120,7 @@ async fn one_stale_epoch_refuses_the_whole_commit() {
     let batch = ZoneCommit {
         zone: Some(s.fence()),
         state: Some(b"floor: token"),
+        parts: Vec::new(),
         rows: vec![
             write("ada", &s.ada, b"{\"carries\":[]}", 7),
             write("bob", &s.bob, b"{\"carries\":[1]}", 3),
@@ -153,6 +155,7 @@ async fn a_stale_version_refuses_the_whole_commit() {
     let batch = ZoneCommit {
         zone: Some(s.fence()),
         state: Some(b"floor"),
+        parts: Vec::new(),
         rows: vec![write("bob", &s.bob, b"{}", 2), stale],
     };
     assert!(matches!(
@@ -170,6 +173,7 @@ async fn a_stale_generation_refuses_the_whole_commit() {
     let batch = ZoneCommit {
         zone: Some(fence),
         state: Some(b"floor"),
+        parts: Vec::new(),
         rows: vec![write("ada", &s.ada, b"{}", 9)],
     };
     assert_eq!(
@@ -184,6 +188,7 @@ async fn a_stale_generation_refuses_the_whole_commit() {
     let batch = ZoneCommit {
         zone: Some(s.fence()),
         state: None,
+        parts: Vec::new(),
         rows: vec![write("ada", &s.ada, b"{}", 9)],
     };
     assert!(matches!(
@@ -205,6 +210,7 @@ async fn another_open_of_the_zone_refuses_the_earlier_ones_commit() {
     let batch = ZoneCommit {
         zone: Some(s.fence()),
         state: Some(b"floor"),
+        parts: Vec::new(),
         rows: vec![write("ada", &s.ada, b"{}", 9)],
     };
     assert_eq!(
@@ -220,6 +226,7 @@ async fn an_instance_commits_its_rows_without_a_zone_fence_and_a_missing_row_ref
     let batch = ZoneCommit {
         zone: None,
         state: Some(b"ignored: an instance keeps no row"),
+        parts: Vec::new(),
         rows: vec![write("ada", &s.ada, b"{\"in\":\"crypt\"}", 4)],
     };
     assert!(matches!(
@@ -230,6 +237,7 @@ async fn an_instance_commits_its_rows_without_a_zone_fence_and_a_missing_row_ref
     let batch = ZoneCommit {
         zone: None,
         state: None,
+        parts: Vec::new(),
         rows: vec![
             write("bob", &s.bob, b"{}", 5),
             write("nobody", &s.bob, b"{}", 1),
@@ -239,4 +247,51 @@ async fn an_instance_commits_its_rows_without_a_zone_fence_and_a_missing_row_ref
         s.store.commit_zone(&batch).await.unwrap(),
         CommitOutcome::Missing { index: 1 }
     );
+}
+
+#[tokio::test]
+async fn keyed_parts_are_written_removed_and_read_back_by_the_next_open() {
+    let s = setup().await;
+    // A whole state from before the game kept parts.
+    s.store
+        .save_zone_state("city", "shard-a", s.generation, s.holder, b"whole")
+        .await
+        .unwrap()
+        .unwrap();
+    let batch = ZoneCommit {
+        zone: Some(s.fence()),
+        parts: vec![("floor:a", Some(&b"[1]"[..])), ("mob:m", Some(&b"{}"[..]))],
+        rows: vec![write("ada", &s.ada, b"{}", 1)],
+        ..ZoneCommit::default()
+    };
+    assert!(matches!(
+        s.store.commit_zone(&batch).await.unwrap(),
+        CommitOutcome::Committed { .. }
+    ));
+    assert_eq!(
+        s.store.zone_state("city").await.unwrap(),
+        None,
+        "parts supersede the whole"
+    );
+    let batch = ZoneCommit {
+        zone: Some(s.fence()),
+        parts: vec![("mob:m", None), ("floor:a", Some(&b"[2]"[..]))],
+        ..ZoneCommit::default()
+    };
+    s.store.commit_zone(&batch).await.unwrap();
+    let next = s
+        .store
+        .open_zone_state("city", "shard-a", s.generation, ClaimId::random())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.whole, None);
+    assert_eq!(next.parts, vec![("floor:a".to_string(), b"[2]".to_vec())]);
+    // Only what changed was sent: an empty part is refused, never written.
+    let batch = ZoneCommit {
+        zone: Some(s.fence()),
+        parts: vec![("floor:a", Some(&b""[..]))],
+        ..ZoneCommit::default()
+    };
+    assert!(s.store.commit_zone(&batch).await.is_err());
 }

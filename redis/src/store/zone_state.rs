@@ -6,7 +6,8 @@
 //!
 //! | field | meaning |
 //! |---|---|
-//! | `state` | the game's zone state, as its durable serializer wrote it |
+//! | `state` | the game's zone state whole, as its durable serializer wrote it (a game that keeps no keyed parts) |
+//! | `part:<key>` | one keyed part of it (a room's floor, a mob: the game's choice), written only when it changed; writing any removes `state` |
 //! | `gen` | the lease generation of the open that holds the row |
 //! | `holder` | the random id of that open (one zone actor) |
 //!
@@ -14,7 +15,8 @@
 //!   the live lease at `gen`, takes the row over (`gen`, its `holder`) and
 //!   reads it in one step. Refused while the lease is not exactly
 //!   (shard, gen), or when an open at a newer generation took it already.
-//! - **Save** ([`Store::save_zone_state`]): accepted only while the lease is
+//! - **Save** (a zone commit, [`Store::commit_zone`]; [`Store::save_zone_state`]
+//!   for the whole state alone): accepted only while the lease is
 //!   still exactly (shard, gen) *and* the row is still held by this open.
 //!   So a stale owner (its lease expired, flipped or re-minted) never
 //!   writes, and of two opens of one zone only the later writes: the
@@ -27,10 +29,10 @@ use redis::Script;
 use super::claim_id::ClaimId;
 use super::error::StoreError;
 use super::handle::Store;
+use super::zone_commit::{CommitOutcome, ZoneCommit, ZoneFence};
 use crate::directory::key_names;
 
 static OPEN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("zone_state_open.lua")));
-static SAVE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("zone_state_save.lua")));
 
 /// Why a zone state open or save was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -47,9 +49,21 @@ pub enum ZoneStateRefused {
     Holder,
 }
 
-/// A zone state row as an open found it: `None` when nothing was ever
-/// saved (the zone opens from its world files).
-pub type ZoneStateOpened = Option<Vec<u8>>;
+/// A zone state row as an open found it: the whole state a game that
+/// keeps no parts saved, and the keyed parts of one that does (both empty:
+/// nothing was ever saved, the zone opens from its world files).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ZoneStateOpened {
+    pub whole: Option<Vec<u8>>,
+    pub parts: Vec<(String, Vec<u8>)>,
+}
+
+impl ZoneStateOpened {
+    /// Nothing was ever saved.
+    pub fn is_empty(&self) -> bool {
+        self.whole.is_none() && self.parts.is_empty()
+    }
+}
 
 fn check_zone(zone: &str) -> Result<(), StoreError> {
     if zone.is_empty() || telos_proto::ids::is_instance_id(zone) {
@@ -71,7 +85,7 @@ impl Store {
         holder: ClaimId,
     ) -> Result<Result<ZoneStateOpened, ZoneStateRefused>, StoreError> {
         check_zone(zone)?;
-        let (status, state, row_gen): (i64, Option<Vec<u8>>, String) = OPEN
+        let reply: Vec<redis::Value> = OPEN
             .key(key_names::zone_state(zone))
             .key(key_names::zone_lease(zone))
             .arg(shard)
@@ -79,20 +93,48 @@ impl Store {
             .arg(holder.to_string())
             .invoke_async(&mut self.conn().durable())
             .await?;
+        let bytes = |v: Option<&redis::Value>| -> Option<Vec<u8>> {
+            match v? {
+                redis::Value::BulkString(b) => Some(b.clone()),
+                redis::Value::SimpleString(s) => Some(s.clone().into_bytes()),
+                _ => None,
+            }
+        };
+        let status = match reply.first() {
+            Some(redis::Value::Int(n)) => *n,
+            _ => {
+                return Err(StoreError::Invalid(
+                    "unexpected reply from the zone open".into(),
+                ));
+            }
+        };
         if status == 1 {
-            return Ok(Ok(state));
+            let parts = reply[3.min(reply.len())..]
+                .chunks(2)
+                .filter_map(|kv| {
+                    let key = String::from_utf8(bytes(kv.first())?).ok()?;
+                    Some((key, bytes(kv.get(1))?))
+                })
+                .collect();
+            return Ok(Ok(ZoneStateOpened {
+                whole: bytes(reply.get(1)),
+                parts,
+            }));
         }
-        let reason = state.unwrap_or_default();
+        let reason = bytes(reply.get(1)).unwrap_or_default();
+        let row_gen = bytes(reply.get(2))
+            .and_then(|g| String::from_utf8(g).ok())
+            .and_then(|g| g.parse().ok())
+            .unwrap_or_default();
         Ok(Err(match reason.as_slice() {
-            b"stale" => ZoneStateRefused::Stale {
-                row_gen: row_gen.parse().unwrap_or_default(),
-            },
+            b"stale" => ZoneStateRefused::Stale { row_gen },
             _ => ZoneStateRefused::Lease,
         }))
     }
 
-    /// Save `state` as `zone`'s state, fenced on the lease (`shard`,
-    /// `generation`) and on the open `holder`.
+    /// Save `state` as `zone`'s whole state, fenced on the lease (`shard`,
+    /// `generation`) and on the open `holder`: a zone commit without rows
+    /// (see [`zone_commit`](super::zone_commit)).
     pub async fn save_zone_state(
         &self,
         zone: &str,
@@ -102,23 +144,40 @@ impl Store {
         state: &[u8],
     ) -> Result<Result<(), ZoneStateRefused>, StoreError> {
         check_zone(zone)?;
-        let (status, reason): (i64, String) = SAVE
-            .key(key_names::zone_state(zone))
-            .key(key_names::zone_lease(zone))
-            .arg(shard)
-            .arg(generation)
-            .arg(holder.to_string())
-            .arg(state)
-            .invoke_async(&mut self.conn().durable())
-            .await?;
-        Ok(match (status, reason.as_str()) {
-            (1, _) => Ok(()),
-            (_, "holder") => Err(ZoneStateRefused::Holder),
-            _ => Err(ZoneStateRefused::Lease),
-        })
+        let batch = ZoneCommit {
+            zone: Some(ZoneFence {
+                zone,
+                shard,
+                generation,
+                holder,
+            }),
+            state: Some(state),
+            ..ZoneCommit::default()
+        };
+        match self.commit_zone(&batch).await? {
+            CommitOutcome::Committed { .. } => Ok(Ok(())),
+            CommitOutcome::Zone(refused) => Ok(Err(refused)),
+            other => Err(StoreError::Invalid(format!(
+                "a zone save without rows: {other:?}"
+            ))),
+        }
     }
 
-    /// The saved state of `zone`, read only (tools and tests).
+    /// The keyed parts of `zone`'s saved state, read only (tools and
+    /// tests).
+    pub async fn zone_state_parts(&self, zone: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        check_zone(zone)?;
+        let all: Vec<(String, Vec<u8>)> = redis::cmd("HGETALL")
+            .arg(key_names::zone_state(zone))
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(all
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix("part:")?.to_string(), v)))
+            .collect())
+    }
+
+    /// The saved whole state of `zone`, read only (tools and tests).
     pub async fn zone_state(&self, zone: &str) -> Result<Option<Vec<u8>>, StoreError> {
         check_zone(zone)?;
         Ok(redis::cmd("HGET")

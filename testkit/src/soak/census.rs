@@ -58,15 +58,27 @@ impl Tracked {
         zones
     }
 
-    /// Count every tracked item in `zones` (each zone's state row, `None`
-    /// when never saved) and `rows` (character states).
-    pub fn count(&self, zones: &BTreeMap<String, Option<Vec<u8>>>, rows: &[Vec<u8>]) -> Counts {
+    /// Count every tracked item in `zones` (each zone's state row as its
+    /// fields: the whole `state`, or its `part:<key>` parts; none when
+    /// never saved) and `rows` (character states).
+    pub fn count(
+        &self,
+        zones: &BTreeMap<String, Vec<(String, Vec<u8>)>>,
+        rows: &[Vec<u8>],
+    ) -> Counts {
         let mut counts: Counts = self.items.keys().map(|id| (id.clone(), 0)).collect();
-        for (zone, state) in zones {
-            match state
-                .as_deref()
-                .and_then(|s| serde_json::from_slice::<Value>(s).ok())
-            {
+        for (zone, fields) in zones {
+            if fields.iter().any(|(k, _)| k.starts_with("part:")) {
+                let floors = fields.iter().filter(|(k, _)| k.starts_with("part:floor:"));
+                for (_, floor) in floors {
+                    if let Ok(items) = serde_json::from_slice::<Value>(floor) {
+                        self.tally(&items, &mut counts);
+                    }
+                }
+                continue;
+            }
+            let whole = fields.iter().find(|(k, _)| k == "state").map(|(_, v)| v);
+            match whole.and_then(|s| serde_json::from_slice::<Value>(s).ok()) {
                 Some(saved) => self.tally(&saved["floors"], &mut counts),
                 // Never saved: as the world file places it.
                 None => {
@@ -140,11 +152,23 @@ mod tests {
     #[test]
     fn a_census_counts_floors_packs_and_unsaved_zones_and_flags_two_or_none() {
         let t = tracked();
-        let mut zones: BTreeMap<String, Option<Vec<u8>>> =
-            t.zones().into_iter().map(|z| (z, None)).collect();
-        // The city saved with the helm in the square and no gloves.
-        let city = br#"{"floors":{"city:square":[{"id":"city:helm","name":"x","keywords":[]}]},"mobs":{}}"#;
-        zones.insert("city".into(), Some(city.to_vec()));
+        let mut zones: BTreeMap<String, Vec<(String, Vec<u8>)>> =
+            t.zones().into_iter().map(|z| (z, Vec::new())).collect();
+        // The city saved with the helm in the square and no gloves, in
+        // parts; the hills whole, with the pebble nowhere on its floors.
+        let helm = br#"[{"id":"city:helm","name":"x","keywords":[]}]"#;
+        zones.insert(
+            "city".into(),
+            vec![
+                ("gen".into(), b"3".to_vec()),
+                ("part:floor:city:square".into(), helm.to_vec()),
+                ("part:clock".into(), b"{}".to_vec()),
+            ],
+        );
+        zones.insert(
+            "hills".into(),
+            vec![("state".into(), br#"{"floors":{}}"#.to_vec())],
+        );
         let pack = br#"{"inventory":[{"id":"city:helm","name":"x","keywords":[]}],"equipment":{"hands":{"id":"keep:sword","name":"y","keywords":[]}},"journal":["city:helm"]}"#;
         let counts = t.count(&zones, &[pack.to_vec()]);
         assert_eq!(
@@ -156,7 +180,11 @@ mod tests {
             counts["keep:sword"], 2,
             "unsaved keep places it, and it is worn"
         );
-        assert_eq!(counts["hills:pebble"], 1);
+        assert_eq!(counts["hills:pebble"], 0, "saved whole without it");
+        assert_eq!(
+            counts["forest:staff"], 1,
+            "never saved: where the world puts it"
+        );
         let found = anomalies(&counts, true);
         assert!(found.contains(&"city:helm exists 2 times".to_string()));
         assert!(found.contains(&"city:gloves exists nowhere".to_string()));

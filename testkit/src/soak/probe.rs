@@ -272,19 +272,27 @@ impl Probe {
         let mut pipe = redis::pipe();
         pipe.atomic();
         for z in &zones {
-            pipe.hget(format!("telos:zone:{z}:state"), "state");
+            pipe.cmd("HGETALL").arg(format!("telos:zone:{z}:state"));
         }
         for n in names {
             pipe.hget(row_key(n), "state");
         }
         let mut conn = self.conn.clone();
-        let values: Vec<Option<Vec<u8>>> = timed(pipe.query_async(&mut conn)).await?;
+        let values: Vec<redis::Value> = timed(pipe.query_async(&mut conn)).await?;
         let mut values = values.into_iter();
         let states = zones
             .into_iter()
-            .map(|z| (z, values.next().flatten()))
+            .map(|z| {
+                let fields: Vec<(String, Vec<u8>)> = values
+                    .next()
+                    .and_then(|v| redis::from_redis_value(v).ok())
+                    .unwrap_or_default();
+                (z, fields)
+            })
             .collect();
-        let rows: Vec<Vec<u8>> = values.flatten().collect();
+        let rows: Vec<Vec<u8>> = values
+            .filter_map(|v| redis::from_redis_value::<Option<Vec<u8>>>(v).ok().flatten())
+            .collect();
         Ok(tracked.count(&states, &rows))
     }
 

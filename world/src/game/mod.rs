@@ -29,6 +29,7 @@ pub mod tier;
 pub mod who;
 pub mod world;
 pub mod zone;
+mod zone_parts;
 mod zone_save;
 
 pub use character::{

@@ -16,8 +16,8 @@ use super::world::WorldDef;
 use super::zone::ZoneState;
 use crate::model::ids::template_of;
 use crate::model::{
-    Ctx, Delivery, Direction, Game, Outcome, Player, PlayerBox, StateComponents, StateError, Tier,
-    WhoEntry, ZoneInfo, ZoneModel, downcast,
+    Ctx, Delivery, Direction, Game, Outcome, Player, PlayerBox, StateComponents, StateError,
+    StatePart, Tier, WhoEntry, ZoneInfo, ZoneModel, downcast,
 };
 
 /// The starter game: the world of `config/world/*.json`.
@@ -199,5 +199,13 @@ impl ZoneModel for ZoneState {
 
     fn load_state_json(&mut self, state: &[u8]) -> Result<(), StateError> {
         self.load_zone_json(state)
+    }
+
+    fn changed_parts(&mut self) -> Option<Vec<StatePart>> {
+        Some(ZoneState::changed_parts(self))
+    }
+
+    fn load_state_parts(&mut self, parts: &[(String, Vec<u8>)]) -> Result<(), StateError> {
+        self.load_zone_parts(parts)
     }
 }

@@ -17,6 +17,7 @@ use super::render::{WRAP_WIDTH, item_lines, name_cap};
 use super::text::wrap;
 use super::tier::WIZINVIS;
 use super::world::{Direction, WorldDef, ZoneDef, instance_room, is_instance_id};
+use super::zone_parts::Changed;
 use crate::model::Event;
 use crate::model::style::{Style, mark};
 
@@ -98,6 +99,8 @@ pub struct ZoneState {
     /// pack, on another zone's floor, on another shard), so the reset
     /// does not place another (see [`ZoneState::reset_items`]).
     pub(super) out: BTreeSet<String>,
+    /// Which keyed parts of the durable state changed (see `zone_parts`).
+    pub(super) changed: Changed,
 }
 
 impl ZoneState {
@@ -132,6 +135,7 @@ impl ZoneState {
             mobs,
             ticks: 0,
             out: BTreeSet::new(),
+            changed: Changed::everything(),
         };
         zone.reset_items();
         zone
@@ -182,10 +186,12 @@ impl ZoneState {
                     || ch.equipment.values().any(|i| i.id == item.id)
             });
             let out = item.food.is_none() && self.out.contains(&item.id);
+            let room = instance_room(room, &self.zone_id);
             if !(on_floor || carried || out)
-                && let Some(r) = self.rooms.get_mut(&instance_room(room, &self.zone_id))
+                && let Some(r) = self.rooms.get_mut(&room)
             {
                 r.items.push(Item::from(item));
+                self.floor_changed(&room);
             }
         }
     }
@@ -194,8 +200,8 @@ impl ZoneState {
     /// reset places are out (see [`ZoneState::reset_items`]).
     pub(super) fn taken_out(&mut self, items: &[Item]) {
         for item in items {
-            if self.resets(item) {
-                self.out.insert(item.id.clone());
+            if self.resets(item) && self.out.insert(item.id.clone()) {
+                self.clock_changed();
             }
         }
     }
@@ -203,7 +209,9 @@ impl ZoneState {
     /// `items` were dropped on one of this zone's floors: back in.
     pub(super) fn put_back(&mut self, items: &[Item]) {
         for item in items {
-            self.out.remove(&item.id);
+            if self.out.remove(&item.id) {
+                self.clock_changed();
+            }
         }
     }
 
@@ -219,14 +227,22 @@ impl ZoneState {
     /// Heals every mob and brings back, where its definition places it,
     /// every mob that was killed.
     fn reset_mobs(&mut self) {
+        let mut healed = Vec::new();
         for mob in &mut self.mobs {
-            mob.hp = MOB_HP;
+            if mob.hp != MOB_HP {
+                mob.hp = MOB_HP;
+                healed.push(mob.id.clone());
+            }
         }
         let def = Arc::clone(&self.def);
         for m in &def.mobs {
             if !self.mobs.iter().any(|mob| mob.id == m.id) {
                 self.mobs.push(Mob::spawn(m, &self.zone_id));
+                healed.push(m.id.clone());
             }
+        }
+        for id in healed {
+            self.mob_changed(&id);
         }
     }
 
@@ -337,6 +353,7 @@ impl ZoneState {
     /// is reduced modulo n); tests pass a scripted roller.
     pub fn tick(&mut self, roll: &mut dyn FnMut(u32) -> u32) -> Vec<Delivery> {
         self.ticks += 1;
+        self.clock_changed();
         let mut out = Vec::new();
         for (key, ch) in &mut self.players {
             let before = ch.vitals.clone();
@@ -405,6 +422,8 @@ impl ZoneState {
             &format!("{name} arrives from {}.\n", dir.from_phrase()),
         ));
         self.mobs[i].room = to;
+        let id = self.mobs[i].id.clone();
+        self.mob_changed(&id);
         out
     }
 }

@@ -826,3 +826,40 @@ mod comm;
 
 #[path = "style_tests.rs"]
 mod style;
+
+#[test]
+fn an_item_of_the_world_outside_is_not_dropped_on_an_instances_floor() {
+    let mut z = zone("crypt#7");
+    let mut ch = Character::new("alice", "crypt:stairs");
+    let apple = crate::game::character::Item {
+        id: "town:apple".into(),
+        name: "a red apple".into(),
+        keywords: vec!["apple".into()],
+        description: None,
+        slot: None,
+        food: None,
+    };
+    ch.inventory.push(apple);
+    z.enter(ch, None);
+    let out = run(&mut z, "alice", "drop apple");
+    assert!(
+        out.deliveries[0].text.starts_with("You keep it"),
+        "{:?}",
+        out.deliveries[0].text
+    );
+    assert_eq!(z.character("alice").unwrap().inventory.len(), 1);
+    assert!(z.floor("crypt#7:stairs").is_empty());
+    // The instance's own items come and go as anywhere.
+    run(&mut z, "alice", "d");
+    let here = z.character("alice").unwrap().room.clone();
+    run(&mut z, "alice", "get all");
+    let carried = z.character("alice").unwrap().inventory.len();
+    assert!(carried > 1, "took the hall's items");
+    run(&mut z, "alice", "drop all");
+    assert_eq!(
+        z.character("alice").unwrap().inventory.len(),
+        1,
+        "kept the apple"
+    );
+    assert_eq!(z.floor(&here).len(), carried - 1);
+}

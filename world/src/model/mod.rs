@@ -200,4 +200,24 @@ pub trait ZoneModel: Send + Sync {
     fn load_state_json(&mut self, _state: &[u8]) -> Result<(), StateError> {
         Ok(())
     }
+    /// Keyed durable state, for a zone too big to write whole on every
+    /// command: the parts (a room's floor, a mob — the game's choice) that
+    /// changed since the last call, with `None` for a part that is gone;
+    /// the runtime commits only those. `None` (the default): the zone keeps
+    /// no parts, and the runtime writes [`ZoneModel::dump_state_json`]
+    /// whole whenever it changed. A zone freshly opened, or loaded from a
+    /// whole state, reports every part at its first call.
+    fn changed_parts(&mut self) -> Option<Vec<StatePart>> {
+        None
+    }
+    /// Put back what [`ZoneModel::changed_parts`] reported (every part the
+    /// store holds) onto a zone freshly opened by [`Game::open_zone`]; as
+    /// [`ZoneModel::load_state_json`] otherwise.
+    fn load_state_parts(&mut self, _parts: &[(String, Vec<u8>)]) -> Result<(), StateError> {
+        Err(StateError("this zone keeps no keyed parts".into()))
+    }
 }
+
+/// One keyed part of a zone's durable state: its key, and its bytes (`None`:
+/// the part is gone).
+pub type StatePart = (String, Option<Vec<u8>>);

@@ -14,6 +14,8 @@ pub(crate) struct Awaiting {
     replies: Vec<(String, oneshot::Sender<InputReply>, InputReply)>,
     retry_at: Option<Instant>,
     touched: bool,
+    /// Since when commits are refused by a row they cannot settle.
+    refused_since: Option<Instant>,
 }
 
 impl Awaiting {
@@ -57,6 +59,19 @@ impl Awaiting {
     /// When a commit that did not land is tried again.
     pub(crate) fn retry_at(&self) -> Option<Instant> {
         self.retry_at
+    }
+
+    /// A commit was refused by a row it could not settle: for how long
+    /// that has been so.
+    pub(crate) fn refused(&mut self) -> std::time::Duration {
+        self.refused_since
+            .get_or_insert_with(Instant::now)
+            .elapsed()
+    }
+
+    /// A commit landed: no row refuses any more.
+    pub(crate) fn refusals_ended(&mut self) {
+        self.refused_since = None;
     }
 
     /// Whether a retry is due no sooner than now.

@@ -39,7 +39,7 @@ pub enum Saved {
 /// What a refused save says about the row, from the session's epoch,
 /// claim and version against the row's.
 #[derive(Debug, PartialEq, Eq)]
-enum Refusal {
+pub(crate) enum Refusal {
     /// A newer owner claimed the character: this session is stale.
     NewerOwner,
     /// A newer epoch minted under this session's last departure's claim,
@@ -55,7 +55,7 @@ enum Refusal {
     Reissued,
 }
 
-fn classify(
+pub(crate) fn classify(
     ours: (u64, ClaimId, u64),
     departure: Option<ClaimId>,
     row_epoch: u64,

@@ -71,7 +71,18 @@ impl Held {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// Take over what `other` holds (after what this holds).
+    pub fn take_from(&mut self, other: &mut Held) {
+        self.0.append(&mut other.0);
+    }
 }
+
+/// Frames a session holds at most before chatter (what others in the room
+/// did or said) is dropped rather than held: its own answers are bounded
+/// already (one line in flight per player), the room's are not while a
+/// commit does not land.
+pub const HELD_CHATTER_LIMIT: usize = OUT_CHANNEL / 2;
 
 impl SessionMeta {
     /// A frame for the gate, held until the zone's next commit is
@@ -88,6 +99,12 @@ impl SessionMeta {
             Frame::Attached(_) => {}
             Frame::Redirect(_) | Frame::Closed(Closed { r#final: true, .. }) => self.release(),
             Frame::Closed(_) => self.drop_uncommitted(),
+            Frame::Output(o) if o.chatter && self.held.0.len() >= HELD_CHATTER_LIMIT => {
+                return metrics::counter!("telos_held_chatter_dropped_total").increment(1);
+            }
+            Frame::Event(e) if e.chatter && self.held.0.len() >= HELD_CHATTER_LIMIT => {
+                return metrics::counter!("telos_held_chatter_dropped_total").increment(1);
+            }
             _ => return self.held.0.push(ServerFrame { frame: Some(frame) }),
         }
         self.push(ServerFrame { frame: Some(frame) });

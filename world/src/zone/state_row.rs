@@ -2,6 +2,8 @@
 //! `zone_state`): which open it is, the generation it opened at, and what
 //! the row holds as far as it knows.
 
+use std::collections::BTreeMap;
+
 use telos_redis::store::ClaimId;
 
 /// This actor's hold on its zone's state row.
@@ -11,9 +13,13 @@ pub(crate) struct ZoneRow {
     /// The lease generation the row was opened at; `None` until opened (an
     /// adoption before its lease is ours, a private instance).
     pub(crate) opened_at: Option<u64>,
-    /// What the row holds now, as far as this actor knows: a cadence with
-    /// nothing changed writes nothing.
+    /// What the row holds now, as far as this actor knows (a game that
+    /// keeps its state whole): a commit with nothing changed writes
+    /// nothing.
     pub(crate) last: Option<Vec<u8>>,
+    /// Keyed parts the game reported changed that no commit has written
+    /// yet (a failed commit sends them again with the next).
+    pub(crate) unsent: BTreeMap<String, Option<Vec<u8>>>,
 }
 
 impl ZoneRow {
@@ -22,6 +28,27 @@ impl ZoneRow {
             holder: ClaimId::random(),
             opened_at: None,
             last: None,
+            unsent: BTreeMap::new(),
         }
+    }
+
+    /// The unsent parts as a commit carries them (none without a zone).
+    pub(crate) fn unsent_parts(&self, zone: bool) -> Vec<(&str, Option<&[u8]>)> {
+        if !zone {
+            return Vec::new();
+        }
+        self.unsent
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_deref()))
+            .collect()
+    }
+
+    /// A commit landed: it wrote `whole` (when the state went whole) and
+    /// every unsent part.
+    pub(crate) fn written(&mut self, whole: Option<Vec<u8>>) {
+        if whole.is_some() {
+            self.last = whole;
+        }
+        self.unsent.clear();
     }
 }

@@ -9,6 +9,7 @@ use crate::game::render::{count_suffix, group_items, name_cap};
 use crate::game::world::WearSlot;
 use crate::game::zone::{Outcome, ZoneState};
 use crate::model::event::{Event, Location};
+use crate::model::ids::{is_instance_id, template_of};
 
 /// Items one room's floor holds: dropping is refused beyond it, so a player
 /// can't grow zone memory without bound.
@@ -64,6 +65,9 @@ impl ZoneState {
         }
         ch.inventory.extend(taken.iter().cloned());
         self.taken_out(&taken);
+        if !taken.is_empty() {
+            self.floor_changed(&room_id);
+        }
         let out = self.act(key, mine, &theirs, !taken.is_empty());
         moved(out, &taken, Location::Room, Location::Inventory)
     }
@@ -85,6 +89,21 @@ impl ZoneState {
         if picks.is_empty() {
             return Outcome::reply(key, "You aren't carrying that.\n");
         }
+        // A private instance's floor ends with it: what the world outside
+        // placed is not left there to vanish (it still counts as carried
+        // off by its own zone's reset).
+        let here = format!("{}:", template_of(&self.zone_id));
+        let stays = is_instance_id(&self.zone_id);
+        let picks: Vec<usize> = picks
+            .into_iter()
+            .filter(|i| !stays || ch.inventory[*i].id.starts_with(&here))
+            .collect();
+        if picks.is_empty() {
+            return Outcome::reply(
+                key,
+                "You keep it: dropped here, it would be lost when this place fades.\n",
+            );
+        }
         let room = self.rooms.get_mut(&ch.room).expect("player's room exists");
         let ch = self.players.get_mut(key).expect("player is here");
         let room_space = MAX_FLOOR_ITEMS.saturating_sub(room.items.len());
@@ -103,7 +122,11 @@ impl ZoneState {
             mine.push_str("There is no room here for more clutter.\n");
         }
         room.items.extend(dropped.iter().cloned());
+        let room_id = ch.room.clone();
         self.put_back(&dropped);
+        if !dropped.is_empty() {
+            self.floor_changed(&room_id);
+        }
         let out = self.act(key, mine, &theirs, !dropped.is_empty());
         moved(out, &dropped, Location::Inventory, Location::Room)
     }

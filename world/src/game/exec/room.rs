@@ -107,7 +107,9 @@ impl ZoneState {
         };
         let mob = &mut self.mobs[i];
         mob.hp = mob.hp.saturating_sub(HIT_DAMAGE);
-        let name = mob.name.clone();
+        let (name, id) = (mob.name.clone(), mob.id.clone());
+        self.mob_changed(&id);
+        let mob = &self.mobs[i];
         let theirs = format!("{} hits {name}.\n", self.players[key].name);
         let mine = if mob.hp == 0 {
             self.mobs.remove(i);

@@ -16,7 +16,6 @@
 //! the lease's local deadline fences the zone: commands wait instead of
 //! being answered and later taken back.
 
-use std::collections::HashSet;
 use std::time::Duration;
 
 use telos_proto::v1::{DurableAck, server_frame::Frame};
@@ -27,24 +26,44 @@ use tracing::{debug, warn};
 use super::ZoneActor;
 use crate::handoff::fence::SETTLE_BOUND;
 use crate::zone::handle::InputReply;
-use crate::zone::persist::SAVE_TIMEOUT;
-use telos_redis::store::{CommitOutcome, RowWrite, ZoneCommit, ZoneFence};
+use crate::zone::persist::{Refusal, SAVE_TIMEOUT, classify};
+use telos_redis::store::{ClaimId, CommitOutcome, RowWrite, ZoneCommit, ZoneFence};
 
 /// A commit refused for one row is tried again without it this many times
 /// in one turn (each refusal is settled on its own first).
 const ROW_REFUSALS: usize = 3;
 
+/// How long a row may refuse every commit of its zone before the zone
+/// fences (see `commit_settled`).
+const REFUSED_FENCE: Duration = Duration::from_secs(3);
+
 /// How soon a commit that failed (Redis unreachable, a timeout) is tried
 /// again.
 const RETRY: Duration = Duration::from_millis(100);
+
+/// See [`ZoneActor::zone_side`].
+pub(super) struct ZoneSide {
+    pub(super) generation: u64,
+    pub(super) whole: Option<Vec<u8>>,
+}
 
 /// What one commit attempt came to.
 enum Attempt {
     Done,
     /// Nothing was written: try again later.
     Failed,
-    /// Row `key` was refused: settle it, then commit the rest again.
-    Refused(String),
+    /// Row `key` was refused, and where it is instead: settle it, then
+    /// commit again.
+    Refused(String, RowAt),
+    /// Commit again (what refused it is settled).
+    Retry,
+}
+
+/// Where a refused row is.
+struct RowAt {
+    epoch: u64,
+    version: u64,
+    claim: ClaimId,
 }
 
 impl ZoneActor {
@@ -76,7 +95,7 @@ impl ZoneActor {
             if self.pending.backing_off() {
                 return;
             }
-            if !self.commit_unless_fenced().await {
+            if !self.commit_settled().await {
                 self.pending.retry_from(Instant::now() + RETRY);
                 return;
             }
@@ -91,57 +110,90 @@ impl ZoneActor {
     }
 
     /// Commit every change of the zone and its players now (see the
-    /// module); `true` once the zone's commit landed (a damaged row may
-    /// have been left out of it, see `commit_settled`). Held
-    /// output stays held: [`release_all`](Self::release_all) sends it. A
-    /// session handed off here whose `Commit` is still in flight must not
-    /// write yet, and the zone's side of its lines must not be committed
-    /// without its row: this waits (bounded) for it — a player about to
-    /// leave the zone waits anyway.
+    /// module) and, once it landed, release what was held; `true` when it
+    /// landed. A session handed off here whose `Commit` is still in flight
+    /// must not write yet, and the zone's side of its lines must not be
+    /// committed without its row: this waits (bounded) for it.
     pub(super) async fn commit(&mut self) -> bool {
         self.settle_fences().await;
         self.commit_settled().await
     }
 
-    /// A turn's commit: never waits for a handoff's `Commit` in flight (the
-    /// zone plays on, its answers held; the turn after it resolves
-    /// commits).
-    async fn commit_unless_fenced(&mut self) -> bool {
+    /// The commit itself (a turn's, which never waits for a handoff's
+    /// `Commit` in flight: the zone plays on, its answers held, and the
+    /// turn after it resolves commits), unless a session with lines to commit cannot
+    /// write yet (its handoff's `Commit` in flight): then nothing is
+    /// committed, not even the zone's side.
+    async fn commit_settled(&mut self) -> bool {
         let fenced = self
             .sessions
             .values_mut()
             .any(|m| m.needs_save() && !m.writable());
-        !fenced && self.commit_settled().await
-    }
-
-    async fn commit_settled(&mut self) -> bool {
-        if !self.lease_valid() {
+        if fenced || !self.lease_valid() {
             return false;
         }
-        let mut left_out = HashSet::new();
         for _ in 0..=ROW_REFUSALS {
-            match self.try_commit(&left_out).await {
-                Attempt::Done => return true,
+            match self.try_commit().await {
+                Attempt::Done => {
+                    self.pending.refusals_ended();
+                    self.release_all();
+                    return true;
+                }
                 Attempt::Failed => return false,
-                Attempt::Refused(key) => {
-                    // Settled alone the way a refused save is (adopt our
-                    // own lost write, heal a row Redis lost, or close a
-                    // session a newer claim took over); then the rest
-                    // again, whole. A row that still cannot be written (a
-                    // damaged row) is left out rather than holding the
-                    // whole zone: its player's answers wait, the others'
-                    // do not.
-                    self.save(&key).await;
-                    if self.sessions.get(&key).is_some_and(|m| m.needs_save()) {
-                        warn!(zone = %self.id, player = %key, "row refused the zone commit: committing without it (its answers wait)");
-                        left_out.insert(key);
+                Attempt::Retry => {}
+                Attempt::Refused(key, row) => {
+                    if !self.settle_refusal(&key, row).await {
+                        return false;
                     }
                 }
             }
         }
+        // A row that keeps refusing (a damaged row): the zone's answers
+        // wait for it, but not for ever — the zone fences and reopens
+        // from its last commit, where that player cannot log in until the
+        // row is repaired.
+        if self.pending.refused() > REFUSED_FENCE {
+            warn!(zone = %self.id, "a row has refused every commit for {REFUSED_FENCE:?}: fencing the zone");
+            self.handle.cancel.cancel();
+        }
         false
     }
 
+    /// A row refused the zone commit (nothing was written): settle the
+    /// refusal in memory and commit again, whole — never by writing the row
+    /// alone, which would split the player from the zone. `false`: the
+    /// commit cannot land now (see below).
+    async fn settle_refusal(&mut self, key: &str, row: RowAt) -> bool {
+        let Some(meta) = self.sessions.get_mut(key) else {
+            return true;
+        };
+        let ours = (meta.epoch, meta.claim, meta.state_version);
+        match classify(
+            ours,
+            meta.departure_claim,
+            row.epoch,
+            row.claim,
+            row.version,
+        ) {
+            // Our own write or mint whose reply was lost: adopt it.
+            Refusal::OwnMint => (meta.epoch, meta.claim) = (row.epoch, row.claim),
+            Refusal::LostReply => meta.state_version = row.version,
+            // Redis lost acknowledged writes: the row is healed from this
+            // session first (Redis lost the cut anyway), then committed.
+            Refusal::WentBack => {
+                self.save(key).await;
+            }
+            // Another owner holds the character: this zone's state holds
+            // effects of lines no row will ever carry. It must not be
+            // committed: the zone fences and reopens from its last cut.
+            Refusal::NewerOwner | Refusal::Reissued => {
+                warn!(zone = %self.id, player = %key, row_epoch = row.epoch, "a player's row is another owner's: fencing the zone (it reopens from its last commit)");
+                self.handle.cancel.cancel();
+                return false;
+            }
+        }
+        true
+    }
     async fn settle_fences(&mut self) {
         let deadline = Instant::now() + SETTLE_BOUND;
         for meta in self.sessions.values_mut() {
@@ -151,33 +203,22 @@ impl ZoneActor {
         }
     }
 
-    async fn try_commit(&mut self, left_out: &HashSet<String>) -> Attempt {
-        let state = self.state.dump_state_json();
-        let changed = state
-            .as_deref()
-            .filter(|s| self.row.last.as_deref() != Some(*s));
-        let zone = match (&self.lease, self.row.opened_at) {
-            (Some(_), Some(generation)) => Some(ZoneFence {
-                zone: &self.id,
-                shard: &self.env.shard_id,
-                generation,
-                holder: self.row.holder,
-            }),
-            _ => None,
-        };
+    async fn try_commit(&mut self) -> Attempt {
+        let side = self.zone_side();
+        let changed = side.as_ref().and_then(|s| s.whole.as_deref());
+        let zone = side.as_ref().map(|s| self.zone_fence(s.generation));
         let mut keys = Vec::new();
         let mut states = Vec::new();
         for (key, meta) in &self.sessions {
             if meta.needs_save()
                 && meta.commit.is_none()
-                && !left_out.contains(key)
                 && let Some(character) = self.state.player(key)
             {
                 keys.push(key.clone());
                 states.push(character.dump_state_json());
             }
         }
-        if changed.is_none() && keys.is_empty() {
+        if changed.is_none() && self.row.unsent.is_empty() && keys.is_empty() {
             self.pending.committed();
             return Attempt::Done;
         }
@@ -197,7 +238,8 @@ impl ZoneActor {
             })
             .collect();
         let batch = ZoneCommit {
-            state: changed.filter(|_| zone.is_some()),
+            state: changed,
+            parts: self.row.unsent_parts(zone.is_some()),
             zone,
             rows,
         };
@@ -214,17 +256,36 @@ impl ZoneActor {
                     .record(started.elapsed().as_secs_f64());
                 metrics::counter!("telos_zone_commits_total", "outcome" => "committed")
                     .increment(1);
-                if written.is_some() {
-                    self.row.last = written;
-                }
+                self.row.written(written);
                 self.pending.committed();
                 self.committed(&keys, &versions);
                 Attempt::Done
             }
-            Ok(Ok(CommitOutcome::Row { index, .. })) | Ok(Ok(CommitOutcome::Missing { index })) => {
+            Ok(Ok(CommitOutcome::Row {
+                index,
+                current_epoch,
+                current_version,
+                current_claim,
+            })) => {
                 metrics::counter!("telos_zone_commits_total", "outcome" => "row_refused")
                     .increment(1);
-                Attempt::Refused(keys[index].clone())
+                let row = RowAt {
+                    epoch: current_epoch,
+                    version: current_version,
+                    claim: current_claim,
+                };
+                Attempt::Refused(keys[index].clone(), row)
+            }
+            Ok(Ok(CommitOutcome::Missing { index })) => {
+                // A player with no durable row (an ephemeral shard, a row
+                // deleted under a player in play): nothing of theirs can be
+                // written; the zone commits without them.
+                let key = &keys[index];
+                warn!(zone = %self.id, player = %key, "a player has no durable row: committing the zone without it");
+                if let Some(m) = self.sessions.get_mut(key) {
+                    (m.dirty, m.saved_seq) = (false, m.applied_seq);
+                }
+                Attempt::Retry
             }
             Ok(Ok(CommitOutcome::Zone(refused))) => {
                 metrics::counter!("telos_zone_commits_total", "outcome" => "zone_refused")
@@ -235,6 +296,35 @@ impl ZoneActor {
             }
             Ok(Err(e)) => self.commit_failed(&e.to_string()),
             Err(_) => self.commit_failed(&format!("no answer within {:?}", until - started)),
+        }
+    }
+
+    /// The zone's side of a commit when it has a row (not a private
+    /// instance, nor a zone built ahead of its lease): the keyed parts that
+    /// changed are gathered into the row's unsent parts; a game without
+    /// parts gives its whole state when it changed.
+    pub(super) fn zone_side(&mut self) -> Option<ZoneSide> {
+        let generation = self.row.opened_at.filter(|_| self.lease.is_some())?;
+        let whole = match self.state.changed_parts() {
+            Some(parts) => {
+                self.row.unsent.extend(parts);
+                None
+            }
+            None => self
+                .state
+                .dump_state_json()
+                .filter(|s| self.row.last.as_deref() != Some(s.as_slice())),
+        };
+        Some(ZoneSide { generation, whole })
+    }
+
+    /// The fence of a commit of this zone at lease `generation`.
+    pub(super) fn zone_fence(&self, generation: u64) -> ZoneFence<'_> {
+        ZoneFence {
+            zone: &self.id,
+            shard: &self.env.shard_id,
+            generation,
+            holder: self.row.holder,
         }
     }
 

@@ -1,10 +1,11 @@
 //! The zone's own state in the store (floor items, mobs, timers — what the
-//! game's [`ZoneModel::dump_state_json`](crate::model::ZoneModel) keeps):
-//! opened from the last save before the zone takes anyone, saved at the
-//! save cadence when it changed and on every planned close (a drain's
-//! seal, a transfer's close, a shutdown), fenced in the store on the
-//! zone's lease generation and on this actor's open (the store's
-//! `zone_state`). A crash loses at most one cadence, as a player row does.
+//! game keeps, in keyed parts ([`ZoneModel::changed_parts`]) or whole
+//! ([`ZoneModel::dump_state_json`](crate::model::ZoneModel))): opened from
+//! the store before the zone takes anyone, committed with its players'
+//! rows after every turn that changed it (`commit`), and saved on every
+//! planned close (a drain's seal, a transfer's close, a shutdown) through
+//! the same fenced script, fenced in the store on the zone's lease
+//! generation and on this actor's open (the store's `zone_state`).
 //!
 //! A zone claimed here (boot, orphan, transfer pre-warm) opens its state as
 //! the actor starts; a zone built ahead of its lease (an adoption, a
@@ -12,6 +13,8 @@
 //! (`Msg::Restore`), which is after the previous owner's final save: the
 //! drain seals and saves before it flips the lease, a transfer's source
 //! saves before it closes.
+//!
+//! [`ZoneModel::changed_parts`]: crate::model::ZoneModel::changed_parts
 
 use std::time::Duration;
 
@@ -20,7 +23,7 @@ use tracing::{debug, info, warn};
 
 use super::ZoneActor;
 use crate::zone::persist::SAVE_TIMEOUT;
-use telos_redis::store::ZoneStateRefused;
+use telos_redis::store::{CommitOutcome, ZoneCommit, ZoneStateOpened, ZoneStateRefused};
 
 /// Attempts at opening the state before the zone gives up on opening (a
 /// Redis blip rides through; a longer outage stops the zone, which its
@@ -67,26 +70,47 @@ impl ZoneActor {
         self.row.opened_at = Some(generation);
         metrics::histogram!("telos_zone_state_open_seconds")
             .record(started.elapsed().as_secs_f64());
-        match opened {
-            None => {
-                info!(zone = %self.id, generation, "no saved zone state: opened from the world files");
-            }
-            Some(bytes) => match self.state.load_state_json(&bytes) {
-                Ok(()) => {
-                    info!(zone = %self.id, generation, bytes = bytes.len(), "zone state opened from the store");
-                    self.row.last = Some(bytes);
-                }
-                Err(e) => {
-                    // A row this game cannot read (a world edited beyond
-                    // recognition, a bug): the zone still opens, from its
-                    // world files, and its next save replaces the row.
-                    metrics::counter!("telos_zone_state_total", "outcome" => "unreadable")
-                        .increment(1);
-                    warn!(zone = %self.id, error = %e, "saved zone state unreadable: opened from the world files");
-                }
-            },
-        }
+        self.row.unsent.clear();
+        self.load_opened(generation, opened);
         Ok(())
+    }
+
+    /// Put what the row held into the (freshly opened, empty) zone: its
+    /// keyed parts, or its whole state; nothing saved, or nothing this game
+    /// can read, leaves the zone as the world files built it.
+    fn load_opened(&mut self, generation: u64, opened: ZoneStateOpened) {
+        if opened.is_empty() {
+            info!(zone = %self.id, generation, "no saved zone state: opened from the world files");
+            return;
+        }
+        let bytes = opened.whole.as_ref().map_or(0, Vec::len)
+            + opened
+                .parts
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>();
+        let loaded = if opened.parts.is_empty() {
+            let whole = opened.whole.unwrap_or_default();
+            let loaded = self.state.load_state_json(&whole);
+            if loaded.is_ok() {
+                self.row.last = Some(whole);
+            }
+            loaded
+        } else {
+            self.state.load_state_parts(&opened.parts)
+        };
+        match loaded {
+            Ok(()) => {
+                info!(zone = %self.id, generation, bytes, parts = opened.parts.len(), "zone state opened from the store");
+            }
+            Err(e) => {
+                // A row this game cannot read (a world edited beyond
+                // recognition, a bug): the zone still opens, from its
+                // world files, and its next commit replaces the row.
+                metrics::counter!("telos_zone_state_total", "outcome" => "unreadable").increment(1);
+                warn!(zone = %self.id, error = %e, "saved zone state unreadable: opened from the world files");
+            }
+        }
     }
 
     /// Save the zone's state if it changed since the last save. Refused:
@@ -94,23 +118,20 @@ impl ZoneActor {
     /// stale owner and stops (unless it is closing already). `true` when
     /// the row holds the zone's state now.
     pub(super) async fn save_state(&mut self) -> bool {
-        let (Some(generation), Some(_)) = (self.row.opened_at, &self.lease) else {
+        let Some(side) = self.zone_side() else {
             return true;
         };
-        let Some(bytes) = self.state.dump_state_json() else {
-            return true;
-        };
-        if self.row.last.as_deref() == Some(bytes.as_slice()) {
+        if side.whole.is_none() && self.row.unsent.is_empty() {
             return true;
         }
         let started = Instant::now();
-        let save = self.env.store.save_zone_state(
-            &self.id,
-            &self.env.shard_id,
-            generation,
-            self.row.holder,
-            &bytes,
-        );
+        let batch = ZoneCommit {
+            zone: Some(self.zone_fence(side.generation)),
+            state: side.whole.as_deref(),
+            parts: self.row.unsent_parts(true),
+            rows: Vec::new(),
+        };
+        let save = self.env.store.commit_zone(&batch);
         // Never wait on Redis past the lease's local deadline: a zone cut
         // from Redis must fence by then (a peer may serve it just after),
         // not sit in a save while still counted as serving. The save
@@ -118,25 +139,29 @@ impl ZoneActor {
         let until = self.lease.as_ref().map_or(started + SAVE_TIMEOUT, |l| {
             l.deadline().min(started + SAVE_TIMEOUT)
         });
-        let outcome = match tokio::time::timeout_at(until, save).await {
-            Ok(Ok(Ok(()))) => {
+        let outcome = tokio::time::timeout_at(until, save).await;
+        drop(batch);
+        let generation = side.generation;
+        let failed = match outcome {
+            Ok(Ok(CommitOutcome::Committed { .. })) => {
                 metrics::counter!("telos_zone_state_total", "outcome" => "saved").increment(1);
                 metrics::histogram!("telos_zone_state_save_seconds")
                     .record(started.elapsed().as_secs_f64());
-                self.row.last = Some(bytes);
+                self.row.written(side.whole);
                 return true;
             }
-            Ok(Ok(Err(refused))) => {
+            Ok(Ok(CommitOutcome::Zone(refused))) => {
                 metrics::counter!("telos_zone_state_total", "outcome" => "refused").increment(1);
                 warn!(zone = %self.id, generation, %refused, "zone state save refused: a stale owner; stopping the zone");
                 self.handle.cancel.cancel();
                 return false;
             }
+            Ok(Ok(other)) => format!("unexpected answer {other:?}"),
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!("no answer within {:?}", until - started),
         };
         metrics::counter!("telos_zone_state_total", "outcome" => "failed").increment(1);
-        warn!(zone = %self.id, error = outcome, "zone state save failed; retried at the next cadence");
+        warn!(zone = %self.id, error = failed, "zone state save failed; retried at the next commit");
         false
     }
 

@@ -41,9 +41,10 @@ impl ZoneActor {
             return false;
         }
         // The zone and its players at one cut before anyone is frozen: the
-        // players' snapshots and the zone's last state agree.
-        if self.commit().await {
-            self.release_all();
+        // players' snapshots and the zone's last state agree. Not
+        // committed, not sealed (the drain fences the zone instead).
+        if !self.commit().await {
+            return false;
         }
         self.enter_phase(Phase::Sealed);
         self.freeze_everyone_in_place();
@@ -86,7 +87,15 @@ impl ZoneActor {
         if !sealed {
             // A transfer's close (the lease is still ours): nothing changes
             // the zone once everyone is frozen, so its state is final now;
-            // saved before anyone reaches the new owner.
+            // saved before anyone reaches the new owner. Everyone's lines
+            // are committed with it first (their snapshots carry the same
+            // cut); when that cannot land the zone fences instead of
+            // handing players on whose zone half is not durable.
+            if !self.commit().await {
+                warn!(zone = %self.id, "the zone could not commit before the transfer's close: fencing it");
+                self.handle.cancel.cancel();
+                return;
+            }
             self.freeze_everyone_in_place();
             self.settle_quits().await;
             if !self.save_final_state().await {

@@ -428,8 +428,7 @@ impl ZoneActor {
                     .is_some_and(|m| m.conn_id == conn_id)
                 {
                     debug!(zone = %self.id, player = %key, "link dead: saving and removing");
-                    self.commit().await;
-                    self.leave_for_good(&key, Leaving::LinkDead);
+                    self.leave_committed(&key, Leaving::LinkDead).await;
                 }
             }
             Msg::Hangup { key, conn_id } => {
@@ -445,8 +444,7 @@ impl ZoneActor {
                     .is_some_and(|m| m.conn_id == conn_id)
                 {
                     debug!(zone = %self.id, player = %key, "client hung up: leaving as a quit");
-                    self.commit().await;
-                    self.leave_for_good(&key, Leaving::Quit);
+                    self.leave_committed(&key, Leaving::Quit).await;
                 }
             }
             Msg::Shutdown { reason, reply } => {
@@ -500,13 +498,10 @@ impl ZoneActor {
             .filter(|(_, m)| m.wedged)
             .map(|(k, _)| k.clone())
             .collect();
-        if !wedged.is_empty() {
-            self.commit().await;
-        }
         for key in wedged {
             warn!(zone = %self.id, player = %key, "out channel full: reclaiming a wedged session");
             metrics::counter!("telos_wedged_reclaims_total").increment(1);
-            self.leave_for_good(&key, Leaving::Wedged);
+            self.leave_committed(&key, Leaving::Wedged).await;
         }
     }
 }

@@ -24,12 +24,18 @@ fn takeover(mut old: SessionMeta, mut new: SessionMeta) -> SessionMeta {
         // old stream non-final, in case its gate still reads it — final,
         // "someone else has logged in" closed the player's socket when a
         // gate resumed on a link it had condemned (gate_e2e and
-        // moves_under_faults, after a shard restart).
+        // moves_under_faults, after a shard restart). The answers the old
+        // stream still held (its lines not yet committed, which the new
+        // stream's watermark covers) go to the new stream once committed.
+        new.held.take_from(&mut old.held);
         old.send(Frame::Closed(Closed {
             reason: "resumed on a newer link".into(),
             r#final: false,
         }));
     } else {
+        // Never shown: those lines are not committed yet (the new session
+        // commits them).
+        old.drop_uncommitted();
         old.output("Someone else has logged in as you. Goodbye.\n".into());
         old.send(Frame::Closed(Closed {
             reason: "Taken over by another login.".into(),

@@ -1,18 +1,18 @@
-//! Saving players: the cadence and early saves, a final save when a player
-//! leaves for good, and what a refused save means.
+//! Players leaving for good (after their zone's commit), one player's row
+//! healed alone (Redis lost it), and what a refused save means. Every
+//! other write of a player's row is its zone's commit (`commit`).
 
 use tokio::time::Instant;
 use tracing::warn;
 
 use super::{Leaving, RECONNECTING, ZoneActor};
-use crate::handoff::fence::SETTLE_BOUND;
 use crate::zone::persist::{Saved, save_player};
 
 impl ZoneActor {
-    /// Save one player with the CAS on `state_version` and `owner_epoch`;
-    /// on success the gate gets `DurableAck` for every line applied so far.
-    /// A cadence or early save: skipped while a handoff's `Commit` is in
-    /// flight (the player stays dirty; the next one catches up).
+    /// Save one player alone with the CAS on `state_version` and
+    /// `owner_epoch` (a row Redis lost is healed from the session): on
+    /// success the gate gets `DurableAck` for every line applied so far.
+    /// Skipped while a handoff's `Commit` is in flight.
     pub(super) async fn save(&mut self, key: &str) {
         self.save_as(key, None).await;
     }
@@ -33,6 +33,20 @@ impl ZoneActor {
             m.dirty = true;
         }
         self.leave_saving(key, why);
+    }
+
+    /// A player leaves for good once what their lines did here is
+    /// committed with their row, when that commit lands. When it cannot
+    /// (Redis slow or away), the leaver still leaves and its final save is
+    /// tried alone, as before one-command-one-commit: the one place a row
+    /// is still written apart from its zone (the zone's own half follows
+    /// at its next commit; a crash between the two is the gap left, see
+    /// docs/operations.md).
+    pub(super) async fn leave_committed(&mut self, key: &str, why: Leaving) {
+        if !self.commit().await {
+            warn!(zone = %self.id, player = %key, "a leaver's last commit did not land: its final save goes alone");
+        }
+        self.leave_for_good(key, why);
     }
 
     /// `settle_by`: a final save, waiting for an in-flight `Commit` until
@@ -72,27 +86,6 @@ impl ZoneActor {
             self.close(key, "Claimed by a newer session.", true);
         } else {
             warn!(zone = %self.id, player = %key, carried, version, "save refused at our own epoch (state_version moved); keeping the session dirty");
-        }
-    }
-
-    /// Save everyone who needs it; `settle`: as final saves, all within one
-    /// settle bound.
-    pub(super) async fn save_all(&mut self, settle: bool) {
-        let keys: Vec<String> = self
-            .sessions
-            .iter()
-            .filter(|(_, m)| m.needs_save())
-            .map(|(k, _)| k.clone())
-            .collect();
-        let settle_by = settle.then(|| Instant::now() + SETTLE_BOUND);
-        for key in keys {
-            // A cadence save stops at the lease's local deadline (one save
-            // in flight at most runs past it); a settling save (a stop, a
-            // fence) saves whatever the epochs still let it.
-            if !settle && !self.lease_valid() {
-                break;
-            }
-            self.save_as(&key, settle_by).await;
         }
     }
 }

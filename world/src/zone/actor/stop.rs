@@ -12,16 +12,14 @@ impl ZoneActor {
     /// `Msg::Shutdown`: take no more players, save everyone, close them.
     pub(super) async fn shutdown(&mut self, reason: &str) {
         let sealed = self.phase.is_sealed();
-        self.commit().await;
-        self.release_all();
         self.stop();
         self.settle_quits().await;
         self.settle_frozen_for_stop(reason).await;
-        self.save_all(true).await;
-        // A sealed zone saved its last state at the seal (its lease
-        // may have moved on since).
+        // One commit of the zone and everyone still here (a sealed zone
+        // committed at the seal; its lease may have moved on since). What
+        // it cannot commit was never answered: the gates replay it.
         if !sealed {
-            self.save_state().await;
+            self.commit().await;
         }
         for key in self.sessions.keys().cloned().collect::<Vec<_>>() {
             self.close(&key, reason, false);
