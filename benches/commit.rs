@@ -73,6 +73,16 @@ async fn run(reps: usize) -> anyhow::Result<()> {
             "  1 row, zone unchanged               {}  {per}",
             summary(&took)
         );
+        // The 10 000-item zone in keyed parts (as the starter game keeps
+        // it): a `get` rewrites the one floor it changed.
+        let floor = floor_part(100);
+        let part = [("floor:city:store0", Some(floor.as_slice()))];
+        let (took, per) = b.commits_parts(reps, &part).await?;
+        println!(
+            "  1 row + 1 part of a 10000-item zone ({:>5} B) {}  {per}",
+            floor.len(),
+            summary(&took)
+        );
         let (took, per) = b
             .commits(reps / 4 + 1, BATCH, Some(&zone_state(10)))
             .await?;
@@ -139,6 +149,15 @@ impl Bench {
         Ok(took)
     }
 
+    /// [`commits`](Self::commits) of one row and `parts` of the zone.
+    async fn commits_parts(
+        &self,
+        n: usize,
+        parts: &[(&str, Option<&[u8]>)],
+    ) -> anyhow::Result<(Vec<Duration>, String)> {
+        self.commits_with(n, 1, None, parts).await
+    }
+
     /// `n` commits of `rows` rows each (and `zone` as the zone's state):
     /// their latencies, and what each cost Redis.
     async fn commits(
@@ -146,6 +165,16 @@ impl Bench {
         n: usize,
         rows: usize,
         zone: Option<&[u8]>,
+    ) -> anyhow::Result<(Vec<Duration>, String)> {
+        self.commits_with(n, rows, zone, &[]).await
+    }
+
+    async fn commits_with(
+        &self,
+        n: usize,
+        rows: usize,
+        zone: Option<&[u8]>,
+        parts: &[(&str, Option<&[u8]>)],
     ) -> anyhow::Result<(Vec<Duration>, String)> {
         let state = vec![b'x'; ROW];
         let mut versions = Vec::with_capacity(rows);
@@ -163,9 +192,10 @@ impl Bench {
                     shard: "bench",
                     generation: self.generation,
                     holder: self.holder,
+                    commits: None,
                 }),
                 state: zone,
-                parts: Vec::new(),
+                parts: parts.to_vec(),
                 rows: self.players[..rows]
                     .iter()
                     .zip(&versions)
@@ -234,7 +264,13 @@ impl Bench {
     }
 }
 
-/// A starter-game zone state with `items` floor items.
+/// One floor part with `items` items (the starter game's `floor:<room>`).
+fn floor_part(items: usize) -> Vec<u8> {
+    let item = r#"{"id":"city:helm","name":"an iron helm","keywords":["helm","helmet"]}"#;
+    format!("[{}]", vec![item; items].join(",")).into_bytes()
+}
+
+/// A starter-game zone state with `items` floor items (whole).
 fn zone_state(items: usize) -> Vec<u8> {
     let item = r#"{"id":"city:helm","name":"an iron helm","keywords":["helm","helmet"]}"#;
     let mut floors = String::from(r#"{"ticks":1,"floors":{"#);

@@ -281,9 +281,7 @@ impl Driver {
             };
             let last = match attempt {
                 Ok(ack) => return Ok(ack),
-                // The session's quit is durable already (its reply was
-                // lost): the resume is answered as the quit was, and the
-                // session is closed for good.
+                // A quit already durable (its reply lost) ends the session.
                 Err(Lost::Fatal(reason)) if reason == "Goodbye." => bail!("closed: {reason}"),
                 Err(Lost::Fatal(reason)) => bail!("resume at {addr} refused: {reason}"),
                 Err(Lost::Retry(e)) => e,

@@ -16,10 +16,15 @@
 -- R = 8 + 2P:
 -- epoch, expected state_version, state JSON, conn_id, applied_seq, quit_seq
 -- (quit_seq: applied_seq when the write ends the session with a quit, else 0).
+-- Last, ARGV[#ARGV]: the zone row's 'commits' counter as the committer last
+-- left it ('' not to check): a row behind it lost commits (Redis lost
+-- acknowledged writes) and its parts cannot be trusted to be current.
 -- Returns {1, version_1, ..., version_n} committed; {0, 'lease'} or
--- {0, 'holder'} the zone fence refused; {0, 'row', i, epoch, version,
--- claim} row i refused; {-1, 'row', i} row i does not exist.
+-- {0, 'holder'} the zone fence refused; {0, 'behind', commits} the row's
+-- counter is not the expected one; {0, 'row', i, epoch, version, claim} row
+-- i refused; {-1, 'row', i} row i does not exist.
 local zk = tonumber(ARGV[1])
+local expect = ARGV[#ARGV]
 if zk == 2 then
   if redis.call('HGET', KEYS[2], 'owner') ~= ARGV[2]
      or redis.call('HGET', KEYS[2], 'gen') ~= ARGV[3] then
@@ -28,6 +33,10 @@ if zk == 2 then
   if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[3]
      or redis.call('HGET', KEYS[1], 'holder') ~= ARGV[4] then
     return {0, 'holder'}
+  end
+  local commits = redis.call('HGET', KEYS[1], 'commits') or '0'
+  if expect ~= '' and commits ~= expect then
+    return {0, 'behind', commits}
   end
 end
 local parts = tonumber(ARGV[7])
@@ -59,6 +68,9 @@ if zk == 2 and parts > 0 then
       redis.call('HSET', KEYS[1], field, value)
     end
   end
+end
+if zk == 2 then
+  redis.call('HINCRBY', KEYS[1], 'commits', 1)
 end
 local out = {1}
 for i = 1, rows do

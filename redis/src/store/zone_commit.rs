@@ -16,7 +16,7 @@ use redis::{Script, Value};
 use super::claim_id::ClaimId;
 use super::error::StoreError;
 use super::handle::{Store, row_key};
-use super::zone_state::ZoneStateRefused;
+use super::zone_state::{ZoneStateRefused, check_zone};
 use crate::directory::key_names;
 
 static COMMIT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("zone_commit.lua")));
@@ -29,6 +29,9 @@ pub struct ZoneFence<'a> {
     pub generation: u64,
     /// The open that holds the zone's state row.
     pub holder: ClaimId,
+    /// The row's commit counter as this open last left it (`None`: not
+    /// checked): a row behind it lost commits.
+    pub commits: Option<u64>,
 }
 
 /// One character row a commit writes, fenced as a save is.
@@ -127,8 +130,44 @@ impl Store {
                 .arg(row.applied_seq)
                 .arg(if row.quit { row.applied_seq } else { 0 });
         }
+        let commits = batch.zone.and_then(|z| z.commits);
+        call.arg(commits.map(|c| c.to_string()).unwrap_or_default());
         let reply: Value = call.invoke_async(&mut self.conn().durable()).await?;
         outcome(reply)
+    }
+}
+
+impl Store {
+    /// Save `state` as `zone`'s whole state, fenced on the lease (`shard`,
+    /// `generation`) and on the open `holder`: a zone commit without rows
+    /// (see [`zone_commit`](super::zone_commit)).
+    pub async fn save_zone_state(
+        &self,
+        zone: &str,
+        shard: &str,
+        generation: u64,
+        holder: ClaimId,
+        state: &[u8],
+    ) -> Result<Result<(), ZoneStateRefused>, StoreError> {
+        check_zone(zone)?;
+        let batch = ZoneCommit {
+            zone: Some(ZoneFence {
+                zone,
+                shard,
+                generation,
+                holder,
+                commits: None,
+            }),
+            state: Some(state),
+            ..ZoneCommit::default()
+        };
+        match self.commit_zone(&batch).await? {
+            CommitOutcome::Committed { .. } => Ok(Ok(())),
+            CommitOutcome::Zone(refused) => Ok(Err(refused)),
+            other => Err(StoreError::Invalid(format!(
+                "a zone save without rows: {other:?}"
+            ))),
+        }
     }
 }
 
@@ -166,6 +205,9 @@ fn outcome(reply: Value) -> Result<CommitOutcome, StoreError> {
             current_claim: ClaimId::parse(&text(items.get(5))),
         }),
         0 if text(items.get(1)) == "holder" => Ok(CommitOutcome::Zone(ZoneStateRefused::Holder)),
+        0 if text(items.get(1)) == "behind" => Ok(CommitOutcome::Zone(ZoneStateRefused::Behind {
+            commits: int(items.get(2)).unwrap_or(0) as u64,
+        })),
         0 => Ok(CommitOutcome::Zone(ZoneStateRefused::Lease)),
         _ => Ok(CommitOutcome::Missing {
             index: index(items.get(2)).ok_or_else(bad)?,

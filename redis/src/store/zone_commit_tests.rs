@@ -62,6 +62,7 @@ impl Setup {
             shard: "shard-a",
             generation: self.generation,
             holder: self.holder,
+            commits: None,
         }
     }
 
@@ -294,4 +295,36 @@ async fn keyed_parts_are_written_removed_and_read_back_by_the_next_open() {
         ..ZoneCommit::default()
     };
     assert!(s.store.commit_zone(&batch).await.is_err());
+}
+
+#[tokio::test]
+async fn a_row_behind_the_committers_count_lost_commits_and_refuses() {
+    let s = setup().await;
+    let at = |commits| ZoneFence {
+        commits: Some(commits),
+        ..s.fence()
+    };
+    let batch = |fence| ZoneCommit {
+        zone: Some(fence),
+        parts: vec![("clock", Some(&b"1"[..]))],
+        ..ZoneCommit::default()
+    };
+    for n in 0..2 {
+        assert!(matches!(
+            s.store.commit_zone(&batch(at(n))).await.unwrap(),
+            CommitOutcome::Committed { .. }
+        ));
+    }
+    // The committer counts 3 commits; the row holds 2 (Redis lost one).
+    assert_eq!(
+        s.store.commit_zone(&batch(at(3))).await.unwrap(),
+        CommitOutcome::Zone(ZoneStateRefused::Behind { commits: 2 })
+    );
+    let opened = s
+        .store
+        .open_zone_state("city", "shard-a", s.generation, s.holder)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(opened.commits, 2, "an open learns the row's count");
 }

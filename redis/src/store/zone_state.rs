@@ -29,7 +29,6 @@ use redis::Script;
 use super::claim_id::ClaimId;
 use super::error::StoreError;
 use super::handle::Store;
-use super::zone_commit::{CommitOutcome, ZoneCommit, ZoneFence};
 use crate::directory::key_names;
 
 static OPEN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("zone_state_open.lua")));
@@ -47,6 +46,10 @@ pub enum ZoneStateRefused {
     /// Another open of the zone (another actor) took the row over.
     #[error("another open of the zone holds the row")]
     Holder,
+    /// The row's commit counter is behind the committer's: Redis lost
+    /// acknowledged commits (the committer rewrites the whole state).
+    #[error("the row lost commits: its counter is at {commits}")]
+    Behind { commits: u64 },
 }
 
 /// A zone state row as an open found it: the whole state a game that
@@ -56,6 +59,8 @@ pub enum ZoneStateRefused {
 pub struct ZoneStateOpened {
     pub whole: Option<Vec<u8>>,
     pub parts: Vec<(String, Vec<u8>)>,
+    /// The row's commit counter (see `zone_commit.lua`).
+    pub commits: u64,
 }
 
 impl ZoneStateOpened {
@@ -65,7 +70,7 @@ impl ZoneStateOpened {
     }
 }
 
-fn check_zone(zone: &str) -> Result<(), StoreError> {
+pub(super) fn check_zone(zone: &str) -> Result<(), StoreError> {
     if zone.is_empty() || telos_proto::ids::is_instance_id(zone) {
         return Err(StoreError::Invalid(format!(
             "no zone state row for zone id {zone:?}"
@@ -109,7 +114,11 @@ impl Store {
             }
         };
         if status == 1 {
-            let parts = reply[3.min(reply.len())..]
+            let commits = bytes(reply.get(3))
+                .and_then(|c| String::from_utf8(c).ok())
+                .and_then(|c| c.parse().ok())
+                .unwrap_or_default();
+            let parts = reply[4.min(reply.len())..]
                 .chunks(2)
                 .filter_map(|kv| {
                     let key = String::from_utf8(bytes(kv.first())?).ok()?;
@@ -119,6 +128,7 @@ impl Store {
             return Ok(Ok(ZoneStateOpened {
                 whole: bytes(reply.get(1)),
                 parts,
+                commits,
             }));
         }
         let reason = bytes(reply.get(1)).unwrap_or_default();
@@ -130,37 +140,6 @@ impl Store {
             b"stale" => ZoneStateRefused::Stale { row_gen },
             _ => ZoneStateRefused::Lease,
         }))
-    }
-
-    /// Save `state` as `zone`'s whole state, fenced on the lease (`shard`,
-    /// `generation`) and on the open `holder`: a zone commit without rows
-    /// (see [`zone_commit`](super::zone_commit)).
-    pub async fn save_zone_state(
-        &self,
-        zone: &str,
-        shard: &str,
-        generation: u64,
-        holder: ClaimId,
-        state: &[u8],
-    ) -> Result<Result<(), ZoneStateRefused>, StoreError> {
-        check_zone(zone)?;
-        let batch = ZoneCommit {
-            zone: Some(ZoneFence {
-                zone,
-                shard,
-                generation,
-                holder,
-            }),
-            state: Some(state),
-            ..ZoneCommit::default()
-        };
-        match self.commit_zone(&batch).await? {
-            CommitOutcome::Committed { .. } => Ok(Ok(())),
-            CommitOutcome::Zone(refused) => Ok(Err(refused)),
-            other => Err(StoreError::Invalid(format!(
-                "a zone save without rows: {other:?}"
-            ))),
-        }
     }
 
     /// The keyed parts of `zone`'s saved state, read only (tools and

@@ -8,8 +8,8 @@
 -- (state false when nothing was ever saved) or {0, reason, row gen}, reason
 -- 'lease' (the lease is not (shard, gen)) or 'stale' (the row was opened at
 -- a newer generation). Generations compare as numbers. After {1, state,
--- gen} come the state's keyed parts, key and bytes in turn (fields
--- 'part:<key>', see zone_commit.lua).
+-- gen, commits} (the row's commit counter) come the state's keyed parts,
+-- key and bytes in turn (fields 'part:<key>', see zone_commit.lua).
 if redis.call('HGET', KEYS[2], 'owner') ~= ARGV[1]
    or redis.call('HGET', KEYS[2], 'gen') ~= ARGV[2] then
   return {0, 'lease', redis.call('HGET', KEYS[1], 'gen') or '0'}
@@ -19,7 +19,8 @@ if row_gen > tonumber(ARGV[2]) then
   return {0, 'stale', tostring(row_gen)}
 end
 redis.call('HSET', KEYS[1], 'gen', ARGV[2], 'holder', ARGV[3])
-local out = {1, redis.call('HGET', KEYS[1], 'state') or false, ARGV[2]}
+local out = {1, redis.call('HGET', KEYS[1], 'state') or false, ARGV[2],
+  redis.call('HGET', KEYS[1], 'commits') or '0'}
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   if string.sub(all[i], 1, 5) == 'part:' then

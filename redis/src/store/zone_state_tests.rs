@@ -16,10 +16,11 @@ async fn setup() -> (RedisServer, Store, Directory) {
     (server, store, dir)
 }
 
-fn whole(state: &[u8]) -> ZoneStateOpened {
+fn whole(state: &[u8], commits: u64) -> ZoneStateOpened {
     ZoneStateOpened {
         whole: Some(state.to_vec()),
         parts: Vec::new(),
+        commits,
     }
 }
 
@@ -55,7 +56,7 @@ async fn an_open_takes_the_row_over_and_only_the_latest_open_writes() {
             .open_zone_state("city", "shard-a", g, second)
             .await
             .unwrap(),
-        Ok(whole(b"one"))
+        Ok(whole(b"one", 1))
     );
     assert_eq!(
         store
@@ -148,7 +149,7 @@ async fn a_stale_owners_save_is_refused_after_its_lease_expired() {
             .open_zone_state("forest", "shard-b", g2, b)
             .await
             .unwrap(),
-        Ok(whole(b"a's"))
+        Ok(whole(b"a's", 1))
     );
     assert_eq!(
         store

@@ -18,6 +18,7 @@
 //! - `text`: sanitizing and formatting helpers.
 
 pub mod alias;
+mod changes;
 pub mod character;
 pub mod command;
 mod events;

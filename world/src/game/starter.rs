@@ -208,4 +208,8 @@ impl ZoneModel for ZoneState {
     fn load_state_parts(&mut self, parts: &[(String, Vec<u8>)]) -> Result<(), StateError> {
         self.load_zone_parts(parts)
     }
+
+    fn report_all_parts(&mut self) {
+        ZoneState::report_all_parts(self);
+    }
 }

@@ -11,13 +11,13 @@ pub use crate::model::outcome::{Action, Ctx, Delivery, Outcome};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use super::changes::Changed;
 use super::character::{Character, Item, can_see, keywords_match};
 use super::events;
 use super::render::{WRAP_WIDTH, item_lines, name_cap};
 use super::text::wrap;
 use super::tier::WIZINVIS;
 use super::world::{Direction, WorldDef, ZoneDef, instance_room, is_instance_id};
-use super::zone_parts::Changed;
 use crate::model::Event;
 use crate::model::style::{Style, mark};
 

@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use super::changes::Changed;
 use super::character::Item;
 use super::exec::MAX_FLOOR_ITEMS;
 use super::zone::{MOB_HP, ZoneState};
@@ -26,25 +27,6 @@ use crate::model::{StateError, StatePart};
 const FLOOR: &str = "floor:";
 const MOB: &str = "mob:";
 const CLOCK: &str = "clock";
-
-/// Which parts changed since the runtime last took them.
-#[derive(Debug, Default)]
-pub(super) struct Changed {
-    /// Every part (a fresh zone, or one loaded from the whole form).
-    all: bool,
-    floors: BTreeSet<String>,
-    mobs: BTreeSet<String>,
-    clock: bool,
-}
-
-impl Changed {
-    pub(super) fn everything() -> Changed {
-        Changed {
-            all: true,
-            ..Changed::default()
-        }
-    }
-}
 
 #[derive(Debug, Serialize, Deserialize)]
 struct MobPart {
@@ -70,6 +52,12 @@ impl ZoneState {
 
     pub(super) fn clock_changed(&mut self) {
         self.changed.clock = true;
+    }
+
+    /// Every part is reported at the next [`ZoneState::changed_parts`]
+    /// (the store lost some).
+    pub fn report_all_parts(&mut self) {
+        self.changed = Changed::everything();
     }
 
     /// The parts changed since the last call (see the module), and forget

@@ -98,7 +98,7 @@ impl ZoneState {
         self.ticks = saved.ticks;
         self.out = saved.out;
         // Saved whole: the first commit writes every part.
-        self.changed = super::zone_parts::Changed::everything();
+        self.changed = super::changes::Changed::everything();
         Ok(())
     }
 }

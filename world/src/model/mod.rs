@@ -216,6 +216,9 @@ pub trait ZoneModel: Send + Sync {
     fn load_state_parts(&mut self, _parts: &[(String, Vec<u8>)]) -> Result<(), StateError> {
         Err(StateError("this zone keeps no keyed parts".into()))
     }
+    /// The store lost parts it had acknowledged: report every part at the
+    /// next [`ZoneModel::changed_parts`].
+    fn report_all_parts(&mut self) {}
 }
 
 /// One keyed part of a zone's durable state: its key, and its bytes (`None`:

@@ -20,6 +20,9 @@ pub(crate) struct ZoneRow {
     /// Keyed parts the game reported changed that no commit has written
     /// yet (a failed commit sends them again with the next).
     pub(crate) unsent: BTreeMap<String, Option<Vec<u8>>>,
+    /// The row's commit counter as this actor's last commit left it: a row
+    /// behind it lost commits (Redis lost acknowledged writes).
+    pub(crate) commits: u64,
 }
 
 impl ZoneRow {
@@ -29,6 +32,7 @@ impl ZoneRow {
             opened_at: None,
             last: None,
             unsent: BTreeMap::new(),
+            commits: 0,
         }
     }
 
@@ -50,5 +54,6 @@ impl ZoneRow {
             self.last = whole;
         }
         self.unsent.clear();
+        self.commits += 1;
     }
 }

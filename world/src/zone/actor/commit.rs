@@ -23,11 +23,13 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use super::ZoneActor;
+use super::{RECONNECTING, ZoneActor};
 use crate::handoff::fence::SETTLE_BOUND;
 use crate::zone::handle::InputReply;
 use crate::zone::persist::{Refusal, SAVE_TIMEOUT, classify};
-use telos_redis::store::{ClaimId, CommitOutcome, RowWrite, ZoneCommit, ZoneFence};
+use telos_redis::store::{
+    ClaimId, CommitOutcome, RowWrite, ZoneCommit, ZoneFence, ZoneStateRefused,
+};
 
 /// A commit refused for one row is tried again without it this many times
 /// in one turn (each refusal is settled on its own first).
@@ -183,11 +185,20 @@ impl ZoneActor {
             Refusal::WentBack => {
                 self.save(key).await;
             }
-            // Another owner holds the character: this zone's state holds
-            // effects of lines no row will ever carry. It must not be
-            // committed: the zone fences and reopens from its last cut.
-            Refusal::NewerOwner | Refusal::Reissued => {
+            // Another owner holds the character: this session is stale (it
+            // is told so, none of its uncommitted answers shown), and this
+            // zone's state holds effects of its lines that no row will
+            // ever carry. It must not be committed: the zone fences and
+            // reopens from its last cut.
+            refusal @ (Refusal::NewerOwner | Refusal::Reissued) => {
+                meta.drop_uncommitted();
+                let carried = meta.epoch;
                 warn!(zone = %self.id, player = %key, row_epoch = row.epoch, "a player's row is another owner's: fencing the zone (it reopens from its last commit)");
+                if refusal == Refusal::NewerOwner {
+                    self.ownership_lost(key, carried, row.epoch, row.version);
+                } else {
+                    self.close(key, RECONNECTING, false);
+                }
                 self.handle.cancel.cancel();
                 return false;
             }
@@ -243,6 +254,7 @@ impl ZoneActor {
             zone,
             rows,
         };
+        let zone = batch.zone.is_some();
         let started = Instant::now();
         let until = self.lease.as_ref().map_or(started + SAVE_TIMEOUT, |l| {
             l.deadline().min(started + SAVE_TIMEOUT)
@@ -256,7 +268,9 @@ impl ZoneActor {
                     .record(started.elapsed().as_secs_f64());
                 metrics::counter!("telos_zone_commits_total", "outcome" => "committed")
                     .increment(1);
-                self.row.written(written);
+                if zone {
+                    self.row.written(written);
+                }
                 self.pending.committed();
                 self.committed(&keys, &versions);
                 Attempt::Done
@@ -285,6 +299,10 @@ impl ZoneActor {
                 if let Some(m) = self.sessions.get_mut(key) {
                     (m.dirty, m.saved_seq) = (false, m.applied_seq);
                 }
+                Attempt::Retry
+            }
+            Ok(Ok(CommitOutcome::Zone(ZoneStateRefused::Behind { commits }))) => {
+                self.row_went_back(commits);
                 Attempt::Retry
             }
             Ok(Ok(CommitOutcome::Zone(refused))) => {
@@ -325,7 +343,20 @@ impl ZoneActor {
             shard: &self.env.shard_id,
             generation,
             holder: self.row.holder,
+            commits: Some(self.row.commits),
         }
+    }
+
+    /// The zone's row lost commits (Redis lost acknowledged writes): its
+    /// parts may be older than what the game last reported, so the next
+    /// commit writes every part (the players' rows heal on their own
+    /// refusals).
+    pub(super) fn row_went_back(&mut self, commits: u64) {
+        warn!(zone = %self.id, commits, expected = self.row.commits, "the zone's row lost commits (Redis lost writes): rewriting all of it");
+        metrics::counter!("telos_rows_healed_total").increment(1);
+        self.row.commits = commits;
+        self.row.last = None;
+        self.state.report_all_parts();
     }
 
     fn commit_failed(&self, error: &str) -> Attempt {
@@ -361,7 +392,9 @@ impl ZoneActor {
         for meta in self.sessions.values_mut().filter(|m| !m.needs_save()) {
             meta.release();
         }
-        for frozen in self.frozen.values_mut() {
+        // A walker frozen with its move line applied waits for its
+        // `Redirect` (or its refusal), which releases what it holds.
+        for frozen in self.frozen.values_mut().filter(|f| !f.meta.needs_save()) {
             frozen.meta.release();
         }
         let sessions = &self.sessions;

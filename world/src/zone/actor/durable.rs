@@ -71,6 +71,7 @@ impl ZoneActor {
         metrics::histogram!("telos_zone_state_open_seconds")
             .record(started.elapsed().as_secs_f64());
         self.row.unsent.clear();
+        self.row.commits = opened.commits;
         self.load_opened(generation, opened);
         Ok(())
     }
@@ -149,6 +150,11 @@ impl ZoneActor {
                     .record(started.elapsed().as_secs_f64());
                 self.row.written(side.whole);
                 return true;
+            }
+            Ok(Ok(CommitOutcome::Zone(ZoneStateRefused::Behind { commits }))) => {
+                // Rewritten whole by the next try (the seal's retries).
+                self.row_went_back(commits);
+                return false;
             }
             Ok(Ok(CommitOutcome::Zone(refused))) => {
                 metrics::counter!("telos_zone_state_total", "outcome" => "refused").increment(1);
