@@ -8,7 +8,8 @@
 //!   loopback, for failover tests.
 //! - [`process`]: real `telos-world` / `telos-gate` processes on port 0.
 //! - [`play`]: a direct `Play` stream client, and shared connections.
-//! - [`driver`]: a minimal gate over `Play` (redirects, resumes, replay).
+//! - [`driver`]: a minimal gate over `Play` (redirects, resumes, replay);
+//!   `driver_reads`: the answers it reads (`where`, the journal listing).
 //! - [`keys`]: the cluster's handoff keys (`telosctl keygen`) in a temp folder.
 //! - [`metrics`]: a shard's Prometheus `/metrics`, scraped and read.
 //! - [`stats`]: the benchmarks' percentiles and measuring window.
@@ -31,6 +32,7 @@
 pub mod bot;
 pub mod cli;
 pub mod driver;
+mod driver_reads;
 pub mod imports;
 pub mod keys;
 pub mod metrics;
