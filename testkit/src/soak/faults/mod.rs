@@ -378,17 +378,34 @@ impl Driver<'_> {
         Ok(targets[pick as usize % targets.len()].clone())
     }
 
-    /// `telosctl transfer ZONE --to SHARD --wait`, failing when it did.
+    /// `telosctl transfer ZONE --to SHARD --wait`, failing when it did. A
+    /// transfer of the zone already pending (the rebalancer's, proposed
+    /// since the zone was picked: overlap seed 242202344) is waited for as
+    /// an operator would, then the zone is moved on unless it is at `to`
+    /// already; still refused within the recovery bound is a problem.
     async fn move_zone(&self, zone: &str, to: &str) -> anyhow::Result<()> {
-        let done = tokio::task::block_in_place(|| self.cluster.transfer(zone, to))?;
-        if !done.success() {
-            anyhow::bail!(
-                "telosctl transfer {zone} --to {to} --wait failed ({}): {}",
-                done.status,
-                done.stderr.trim()
-            );
+        let until = Instant::now() + RECOVERY_TIMEOUT;
+        loop {
+            let done = tokio::task::block_in_place(|| self.cluster.transfer(zone, to))?;
+            if done.success() {
+                return Ok(());
+            }
+            let pending = done
+                .stderr
+                .contains("a different transfer is already pending");
+            if !pending || Instant::now() >= until {
+                anyhow::bail!(
+                    "telosctl transfer {zone} --to {to} --wait failed ({}): {}",
+                    done.status,
+                    done.stderr.trim()
+                );
+            }
+            tokio::time::sleep(POLL).await;
+            let view = self.view().await;
+            if view.transfers == 0 && owner_of(&view, zone) == to {
+                return Ok(());
+            }
         }
-        Ok(())
     }
 
     async fn redis(&mut self, p: &Planned, rec: &mut FaultRecord) -> anyhow::Result<()> {
