@@ -1,53 +1,8 @@
 //! The zone's keyed parts: only what changed is reported, and a zone
 //! loaded from them is the zone that reported them.
 
-use std::sync::Arc;
-
 use super::*;
-use crate::game::world::{Direction, ItemDef, MobDef, RoomDef, WorldDef, ZoneDef};
-
-fn zone() -> ZoneState {
-    let room = |id: &str, exits: &[(&str, &str)]| RoomDef {
-        id: id.into(),
-        name: id.into(),
-        description: String::new(),
-        exits: exits
-            .iter()
-            .map(|(d, t)| (Direction::parse(d).unwrap(), t.to_string()))
-            .collect(),
-    };
-    let def = Arc::new(ZoneDef {
-        id: "town".into(),
-        name: "Town".into(),
-        instanced: false,
-        rooms: vec![
-            room("town:square", &[("north", "town:smithy")]),
-            room("town:smithy", &[("south", "town:square")]),
-        ],
-        items: vec![ItemDef {
-            id: "town:helm".into(),
-            name: "a helm".into(),
-            keywords: vec!["helm".into()],
-            room: Some("town:smithy".into()),
-            description: None,
-            slot: None,
-            food: None,
-        }],
-        mobs: vec![MobDef {
-            id: "town:dog".into(),
-            name: "a dog".into(),
-            keywords: vec!["dog".into()],
-            room: "town:square".into(),
-            wander: true,
-            description: None,
-        }],
-    });
-    let world = Arc::new(WorldDef {
-        zones: [("town".to_string(), def.clone())].into(),
-        start_room: "town:square".into(),
-    });
-    ZoneState::new(def, world, "town")
-}
+use crate::game::zone_save::tests::zone;
 
 fn keys(parts: &[StatePart]) -> Vec<&str> {
     parts.iter().map(|(k, _)| k.as_str()).collect()

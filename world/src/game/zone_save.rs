@@ -104,13 +104,15 @@ impl ZoneState {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::sync::Arc;
 
     use super::*;
     use crate::game::world::{Direction, ItemDef, MobDef, RoomDef, WorldDef, ZoneDef};
 
-    fn zone() -> ZoneState {
+    /// A two-room town with a helm and a wandering dog (shared with the
+    /// keyed parts' tests).
+    pub(in crate::game) fn zone() -> ZoneState {
         let room = |id: &str, exits: &[(&str, &str)]| RoomDef {
             id: id.into(),
             name: id.into(),
