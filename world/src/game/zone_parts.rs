@@ -21,18 +21,13 @@ use serde::{Deserialize, Serialize};
 use super::changes::Changed;
 use super::character::Item;
 use super::exec::MAX_FLOOR_ITEMS;
-use super::zone::{MOB_HP, ZoneState};
+use super::zone::ZoneState;
+use super::zone_save::SavedMob;
 use crate::model::{StateError, StatePart};
 
 const FLOOR: &str = "floor:";
 const MOB: &str = "mob:";
 const CLOCK: &str = "clock";
-
-#[derive(Debug, Serialize, Deserialize)]
-struct MobPart {
-    room: String,
-    hp: u32,
-}
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct ClockPart {
@@ -96,7 +91,7 @@ impl ZoneState {
 
     fn mob_part(&self, id: &str) -> StatePart {
         let bytes = self.mobs.iter().find(|m| m.id == id).map(|m| {
-            let part = MobPart {
+            let part = SavedMob {
                 room: m.room.clone(),
                 hp: m.hp,
             };
@@ -123,7 +118,7 @@ impl ZoneState {
             StateError(format!("zone {} part {key}: {e}", self.zone_id))
         };
         let mut floors: BTreeMap<String, Vec<Item>> = BTreeMap::new();
-        let mut mobs: BTreeMap<String, MobPart> = BTreeMap::new();
+        let mut mobs: BTreeMap<String, SavedMob> = BTreeMap::new();
         let mut clock = ClockPart::default();
         for (key, bytes) in parts {
             if let Some(room) = key.strip_prefix(FLOOR) {
@@ -144,17 +139,7 @@ impl ZoneState {
             room.items = floors.remove(id).unwrap_or_default();
             room.items.truncate(MAX_FLOOR_ITEMS);
         }
-        let rooms = &self.rooms;
-        self.mobs.retain_mut(|mob| {
-            let Some(saved) = mobs.get(&mob.id) else {
-                return false; // killed: back at the next reset
-            };
-            if rooms.contains_key(&saved.room) {
-                mob.room = saved.room.clone();
-            }
-            mob.hp = saved.hp.clamp(1, MOB_HP);
-            true
-        });
+        self.place_saved_mobs(&mobs);
         self.ticks = clock.ticks;
         self.out = clock.out;
         self.changed = Changed::default();

@@ -34,10 +34,12 @@ struct SavedZone {
     out: BTreeSet<String>,
 }
 
+/// Where a mob stands and its hit points: in the whole form, and as a
+/// keyed part (`zone_parts`).
 #[derive(Debug, Serialize, Deserialize)]
-struct SavedMob {
-    room: String,
-    hp: u32,
+pub(super) struct SavedMob {
+    pub(super) room: String,
+    pub(super) hp: u32,
 }
 
 impl ZoneState {
@@ -67,6 +69,23 @@ impl ZoneState {
         serde_json::to_vec(&saved).expect("a zone always serializes")
     }
 
+    /// The mobs as saved: a mob with no entry was killed (back at the next
+    /// reset), one saved in a room that no longer exists stays where the
+    /// world puts it, hit points bounded.
+    pub(super) fn place_saved_mobs(&mut self, saved: &BTreeMap<String, SavedMob>) {
+        let rooms = &self.rooms;
+        self.mobs.retain_mut(|mob| {
+            let Some(saved) = saved.get(&mob.id) else {
+                return false;
+            };
+            if rooms.contains_key(&saved.room) {
+                mob.room = saved.room.clone();
+            }
+            mob.hp = saved.hp.clamp(1, MOB_HP);
+            true
+        });
+    }
+
     /// Put back what [`ZoneState::dump_zone_json`] wrote, checked against
     /// the world as it is now: items in a room that no longer exists are
     /// gone, a floor keeps at most [`MAX_FLOOR_ITEMS`], a mob the world no
@@ -84,17 +103,7 @@ impl ZoneState {
                 r.items = items;
             }
         }
-        let rooms = &self.rooms;
-        self.mobs.retain_mut(|mob| {
-            let Some(saved) = saved.mobs.get(&mob.id) else {
-                return false; // killed: back at the next reset
-            };
-            if rooms.contains_key(&saved.room) {
-                mob.room = saved.room.clone();
-            }
-            mob.hp = saved.hp.clamp(1, MOB_HP);
-            true
-        });
+        self.place_saved_mobs(&saved.mobs);
         self.ticks = saved.ticks;
         self.out = saved.out;
         // Saved whole: the first commit writes every part.
