@@ -713,6 +713,9 @@ async fn hostile_clients_leave_the_stack_up_and_others_unaffected() -> anyhow::R
     Ok(())
 }
 
+/// A password only ever typed at a prompt with echo off.
+const HIDDEN: &str = "quiet-lantern-4711";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_telnet_client_logs_in_and_walks() -> anyhow::Result<()> {
     for tool in ["/usr/bin/telnet", "/usr/bin/expect"] {
@@ -762,6 +765,33 @@ expect {{
     eof {{}}
     timeout {{ puts "\nTIMEOUT waiting for the close"; exit 2 }}
 }}
+spawn /usr/bin/telnet 127.0.0.1 {port}
+step banner "create <name> <password>"
+send "create Hushed\r"
+step prompt "Password: "
+sleep 0.5
+send "{HIDDEN}\r"
+step again "Password again: "
+sleep 0.5
+send "{HIDDEN}\r"
+step welcome "Welcome, Hushed"
+send "quit\r"
+expect {{
+    eof {{}}
+    timeout {{ puts "\nTIMEOUT waiting for the close"; exit 2 }}
+}}
+spawn /usr/bin/telnet 127.0.0.1 {port}
+step banner "create <name> <password>"
+send "connect Hushed\r"
+step prompt "Password: "
+sleep 0.5
+send "{HIDDEN}\r"
+step welcome "Welcome, Hushed"
+send "quit\r"
+expect {{
+    eof {{}}
+    timeout {{ puts "\nTIMEOUT waiting for the close"; exit 2 }}
+}}
 puts "\nSCRIPT DONE"
 "#
     );
@@ -804,6 +834,15 @@ puts "\nSCRIPT DONE"
         );
     }
     assert_eq!(printed.matches("Welcome, Telly.").count(), 2, "{printed}");
+    // Typed only at prompts with echo off (RFC 1143: netkit telnet agrees
+    // to WILL ECHO): never on the screen, through both of `create`'s
+    // prompts and `connect`'s.
+    assert!(printed.contains("Password again: "), "{printed}");
+    assert_eq!(printed.matches("Welcome, Hushed.").count(), 2, "{printed}");
+    assert!(
+        !printed.contains(HIDDEN),
+        "a password was echoed:\n{printed}"
+    );
     // Negotiation bytes never reach the terminal as text.
     assert!(!printed.contains('\u{fffd}'), "{printed}");
     Ok(())

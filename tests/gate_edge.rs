@@ -198,6 +198,19 @@ async fn creating_characters_is_limited_per_address_while_logins_work() -> anyho
         }
         LoginReply::Welcome { .. } => panic!("a third character was created"),
     }
+    // `create Name` alone is refused at once: no password is asked for a
+    // character that cannot be made.
+    third.send("create Makerfour").await?;
+    let got = third
+        .read_until(
+            |l| l.starts_with("Character creation refused"),
+            Duration::from_secs(10),
+        )
+        .await?;
+    assert!(
+        got.iter().all(|l| !l.contains("Password")),
+        "a password was asked before the refusal: {got:?}"
+    );
     // The same connection, and the same address, still log in.
     third.connect("Maker", PASSWORD).await?;
     third.quit().await?;
@@ -211,7 +224,7 @@ async fn creating_characters_is_limited_per_address_while_logins_work() -> anyho
             &metrics,
             "telos_gate_logins_total{outcome=\"create_limited\"}"
         ),
-        1.0
+        2.0
     );
     Ok(())
 }

@@ -89,16 +89,28 @@ async fn login(conn: &mut Conn) -> Result<(String, Established), End> {
                 }
             }
         }
+        let step = dialog.on_line(&line);
         if was_password && conn.reader.negotiator.speaks_telnet {
-            // Echo comes back on; the client did not echo the Enter either.
-            let show = conn.reader.negotiator.set_hide_input(false);
-            conn.out.raw(show)?;
+            // The client did not echo the Enter. Echo comes back on unless
+            // another password follows at once: turning it on and off
+            // again between two prompts opens a window (one round trip)
+            // in which the client echoes what is typed.
+            if step != LoginStep::AskPasswordAgain {
+                let show = conn.reader.negotiator.set_hide_input(false);
+                conn.out.raw(show)?;
+            }
             conn.out.text("\n")?;
         }
-        match dialog.on_line(&line) {
+        match step {
             LoginStep::Nothing => {}
             LoginStep::Say(msg) => conn.out.line(&msg)?,
             LoginStep::Quit => return Err(End::Quit),
+            LoginStep::AskPassword if dialog.creating() && !may_create(conn) => {
+                // Refused at `create Name`, before a password is typed.
+                dialog.cancel();
+                metrics::counter!(m::LOGINS_TOTAL, "outcome" => "create_limited").increment(1);
+                conn.out.line(CREATE_LIMITED)?;
+            }
             LoginStep::AskPassword => ask_password(conn, PASSWORD_PROMPT)?,
             LoginStep::AskPasswordAgain => ask_password(conn, REPEAT_PROMPT)?,
             LoginStep::Attempt(creds) => {
@@ -130,6 +142,12 @@ async fn login(conn: &mut Conn) -> Result<(String, Established), End> {
             }
         }
     }
+}
+
+/// Whether the address still has a creation to spend (nothing is taken).
+fn may_create(conn: &Conn) -> bool {
+    let ip = ip_bucket(conn.peer.ip());
+    conn.shared.create_limiter.has_token(ip, Instant::now())
 }
 
 /// A password prompt, echo off for a telnet client (back on when the line

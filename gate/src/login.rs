@@ -94,6 +94,19 @@ impl LoginDialog {
         self.pending.is_some()
     }
 
+    /// Whether the password awaited is a new character's (`create Name`).
+    pub fn creating(&self) -> bool {
+        matches!(
+            self.pending,
+            Some(Pending::Password { create: true, .. } | Pending::Repeat { .. })
+        )
+    }
+
+    /// Forget the half-typed dialogue (a refusal came before the password).
+    pub fn cancel(&mut self) {
+        self.pending = None;
+    }
+
     pub fn on_line(&mut self, line: &str) -> LoginStep {
         match self.pending.take() {
             Some(Pending::Password { name, create }) => {

@@ -107,6 +107,15 @@ impl IpLimiter {
             .try_take(self.burst, self.per_sec, now)
     }
 
+    /// Would `ip` be let in now? Takes nothing: asked before a dialogue
+    /// that ends in [`try_acquire`](Self::try_acquire), so a refusal comes
+    /// before the player typed for nothing.
+    pub fn has_token(&self, ip: IpBucket, now: Instant) -> bool {
+        let mut map = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        map.get_mut(&ip)
+            .is_none_or(|b| b.level(self.burst, self.per_sec, now) >= 1.0)
+    }
+
     /// The attempt succeeded: return its token.
     pub fn release(&self, ip: IpBucket) {
         let mut map = self.buckets.lock().unwrap_or_else(|p| p.into_inner());

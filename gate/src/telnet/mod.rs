@@ -23,6 +23,7 @@
 //! - [`mssp`]: the MSSP answer for crawlers.
 //! - [`mccp`]: the MCCP2 zlib stream of one socket's output.
 //! - [`ttype`]: TTYPE cycling and MTTS.
+//! - [`qmethod`]: RFC 1143's per-option states with the queue bit.
 //! - [`negotiator`]: the option state and the replies it owes (above the
 //!   others: it reads the parser's events and fills the capabilities).
 
@@ -32,6 +33,7 @@ pub mod mccp;
 pub mod mssp;
 pub mod negotiator;
 pub mod parser;
+pub mod qmethod;
 pub mod ttype;
 
 pub use self::caps::Capabilities;

@@ -16,6 +16,7 @@ use super::gmcp::{self, OPT_GMCP};
 use super::mccp::{OPT_MCCP2, START as MCCP_START};
 use super::mssp::{MsspStatus, OPT_MSSP};
 use super::parser::{DO, DONT, IAC, OPT_ECHO, OPT_NAWS, SB, SE, TelnetEvent, WILL, WONT};
+use super::qmethod::{Answer, Send, Side};
 use super::ttype::{self, OPT_TTYPE, TTYPE_IS};
 
 /// End of record (RFC 885): marks the end of a prompt.
@@ -36,16 +37,6 @@ const OFFERED: [u8; 5] = [OPT_GMCP, OPT_MSSP, OPT_MCCP2, OPT_EOR, OPT_CHARSET];
 /// Options we ask the client to turn on on its side.
 const ASKED: [u8; 2] = [OPT_NAWS, OPT_TTYPE];
 
-/// One side of one option (RFC 1143).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-enum Q {
-    #[default]
-    No,
-    Yes,
-    WantYes,
-    WantNo,
-}
-
 /// What the output must do, in order with the replies before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change {
@@ -59,9 +50,9 @@ pub enum Change {
 #[derive(Debug, Default)]
 pub struct Negotiator {
     /// Our side of each option (us: we do it).
-    us: OptionTable,
+    us: Side,
     /// The client's side (him: it does it).
-    him: OptionTable,
+    him: Side,
     pub caps: Capabilities,
     ttype: ttype::Cycle,
     /// Answers `DO MSSP`; a connection without one (a test) sends nothing.
@@ -77,14 +68,14 @@ pub struct Negotiator {
     pub timing_marks: u64,
 }
 
-/// Q states for every option code: 256 bytes, no allocation per option.
-#[derive(Debug)]
-struct OptionTable([Q; 256]);
+/// Our side's verbs: `WILL` to enable, `WONT` to disable.
+fn ours(send: Send, opt: u8) -> [u8; 3] {
+    cmd(if send == Send::Enable { WILL } else { WONT }, opt)
+}
 
-impl Default for OptionTable {
-    fn default() -> Self {
-        OptionTable([Q::No; 256])
-    }
+/// The client's side's verbs: `DO` to enable, `DONT` to disable.
+fn theirs(send: Send, opt: u8) -> [u8; 3] {
+    cmd(if send == Send::Enable { DO } else { DONT }, opt)
 }
 
 fn cmd(verb: u8, opt: u8) -> [u8; 3] {
@@ -96,12 +87,14 @@ impl Negotiator {
     pub fn greeting(&mut self) -> Vec<u8> {
         let mut out = Vec::new();
         for opt in OFFERED {
-            self.us.0[opt as usize] = Q::WantYes;
-            out.extend_from_slice(&cmd(WILL, opt));
+            if let Some(send) = self.us.ask_enable(opt) {
+                out.extend_from_slice(&ours(send, opt));
+            }
         }
         for opt in ASKED {
-            self.him.0[opt as usize] = Q::WantYes;
-            out.extend_from_slice(&cmd(DO, opt));
+            if let Some(send) = self.him.ask_enable(opt) {
+                out.extend_from_slice(&theirs(send, opt));
+            }
         }
         out
     }
@@ -112,18 +105,12 @@ impl Negotiator {
         if !self.speaks_telnet {
             return Vec::new();
         }
-        let q = &mut self.us.0[OPT_ECHO as usize];
-        match (hide, *q) {
-            (true, Q::No | Q::WantNo) => {
-                *q = Q::WantYes;
-                cmd(WILL, OPT_ECHO).to_vec()
-            }
-            (false, Q::Yes | Q::WantYes) => {
-                *q = Q::WantNo;
-                cmd(WONT, OPT_ECHO).to_vec()
-            }
-            _ => Vec::new(),
-        }
+        let send = if hide {
+            self.us.ask_enable(OPT_ECHO)
+        } else {
+            self.us.ask_disable(OPT_ECHO)
+        };
+        send.map_or_else(Vec::new, |s| ours(s, OPT_ECHO).to_vec())
     }
 
     /// Whether the client takes `IAC EOR` after a prompt (else `IAC GA`
@@ -172,71 +159,50 @@ impl Negotiator {
         }
     }
 
-    /// `DO opt`: the client wants us to do it.
+    /// `DO opt`: the client wants us to do it (or answers our offer).
     fn on_do(&mut self, opt: u8, out: &mut Vec<u8>) {
-        let q = self.us.0[opt as usize];
         // ECHO is ours to offer (while a password is typed), never the
         // client's to demand.
-        let willing = OFFERED.contains(&opt);
-        self.us.0[opt as usize] = match q {
-            Q::No if willing => {
-                out.extend_from_slice(&cmd(WILL, opt));
-                self.local_on(opt, out);
-                Q::Yes
-            }
-            Q::No => {
-                out.extend_from_slice(&cmd(WONT, opt));
-                Q::No
-            }
-            Q::WantYes => {
-                self.local_on(opt, out);
-                Q::Yes
-            }
-            // Answering our WONT with DO is an error (RFC 1143); stay off.
-            Q::WantNo => Q::No,
-            Q::Yes => Q::Yes,
-        };
+        let answer = self.us.received_enable(opt, OFFERED.contains(&opt));
+        self.after_ours(opt, answer, out);
     }
 
     /// `DONT opt`: the client wants us to stop (or refuses our offer).
     fn on_dont(&mut self, opt: u8, out: &mut Vec<u8>) {
-        let q = self.us.0[opt as usize];
-        if q == Q::Yes {
-            out.extend_from_slice(&cmd(WONT, opt));
-            self.local_off(opt);
-        }
-        self.us.0[opt as usize] = Q::No;
+        let answer = self.us.received_disable(opt);
+        self.after_ours(opt, answer, out);
     }
 
-    /// `WILL opt`: the client offers to do it.
+    fn after_ours(&mut self, opt: u8, answer: Answer, out: &mut Vec<u8>) {
+        if let Some(send) = answer.send {
+            out.extend_from_slice(&ours(send, opt));
+        }
+        match answer.turned {
+            Some(true) => self.local_on(opt, out),
+            Some(false) => self.local_off(opt),
+            None => {}
+        }
+    }
+
+    /// `WILL opt`: the client offers to do it (or answers our request).
     fn on_will(&mut self, opt: u8, out: &mut Vec<u8>) {
-        let q = self.him.0[opt as usize];
-        let wanted = ASKED.contains(&opt);
-        self.him.0[opt as usize] = match q {
-            Q::No if wanted => {
-                out.extend_from_slice(&cmd(DO, opt));
-                self.remote_on(opt, out);
-                Q::Yes
-            }
-            Q::No => {
-                out.extend_from_slice(&cmd(DONT, opt));
-                Q::No
-            }
-            Q::WantYes => {
-                self.remote_on(opt, out);
-                Q::Yes
-            }
-            Q::WantNo => Q::No,
-            Q::Yes => Q::Yes,
-        };
+        let answer = self.him.received_enable(opt, ASKED.contains(&opt));
+        self.after_theirs(opt, answer, out);
     }
 
     /// `WONT opt`: the client will not (or no longer) do it.
     fn on_wont(&mut self, opt: u8, out: &mut Vec<u8>) {
-        if self.him.0[opt as usize] == Q::Yes {
-            out.extend_from_slice(&cmd(DONT, opt));
+        let answer = self.him.received_disable(opt);
+        self.after_theirs(opt, answer, out);
+    }
+
+    fn after_theirs(&mut self, opt: u8, answer: Answer, out: &mut Vec<u8>) {
+        if let Some(send) = answer.send {
+            out.extend_from_slice(&theirs(send, opt));
         }
-        self.him.0[opt as usize] = Q::No;
+        if answer.turned == Some(true) {
+            self.remote_on(opt, out);
+        }
     }
 
     /// One of our options just turned on.
@@ -292,7 +258,7 @@ impl Negotiator {
             }
             // Only while GMCP is on: a client that never enabled it has
             // nothing to say in it.
-            OPT_GMCP if self.us.0[OPT_GMCP as usize] == Q::Yes => {
+            OPT_GMCP if self.us.is_on(OPT_GMCP) => {
                 gmcp::on_client_message(&mut self.caps, data, out);
             }
             OPT_CHARSET => self.on_charset(data, out),
