@@ -400,7 +400,9 @@ impl Grace {
                 conn.reader.push_line("look");
             }
         }
-        Ok(self.offer(conn)?)
+        self.offer(conn)?;
+        // The resumed screen ends as a step does: its prompt and EOR/GA.
+        Ok(conn.show_prompt()?)
     }
 
     fn revoke(&mut self) {

@@ -203,6 +203,24 @@ impl MudClient {
         Ok(())
     }
 
+    /// Read until `pred` holds for everything received (telnet included).
+    pub async fn until_plain(
+        &mut self,
+        what: &str,
+        pred: impl Fn(&[u8]) -> bool,
+    ) -> anyhow::Result<()> {
+        let until = Instant::now() + self.timeout;
+        while !pred(&self.plain) {
+            if let Err(e) = self.read(until).await {
+                let tail =
+                    String::from_utf8_lossy(&self.plain[self.plain.len().saturating_sub(400)..])
+                        .into_owned();
+                return Err(e.context(format!("waiting for {what}; last output: {tail:?}")));
+            }
+        }
+        Ok(())
+    }
+
     /// Read until `pred` holds for the GMCP messages seen.
     pub async fn until_gmcp(
         &mut self,

@@ -52,7 +52,21 @@ fn takeover(mut old: SessionMeta, mut new: SessionMeta) -> SessionMeta {
 }
 
 impl ZoneActor {
+    /// Seat a joining player (login, resume, takeover, a step from another
+    /// shard). The entry view ends as every command's answer does: with an
+    /// `InputAck`, after which the player's client shows its prompt (and
+    /// EOR or GA) exactly as after a step within the shard.
     pub(super) fn join(&mut self, player: Joining) -> Result<u64, JoinError> {
+        let key = player.character.key();
+        let ack = self.seat_joining(player)?;
+        if let Some(m) = self.sessions.get_mut(&key) {
+            let seq = m.applied_seq;
+            m.send(Frame::InputAck(InputAck { seq }));
+        }
+        Ok(ack)
+    }
+
+    fn seat_joining(&mut self, player: Joining) -> Result<u64, JoinError> {
         if self.stopping() || !self.lease_valid() {
             return Err(JoinError::Stopping(self.id.clone()));
         }
