@@ -69,6 +69,9 @@ async fn proposals_are_validated_and_idempotent() -> anyhow::Result<()> {
     wait_registered(&url, 2).await;
     let (ok, out) = telosctl(&url, &["transfer", "atlantis", "--to", "shard-b"]);
     assert!(!ok && out.contains("unknown zone"), "{out}");
+    // The starter world's crypt is instanced: known, but with no one home.
+    let (ok, out) = telosctl(&url, &["transfer", "crypt", "--to", "shard-b"]);
+    assert!(!ok && out.contains("\"crypt\" is instanced"), "{out}");
     let (ok, out) = telosctl(&url, &["transfer", "city", "--to", "shard-z"]);
     assert!(!ok && out.contains("unknown shard"), "{out}");
     // shard-b full: one player on a capacity of one.

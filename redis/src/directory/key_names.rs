@@ -28,6 +28,10 @@ pub fn zones() -> String {
     format!("{PREFIX}zones")
 }
 
+pub fn instanced_zones() -> String {
+    format!("{PREFIX}zones:instanced")
+}
+
 pub fn shard(shard: &str) -> String {
     format!("{PREFIX}shard:{shard}")
 }

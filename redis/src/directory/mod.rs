@@ -34,6 +34,7 @@
 //! | `telos:rebalance:leader` | string | leader TTL | the one shard deciding placement |
 //! | `telos:shard:{shard}:settling` | string | settle window | a rebalancer move to or from the shard completed lately: its players are not counted yet |
 //! | `telos:zones` | set | none | every known zone id |
+//! | `telos:zones:instanced` | set | none | every instanced zone id (a template: no lease, never transferred) |
 //! | `telos:shard:{shard}` | hash `id addr state players capacity handoff_version`, `zone:{zone}` → players | presence TTL | a live shard and the players it hosts per zone, replaced whole by each heartbeat |
 //! | `telos:shards` | set | none | ids that may be live; dead ids pruned on read |
 //! | `telos:shard:{shard}:online` | string (JSON list) | presence TTL | players online on `shard` |

@@ -181,6 +181,32 @@ impl Directory {
         Ok(())
     }
 
+    /// Adds instanced zone ids (templates copied per party, never leased
+    /// or moved): a transfer of one is told why, not "unknown zone".
+    pub async fn register_instanced(&self, zones: &[String]) -> Result<(), DirectoryError> {
+        if zones.is_empty() {
+            return Ok(());
+        }
+        for zone in zones {
+            check_zone(zone)?;
+        }
+        redis::cmd("SADD")
+            .arg(key_names::instanced_zones())
+            .arg(zones)
+            .exec_async(&mut self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// Whether `zone` is registered as instanced.
+    pub async fn is_instanced(&self, zone: &str) -> Result<bool, DirectoryError> {
+        Ok(redis::cmd("SISMEMBER")
+            .arg(key_names::instanced_zones())
+            .arg(zone)
+            .query_async(&mut self.conn())
+            .await?)
+    }
+
     /// Record that this cluster is keyed (mutual TLS between its
     /// processes). Never unset by Telos: an operator who really means to
     /// turn a cluster back into a keyless dev setup deletes the key.

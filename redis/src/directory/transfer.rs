@@ -52,6 +52,10 @@ pub enum Proposal {
 pub enum ProposalRejected {
     #[error("unknown zone {0:?}")]
     UnknownZone(String),
+    #[error(
+        "zone {0:?} is instanced: each party gets its own copy, hosted by the shard of the zone its entrance is in; transfer that zone instead"
+    )]
+    Instanced(String),
     #[error("unknown shard {0:?} (not registered, or not live)")]
     UnknownShard(String),
     #[error("shard {0:?} is draining")]
@@ -106,6 +110,9 @@ impl Directory {
             "recorded" => Ok(Proposal::Recorded { from: from() }),
             "already" => Ok(Proposal::AlreadyPending { from: from() }),
             "already_there" => Ok(Proposal::AlreadyThere),
+            "unknown_zone" if self.is_instanced(zone).await? => {
+                Err(ProposalRejected::Instanced(detail))
+            }
             "unknown_zone" => Err(ProposalRejected::UnknownZone(detail)),
             "unknown_shard" => Err(ProposalRejected::UnknownShard(detail)),
             "shard_not_live" => Err(ProposalRejected::ShardNotLive(detail)),

@@ -75,13 +75,19 @@ pub async fn connect(cli: &Cli) -> anyhow::Result<Admin> {
     })
 }
 
-/// A transport error's whole chain: the TLS reason is at its end.
+/// A transport error's whole chain: the TLS reason is at its end. A layer
+/// that says what the one before it said (hyper's and tonic's wrappers
+/// both say `tcp connect error`, and some repeat their source's text) is
+/// said once.
 fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
+        let text = s.to_string();
+        if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
         source = s.source();
     }
     out
@@ -147,5 +153,35 @@ pub async fn transfer(
             anyhow::bail!("transfer of {zone} to {to} did not complete within {secs} s");
         }
         tokio::time::sleep(WAIT_POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chain;
+
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+    impl std::fmt::Display for Layer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|l| l as _)
+        }
+    }
+
+    #[test]
+    fn a_layer_repeating_the_one_before_is_said_once() {
+        let refused = Layer("Connection refused", None);
+        let inner = Layer("tcp connect error", Some(Box::new(refused)));
+        let outer = Layer("tcp connect error", Some(Box::new(inner)));
+        let top = Layer("transport error", Some(Box::new(outer)));
+        assert_eq!(
+            chain(&top),
+            "transport error: tcp connect error: Connection refused"
+        );
     }
 }

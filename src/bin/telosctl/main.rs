@@ -204,6 +204,15 @@ async fn reachable(target: &RedisTarget) -> anyhow::Result<()> {
     use telos_redis::directory::connection::{ConnectError, probe};
     match probe(target).await {
         Ok(()) => Ok(()),
+        Err(ConnectError::Unreachable { url, source })
+            if source.kind() == redis::ErrorKind::Parse =>
+        {
+            anyhow::bail!(
+                "something answers at {url}, but it is not Redis (its reply is not the Redis \
+                 protocol); name the cluster's Redis with --redis-url URL or TELOS_REDIS_URL \
+                 (scripts/cluster writes it to .cluster/redis.url)"
+            )
+        }
         Err(ConnectError::Unreachable { url, source }) => anyhow::bail!(
             "no Redis answers at {url} ({}); name the cluster's Redis with --redis-url URL \
              or TELOS_REDIS_URL (scripts/cluster writes it to .cluster/redis.url)",

@@ -42,7 +42,7 @@ pub enum Command {
     /// styles show; empty shows the choice.
     Colour(String),
     Exits,
-    Help,
+    Help(String),
     Quit,
     Unknown,
 }
@@ -127,6 +127,14 @@ pub fn is_command_word(word: &str) -> bool {
     lookup(&word.to_lowercase()).is_some()
 }
 
+/// The full command word `word` (any abbreviation) stands for.
+pub fn canonical(word: &str) -> Option<&'static str> {
+    VERBS
+        .iter()
+        .find(|(full, min, _)| word.len() >= *min && full.starts_with(word))
+        .map(|(full, _, _)| *full)
+}
+
 /// Every full command word, for `help`.
 pub fn command_words() -> impl Iterator<Item = &'static str> {
     VERBS.iter().map(|(w, _, _)| *w)
@@ -174,7 +182,7 @@ pub fn parse(line: &str) -> Command {
         Verb::Alias => Command::Alias(arg),
         Verb::Colour => Command::Colour(arg.to_ascii_lowercase()),
         Verb::Exits => Command::Exits,
-        Verb::Help => Command::Help,
+        Verb::Help => Command::Help(arg),
         Verb::Quit => Command::Quit,
     }
 }

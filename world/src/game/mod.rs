@@ -23,6 +23,7 @@ pub mod character;
 pub mod command;
 mod events;
 mod exec;
+mod help;
 mod render;
 pub mod starter;
 mod text;

@@ -4,8 +4,9 @@
 pub use crate::model::WhoEntry;
 
 /// One line per player the viewer may see (sorted by name), then exactly
-/// `<N> players online` where N counts only those lines: a hidden admin
-/// must not be inferable from the total.
+/// `<N> players online` (`1 player online`) where N counts only those
+/// lines: a hidden admin must not be inferable from the total. Which shard
+/// hosts a player is the operators' business: only an admin sees it.
 pub fn format_who(entries: &[WhoEntry], viewer_is_admin: bool) -> String {
     let mut visible: Vec<&WhoEntry> = entries
         .iter()
@@ -15,9 +16,15 @@ pub fn format_who(entries: &[WhoEntry], viewer_is_admin: bool) -> String {
     let mut out = String::new();
     for e in &visible {
         let invis = if e.wizinvis { " (wizinvis)" } else { "" };
-        out.push_str(&format!("{:<16} [{}] {}{invis}\n", e.name, e.tier, e.shard));
+        if viewer_is_admin {
+            out.push_str(&format!("{:<16} [{}] {}{invis}\n", e.name, e.tier, e.shard));
+        } else {
+            out.push_str(&format!("{:<16} [{}]\n", e.name, e.tier));
+        }
     }
-    out.push_str(&format!("{} players online\n", visible.len()));
+    let n = visible.len();
+    let players = if n == 1 { "player" } else { "players" };
+    out.push_str(&format!("{n} {players} online\n"));
     out
 }
 
@@ -44,7 +51,7 @@ mod tests {
         ];
         assert_eq!(
             format_who(&list, false),
-            "Alice            [player] w1\nbob              [builder] w1\n2 players online\n"
+            "Alice            [player]\nbob              [builder]\n2 players online\n"
         );
         let admin = format_who(&list, true);
         assert!(
@@ -57,5 +64,10 @@ mod tests {
     #[test]
     fn empty_list() {
         assert_eq!(format_who(&[], false), "0 players online\n");
+        let one = [entry("Alice", Tier::Player, false)];
+        assert_eq!(
+            format_who(&one, false),
+            "Alice            [player]\n1 player online\n"
+        );
     }
 }

@@ -20,7 +20,7 @@ use crate::config::WorldConfig;
 use crate::handoff::context::{Handoff, Shared, Tasks};
 use crate::handoff::keys;
 use crate::model::ids::{is_instance_id, template_of};
-use crate::model::{Game, ZoneModel};
+use crate::model::{Game, ZoneInfo, ZoneModel};
 use crate::zone::comm::{Comm, Outgoing};
 use crate::zone::lease::LeaseState;
 use crate::zone::{
@@ -96,13 +96,11 @@ impl Shard {
                 anyhow::bail!("invalid setting --zones (TELOS_ZONES): unknown zone {zone:?}");
             }
         }
-        let zone_ids: Vec<String> = game
-            .zones()
-            .into_iter()
-            .filter(|z| !z.instanced)
-            .map(|z| z.id)
-            .collect();
-        directory.register_zones(&zone_ids).await?;
+        let (instanced, zone_ids): (Vec<_>, Vec<_>) =
+            game.zones().into_iter().partition(|z| z.instanced);
+        let ids = |zones: Vec<ZoneInfo>| zones.into_iter().map(|z| z.id).collect::<Vec<_>>();
+        directory.register_zones(&ids(zone_ids)).await?;
+        directory.register_instanced(&ids(instanced)).await?;
         let keys = match &cfg.keys {
             Some(dir) => Some(
                 keys::load(dir, &cfg.shard_id)

@@ -20,6 +20,7 @@ use super::alias::expand;
 use super::character::{Character, is_admin};
 use super::command::{Command, parse};
 use super::events;
+use super::help::help;
 use super::text::{strip_control, truncate_bytes};
 use super::zone::{Action, Ctx, Delivery, Outcome, ZoneState};
 
@@ -31,32 +32,6 @@ pub use self::items::MAX_FLOOR_ITEMS;
 pub use crate::model::MAX_LINE;
 
 pub const HUH: &str = "Huh? Type 'help' for commands.\n";
-
-const HELP: &str = "\
-Commands:
-  look (l) [thing|direction]   describe the room, or something in it
-  north south east west up down (n s e w u d)
-  exits                        where the exits lead
-  say <text> ('<text>)         speak to the room
-  emote <text> (:<text>)       act before the room: `emote waves.`
-  tell <name> <text>           speak to one player, on any shard
-  chat <text> (ooc)            speak to everyone online
-  who                          everyone online
-  where                        where you are, precisely
-  inventory (i)                what you carry
-  get <item|all>, drop <item|all>
-  wear <item>, remove <item>, equipment (eq)
-  eat <item>
-  hit <creature>               wound a creature (it heals at the zone's reset)
-  score                        your character sheet
-  journal [text]               add to or read your journal
-  alias [name [expansion]]     list, remove or set an alias
-  colour [on|off|auto|16|256|truecolour] (color)
-                               colour for room names, exits and speech
-  wizinvis                     admins: toggle invisibility
-  help                         this list
-  quit                         save and leave
-";
 
 impl Outcome {
     fn reply(key: &str, text: impl Into<String>) -> Outcome {
@@ -135,7 +110,7 @@ impl ZoneState {
             Command::Alias(arg) => self.alias(key, &arg),
             Command::Colour(arg) => self.colour(key, &arg),
             Command::Exits => Outcome::reply(key, self.exits(ch)),
-            Command::Help => Outcome::reply(key, HELP),
+            Command::Help(topic) => Outcome::reply(key, help(&topic)),
             Command::Quit => Outcome {
                 deliveries: vec![Delivery::new(key, "Goodbye.\n")],
                 action: Action::Quit,

@@ -3,7 +3,7 @@
 
 use telos_proto::v1::{Closed, InputAck, server_frame::Frame};
 
-use super::ZoneActor;
+use super::{TAKEN_OVER, ZoneActor};
 use crate::model::ids::zone_of;
 use crate::model::{Delivery, Player, PlayerBox};
 use crate::zone::handle::JoinError;
@@ -36,9 +36,8 @@ fn takeover(mut old: SessionMeta, mut new: SessionMeta) -> SessionMeta {
         // Never shown: those lines are not committed yet (the new session
         // commits them).
         old.drop_uncommitted();
-        old.output("Someone else has logged in as you. Goodbye.\n".into());
         old.send(Frame::Closed(Closed {
-            reason: "Taken over by another login.".into(),
+            reason: TAKEN_OVER.into(),
             r#final: true,
         }));
     }

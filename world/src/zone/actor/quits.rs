@@ -32,7 +32,7 @@ use telos_proto::v1::{Closed, ServerFrame, server_frame::Frame};
 use tokio::sync::mpsc::Sender;
 use tracing::warn;
 
-use super::{RECONNECTING, ZoneActor};
+use super::{RECONNECTING, TAKEN_OVER, ZoneActor};
 use crate::model::PlayerBox;
 use crate::zone::handle::JoinError;
 use crate::zone::leavers::{JoinReply, Leaver, Leaving, Panicked, Settled};
@@ -130,10 +130,7 @@ impl ZoneActor {
                 // leaver's lines and all: they are that session's now,
                 // whatever the save did. Not-final would let this
                 // connection resume over it and replay them twice.
-                (Some(_), _) => {
-                    meta.output("Someone else has logged in as you. Goodbye.\n".into());
-                    ("Taken over by another login.", true)
-                }
+                (Some(_), _) => (TAKEN_OVER, true),
                 // Final only once every line is durable: a quit whose save
                 // failed closes not-final, so the gate resumes and replays
                 // what only it holds, the quit included.

@@ -9,6 +9,7 @@ use telos_testkit::RedisServer;
 use telos_testkit::proxy::{LinkMode, Proxy};
 use tokio::sync::mpsc;
 
+use super::TAKEN_OVER;
 use super::tests::{WAIT, city};
 use crate::model::Game;
 use crate::zone::handle::{InputReply, JoinError, ZoneHandle};
@@ -280,10 +281,7 @@ async fn a_login_racing_a_quits_save_gets_the_state_quit_with() -> anyhow::Resul
     let (closed, _) = until_closed(&mut frames, Vec::new()).await;
     // The login took the quitter over (the race this test is about: its
     // claim beat the save, which was refused).
-    assert_eq!(
-        (closed.reason.as_str(), closed.r#final),
-        ("Taken over by another login.", true)
-    );
+    assert_eq!((closed.reason.as_str(), closed.r#final), (TAKEN_OVER, true));
     say(&s, "Ada", "c-2", 1, "look").await;
     let seen = until_ack(&mut again, 1).await;
     assert!(
@@ -345,7 +343,7 @@ async fn a_quitter_taken_over_by_another_login_is_closed_final_even_unsaved() ->
     let (closed, _) = until_closed(&mut frames, Vec::new()).await;
     assert_eq!(
         (closed.reason.as_str(), closed.r#final),
-        ("Taken over by another login.", true),
+        (TAKEN_OVER, true),
         "a quitter taken over, its save failed"
     );
     s.proxy.heal();
@@ -395,10 +393,7 @@ async fn of_two_claims_waiting_for_a_quit_the_newer_takes_over() -> anyhow::Resu
         "the older claim joined: {older:?}"
     );
     let (closed, _) = until_closed(&mut frames, Vec::new()).await;
-    assert_eq!(
-        (closed.reason.as_str(), closed.r#final),
-        ("Taken over by another login.", true)
-    );
+    assert_eq!((closed.reason.as_str(), closed.r#final), (TAKEN_OVER, true));
     s.proxy.heal();
     say(&s, "Ada", "c-2", 1, "journal").await;
     let seen = until_ack(&mut again, 1).await;
