@@ -310,7 +310,7 @@ async fn a_login_during_a_frozen_walk_takes_the_player_over() -> anyhow::Result<
     );
     assert_ne!(zone, AHEAD, "the abandoned walk did not happen");
     let reason = s.player.until_closed().await?;
-    assert!(reason.contains("Taken over"), "{reason}");
+    assert!(reason.contains("Someone else has logged in"), "{reason}");
     // The flip lands now: nothing walks anywhere.
     s.dir
         .flip_zone(
@@ -362,7 +362,7 @@ async fn a_login_during_a_retrying_handoff_takes_the_player_over() -> anyhow::Re
     wait_owner(&s.dir, AHEAD, "shard-next").await?;
     second.wait_durable(seq).await?;
     let reason = s.player.until_closed().await?;
-    assert!(reason.contains("Taken over"), "{reason}");
+    assert!(reason.contains("Someone else has logged in"), "{reason}");
     // Well past the walk's window and a save cadence: the second session
     // still plays, here, with its line.
     tokio::time::sleep(WINDOW + Duration::from_millis(500)).await;

@@ -104,9 +104,11 @@ async fn telnet_client_gets_echo_off_for_the_password_only() {
     assert!(contains(p.raw(), &[255, 252, 1]), "WONT ECHO after it");
 }
 
-/// `create <name>` asks for the password twice, echo off for each asking
-/// and back on after each line; the world sees one create with it. A
-/// mismatch creates nothing and sends nothing to the world.
+/// `create <name>` asks for the password twice, echo off from the first
+/// asking to the second line (turning it on and off between them opens a
+/// window in which a client echoes), back on after; the world sees one
+/// create with it. A mismatch creates nothing and sends nothing to the
+/// world. The client answers as RFC 1143 asks (DO to WILL, DONT to WONT).
 #[tokio::test]
 async fn create_asks_twice_with_echo_off_each_time() {
     let mut shard = FakeShard::start().await;
@@ -125,8 +127,10 @@ async fn create_asks_twice_with_echo_off_each_time() {
     p.expect("Password again: ").await;
     p.send("password2\r\n").await;
     p.expect("did not match").await;
+    p.stream.write_all(&[255, 254, 1]).await.unwrap(); // DONT ECHO
     p.send("create Hana\r\n").await;
     p.expect("Password: ").await;
+    p.stream.write_all(&[255, 253, 1]).await.unwrap(); // DO ECHO
     p.send("password1\r\n").await;
     p.expect("Password again: ").await;
     p.send("password1\r\n").await;
@@ -134,8 +138,7 @@ async fn create_asks_twice_with_echo_off_each_time() {
     assert!(login.create);
     assert_eq!(login.password, "password1");
     p.expect("Welcome, Hana").await;
-    // Every asking turns echo off, every password line turns it back on,
-    // in that order.
+    // Off at each first asking, back on after each dialogue, in order.
     let echo: Vec<u8> = p
         .raw()
         .windows(3)
@@ -144,8 +147,8 @@ async fn create_asks_twice_with_echo_off_each_time() {
         .collect();
     assert_eq!(
         echo,
-        [251, 252].repeat(4),
-        "WILL/WONT ECHO around each password line"
+        [251, 252].repeat(2),
+        "WILL/WONT ECHO around each password dialogue"
     );
 }
 

@@ -28,7 +28,7 @@ use super::pending::PendingPlayer;
 use super::phase2::{Phase2, sign_phase2, verify_phase2};
 use super::snapshot::{PlayerSnapshot, handoff_token, verify_snapshot};
 use crate::model::ids::{is_instance_id, zone_of};
-use crate::model::{Direction, Game, PlayerBox, StateComponents, Tier};
+use crate::model::{Arrival, Game, PlayerBox, StateComponents, Tier};
 use telos_redis::store::{ClaimFrom, ClaimId, StoreError};
 use telos_telemetry::traced;
 
@@ -129,7 +129,7 @@ pub fn prepare(
         from_addr: req.from_shard_addr.clone(),
         // Unsigned on purpose, like the address: it only words the arrival
         // line, and only a shard certificate may send a Prepare.
-        arrived_from: Direction::parse(&req.arrived_from),
+        arrival: Arrival::from_wire(&req.arrived_from, req.in_place),
     });
     if recorded {
         let (h2, t) = (h.clone(), token.clone());
@@ -187,8 +187,8 @@ pub struct Activated {
     /// Resolves when the `Commit` does; the session holds its writes until
     /// then.
     pub commit: CommitFence,
-    /// The way the player walked (`None`: they did not walk).
-    pub arrived_from: Option<Direction>,
+    /// How the player comes in (walked, or moved in place).
+    pub arrival: Arrival,
 }
 
 /// Why the gate's attach could not be honoured (it falls back to `Resume`).
@@ -222,7 +222,7 @@ pub fn activate(h: &Arc<Handoff>, token: &str, conn_id: &str) -> Result<Activate
         persist_id: s.persist_id.clone(),
         character: p.character,
         commit,
-        arrived_from: p.arrived_from,
+        arrival: p.arrival,
     };
     let (h, token) = (h.clone(), token.to_string());
     let (character, epoch) = (s.character.clone(), s.epoch);

@@ -17,8 +17,8 @@ pub struct PendingPlayer {
     pub expires: Instant,
     /// The source's address as it sent it (empty: look it up).
     pub from_addr: String,
-    /// The way the player walked, for the arrival line.
-    pub arrived_from: Option<crate::model::Direction>,
+    /// How the player comes in (walked, or moved in place).
+    pub arrival: crate::model::Arrival,
 }
 
 /// Pending records by token.

@@ -58,9 +58,9 @@ pub struct HandoffRequest {
     /// The player arrived by a handoff whose `Commit` is still in flight:
     /// `epoch` and `state_version` are final only once it resolves.
     pub commit: Option<CommitFence>,
-    /// The way the player walked (`None`: a drain's fan-off), so the
-    /// destination's room reads `Bob arrives from the west.`
-    pub arrived_from: Option<crate::model::Direction>,
+    /// How the player comes into the destination's zone: walked (its room
+    /// reads `Bob arrives from the west.`) or moved in place (unseen).
+    pub arrival: crate::model::Arrival,
 }
 
 /// Every refused move starts with this (the project contract, player protocol): a
@@ -265,6 +265,7 @@ async fn begin_handoff_inner(
     )
     .claimed_by(req.claim);
     let encoded = snapshot.encode();
+    let (arrived_from, in_place) = req.arrival.to_wire();
     let request = PrepareRequest {
         snapshot_sig: sign_snapshot(&keys.snapshot, &encoded),
         snapshot: encoded,
@@ -275,10 +276,8 @@ async fn begin_handoff_inner(
         to_shard_id: dest.id.clone(),
         handoff_version: h.version,
         from_shard_addr: h.addr.clone(),
-        arrived_from: req
-            .arrived_from
-            .map(|d| d.name().to_string())
-            .unwrap_or_default(),
+        arrived_from,
+        in_place,
     };
     // `Err((why, transient, mid_move))`: `mid_move` when the destination
     // does not hold the zone (`FailedPrecondition`), the expected race with

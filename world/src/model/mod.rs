@@ -24,6 +24,7 @@
 //! [`Outcome`], and what parts of its text are ([`style`]: a room's name,
 //! exits, speech; the gate colours them per client).
 
+pub mod arrival;
 pub mod chat;
 pub mod direction;
 pub mod event;
@@ -36,6 +37,7 @@ pub mod tier;
 use std::any::Any;
 use std::collections::BTreeMap;
 
+pub use arrival::Arrival;
 pub use direction::Direction;
 pub use event::Event;
 

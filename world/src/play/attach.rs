@@ -14,7 +14,7 @@ use tracing::{info, warn};
 use crate::handoff::destination::{Activated, activate};
 use crate::handoff::fence::{SETTLE_BOUND, WriteAs};
 use crate::model::ids::{is_instance_id, zone_of};
-use crate::model::{Player, Tier};
+use crate::model::{Arrival, Player, Tier};
 use crate::runtime::shard::Shard;
 use crate::zone::{JoinError, Joining, SessionMeta, ZoneHandle};
 
@@ -163,7 +163,7 @@ async fn claim_and_join(
             character,
             meta,
             attached,
-            arrived_from: None,
+            arrival: Arrival::Appears,
         })
         .await
         .map(|_| ())
@@ -239,7 +239,7 @@ pub(super) async fn attach_frame(
         character: activated.character.clone_player(),
         meta,
         attached,
-        arrived_from: activated.arrived_from,
+        arrival: activated.arrival,
     };
     while let Some(handle) = shard.hosted().get(&zone) {
         match handle.join_or_return(joining).await {

@@ -219,8 +219,8 @@ pub struct Joining {
     /// The `Attached` frame to send first (its `ack_input_seq` is filled in
     /// by the actor, so it always precedes the room description).
     pub attached: telos_proto::v1::Attached,
-    /// Walked in from another shard this way: the room hears where from.
-    pub arrived_from: Option<crate::model::Direction>,
+    /// How the player comes in: what the room and the player are shown.
+    pub arrival: crate::model::Arrival,
 }
 
 /// A player moving between two zone actors of this shard.

@@ -117,7 +117,9 @@ impl ZoneActor {
         let Some((mut character, deliveries)) = self.state.leave(key, dir) else {
             return false;
         };
-        self.deliver_from(key, deliveries);
+        // Frozen without a walk: the zone moves under the player, who
+        // stays; the room is told nothing.
+        self.deliver_move(key, deliveries, walk.is_none());
         let mut meta = self.sessions.remove(key).expect("player has a session");
         // The snapshot (and a save of it) reflects the applied move.
         let from_room = {
@@ -278,14 +280,19 @@ impl ZoneActor {
         // reply lost: that epoch is this session's own.
         meta.departure_claim = Some(departure);
         meta.dirty = true;
-        meta.output(format!("{message}\n"));
-        meta.send(Frame::InputAck(InputAck {
-            seq: meta.applied_seq,
-        }));
+        // A walk is refused aloud; a move in place (the zone's, not the
+        // player's) failing is as invisible as its success would be.
+        let quiet = walk.is_none();
+        if !quiet {
+            meta.output(format!("{message}\n"));
+            meta.send(Frame::InputAck(InputAck {
+                seq: meta.applied_seq,
+            }));
+        }
         character.set_room(from_room);
         self.sessions.insert(key.to_string(), meta);
         let deliveries = self.state.enter(character, None);
-        self.deliver_from(key, deliveries);
+        self.deliver_move(key, deliveries, quiet);
         self.publish(key);
         if let Some(mut walk) = walk {
             walk.answer(InputReply::Applied);

@@ -10,6 +10,7 @@ use super::ZoneActor;
 use crate::handoff::source::{
     Begun, HandoffRequest, Refused, THIS_SHARD, begin_handoff, send_abort,
 };
+use crate::model::Arrival;
 use crate::zone::frozen::FrozenPlayer;
 use crate::zone::handle::Msg;
 use telos_redis::store::ClaimId;
@@ -37,7 +38,12 @@ impl ZoneActor {
             conn_id: f.meta.conn_id.clone(),
             claim: f.departure,
             commit,
-            arrived_from: f.walk.as_ref().and_then(|w| w.dir),
+            arrival: match f.walk.as_ref().map(|w| w.dir) {
+                Some(Some(dir)) => Arrival::Walked(dir),
+                Some(None) => Arrival::Appears,
+                // Frozen without a walk: the zone moves, the player stays.
+                None => Arrival::InPlace,
+            },
         };
         let (handoff, tx, key, departure) = (
             self.env.handoff.clone(),

@@ -57,8 +57,9 @@ impl ZoneActor {
     /// EOR or GA) exactly as after a step within the shard.
     pub(super) fn join(&mut self, player: Joining) -> Result<u64, JoinError> {
         let key = player.character.key();
+        let quiet = player.arrival.is_quiet();
         let ack = self.seat_joining(player)?;
-        if let Some(m) = self.sessions.get_mut(&key) {
+        if let Some(m) = self.sessions.get_mut(&key).filter(|_| !quiet) {
             let seq = m.applied_seq;
             m.send(Frame::InputAck(InputAck { seq }));
         }
@@ -73,7 +74,7 @@ impl ZoneActor {
             character,
             meta,
             mut attached,
-            arrived_from,
+            arrival,
         } = player;
         let key = character.key();
         if self.newer_in_play(&key, &meta) {
@@ -119,8 +120,8 @@ impl ZoneActor {
         attached.ack_input_seq = ack;
         self.seat(&key, meta, attached);
         self.occupy();
-        let deliveries = self.state.enter(character, arrived_from);
-        self.deliver_from(&key, deliveries);
+        let deliveries = self.state.enter(character, arrival.from());
+        self.deliver_move(&key, deliveries, arrival.is_quiet());
         self.publish(&key);
         Ok(ack)
     }
@@ -276,6 +277,23 @@ impl ZoneActor {
                         m.chatter_event(event);
                     }
                 }
+            }
+        }
+    }
+
+    /// [`deliver_from`](Self::deliver_from), or, for a move nobody is to
+    /// notice (`quiet`), only `actor`'s structured events: no text to
+    /// anyone, nothing to the others.
+    pub(super) fn deliver_move(&mut self, actor: &str, deliveries: Vec<Delivery>, quiet: bool) {
+        if !quiet {
+            return self.deliver_from(actor, deliveries);
+        }
+        let Some(m) = self.sessions.get_mut(actor) else {
+            return;
+        };
+        for d in deliveries.into_iter().filter(|d| d.to == actor) {
+            for event in d.events {
+                m.event(event);
             }
         }
     }

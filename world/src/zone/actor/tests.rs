@@ -118,7 +118,7 @@ async fn city_with_a_player(
         character: game.new_player("Ada"),
         meta,
         attached,
-        arrived_from: None,
+        arrival: crate::model::Arrival::Appears,
     })
     .await?;
     Ok((zone, frames))
@@ -201,7 +201,7 @@ async fn a_join_from_a_row_in_another_zone_is_routed_again() -> anyhow::Result<(
             character,
             meta,
             attached,
-            arrived_from: None,
+            arrival: crate::model::Arrival::Appears,
         })
         .await;
     match joined {

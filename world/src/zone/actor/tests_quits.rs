@@ -102,7 +102,7 @@ async fn claim(s: &Setup, name: &str, conn: &str) -> anyhow::Result<(Joining, Fr
         character,
         meta,
         attached,
-        arrived_from: None,
+        arrival: crate::model::Arrival::Appears,
     };
     Ok((joining, frames))
 }
