@@ -112,5 +112,6 @@ pub fn request(s: &PlayerSnapshot, key: &SigningKey) -> PrepareRequest {
         // No source address: the destination looks "shard-a" up instead.
         from_shard_addr: String::new(),
         arrived_from: String::new(),
+        in_place: false,
     }
 }
