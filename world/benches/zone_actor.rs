@@ -325,7 +325,7 @@ async fn join(
         character: Box::new(character),
         meta,
         attached,
-        arrived_from: None,
+        arrival: telos_world::model::Arrival::Appears,
     })
     .await?;
     Ok((key, conn_id))
