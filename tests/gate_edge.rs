@@ -292,3 +292,45 @@ async fn a_bare_metrics_port_listens_on_loopback_only() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// The audit log (issue 29): one INFO line under `telos::audit` for a
+/// creation, a failed login, a login and a quit, naming the player and the
+/// address — and never the password typed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logins_creations_and_quits_are_audited_without_the_password() -> anyhow::Result<()> {
+    let s = stack(&[])?;
+    Bot::create_at(&s.gate.addr, "Audited", PASSWORD)
+        .await?
+        .quit()
+        .await?;
+    let wrong = "not-the-password-1";
+    let mut bot = Bot::open(&s.gate.addr).await?;
+    match bot.login("connect", "Audited", wrong).await? {
+        LoginReply::Refused(_) => {}
+        LoginReply::Welcome { .. } => panic!("a wrong password logged in"),
+    }
+    bot.connect("Audited", PASSWORD).await?;
+    bot.quit().await?;
+    let audit = |want: &[&str]| {
+        s.gate
+            .plain_log()
+            .lines()
+            .filter(|l| l.contains("telos::audit") && l.contains("Audited"))
+            .filter(|l| want.iter().all(|w| l.contains(w)))
+            .count()
+    };
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while audit(&["session end", "quit"]) < 2 && std::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(audit(&["create", "ok"]), 1, "{}", s.gate.plain_log());
+    assert_eq!(audit(&["login", "failed"]), 1, "{}", s.gate.plain_log());
+    assert_eq!(audit(&["login", "ok"]), 1, "{}", s.gate.plain_log());
+    assert_eq!(audit(&["session end", "quit"]), 2, "{}", s.gate.plain_log());
+    let log = s.gate.plain_log();
+    assert!(
+        !log.contains(PASSWORD) && !log.contains(wrong),
+        "a password was logged"
+    );
+    Ok(())
+}

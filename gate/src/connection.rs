@@ -10,6 +10,7 @@ use rand::seq::SliceRandom;
 use tokio_util::sync::CancellationToken;
 
 use crate::admission::PreLoginPlace;
+use crate::audit;
 use crate::client::{Conn, End};
 use crate::grace::{knock, resume_line};
 use crate::lines::LineEvent;
@@ -54,7 +55,13 @@ pub async fn run_conn(mut conn: Conn) {
         Err(e) => End::from(e),
         Ok(()) => match login(&mut conn).await {
             Err(end) => end,
-            Ok((name, est)) => Session::new(name, &est, &conn).run(&mut conn, est).await,
+            Ok((name, est)) => {
+                let end = Session::new(name.clone(), &est, &conn)
+                    .run(&mut conn, est)
+                    .await;
+                audit::session_end(peer, &conn.conn_id, &name, &end);
+                end
+            }
         },
     };
     conn.finish(end).await;
@@ -259,6 +266,7 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
         Attempt::CreateLimited => "create_limited",
     };
     metrics::counter!(m::LOGINS_TOTAL, "outcome" => outcome).increment(1);
+    audit::login(conn.peer, &conn.conn_id, &creds.name, create, outcome);
     if !matches!(result, Attempt::Failed(_)) {
         // Only failures spend the address's budget (a busy world is not one).
         shared.ip_limiter.release(ip);

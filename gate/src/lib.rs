@@ -14,6 +14,8 @@
 //! - [`login`]: the login dialogue, pure.
 //! - [`buffer`]: the input buffer: seqs, acks, replay, backpressure. Pure.
 //! - [`ratelimit`]: per source IP login token buckets.
+//! - [`audit`]: the audit log's lines (logins, creations, how a session
+//!   ended), never a password.
 //! - [`admission`]: pre-login places (per network, oldest evicted) and
 //!   players' seats, counted apart.
 //! - [`proxy`]: the PROXY protocol header from a configured load balancer.
@@ -78,6 +80,7 @@
 
 pub mod admission;
 pub mod admit;
+pub mod audit;
 pub mod buffer;
 pub mod client;
 pub mod colour;

@@ -367,6 +367,7 @@ impl Session {
                 );
             }
             Frame::Closed(c) if c.r#final => {
+                crate::audit::closed(conn.peer, &conn.conn_id, &self.who.name, &c.reason);
                 let repeat = c.reason.trim() == self.last_line;
                 return Err(End::Closed(if repeat { String::new() } else { c.reason }));
             }
