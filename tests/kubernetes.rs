@@ -289,9 +289,56 @@ fn every_flag_and_variable_is_one_the_binaries_know() {
             }
         }
     }
-    // The shards' and the gate's flags, the start script's --zones and the
-    // readiness probe's telosctl flags at least.
-    assert!(checked >= 15, "only {checked} flags checked");
+    // The shards' and the gate's flags and the start script's --zones at
+    // least.
+    assert!(checked >= 13, "only {checked} flags checked");
+}
+
+/// Every Telos container is probed on its own health endpoints (issue 29):
+/// readiness `GET /readyz`, liveness `GET /livez`, on the port named
+/// `metrics`, which is the one its `--metrics-listen` binds — no shell
+/// grepping `telosctl status`.
+#[test]
+fn telos_containers_are_probed_on_readyz_and_livez_of_their_metrics_port() {
+    let docs = documents();
+    let scripts = scripts(&docs);
+    let mut probed = 0;
+    for (workload, spec, _) in pods(&docs) {
+        for c in spec["containers"].as_vec().into_iter().flatten() {
+            let command = strings(&c["command"]);
+            if binary_of(&command_text(&command, &scripts)).is_none() {
+                continue;
+            }
+            let cname = c["name"].as_str().unwrap();
+            for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/livez")] {
+                let get = &c[probe]["httpGet"];
+                assert_eq!(
+                    get["path"].as_str(),
+                    Some(path),
+                    "{workload}/{cname} {probe}"
+                );
+                assert_eq!(
+                    get["port"].as_str(),
+                    Some("metrics"),
+                    "{workload}/{cname} {probe}"
+                );
+            }
+            let port = c["ports"]
+                .as_vec()
+                .into_iter()
+                .flatten()
+                .find(|p| p["name"].as_str() == Some("metrics"))
+                .and_then(|p| p["containerPort"].as_i64())
+                .expect("a port named metrics");
+            let listen = arg_after(c, "--metrics-listen").expect("--metrics-listen");
+            assert!(
+                listen.ends_with(&format!(":{port}")),
+                "{workload}/{cname}: metrics on {listen}, probed on {port}"
+            );
+            probed += 1;
+        }
+    }
+    assert!(probed >= 2, "the world and the gate: {probed} probed");
 }
 
 /// The value after `flag` in a container's arguments.

@@ -14,6 +14,7 @@
 //! - [`login`]: the login dialogue, pure.
 //! - [`buffer`]: the input buffer: seqs, acks, replay, backpressure. Pure.
 //! - [`ratelimit`]: per source IP login token buckets.
+//! - [`readiness`]: what `/readyz` says (Redis and a live shard reached).
 //! - [`audit`]: the audit log's lines (logins, creations, how a session
 //!   ended), never a password.
 //! - [`admission`]: pre-login places (per network, oldest evicted) and
@@ -109,6 +110,7 @@ pub mod prompt;
 pub mod proxy;
 pub mod ratelimit;
 pub mod reader;
+pub mod readiness;
 pub mod registry;
 pub mod server;
 pub mod session;

@@ -45,15 +45,16 @@ pub fn disconnect(reason: &'static str) {
     metrics::counter!(DISCONNECTS_TOTAL, "reason" => reason).increment(1);
 }
 
-/// Install the Prometheus recorder and its `/metrics` HTTP listener.
-/// Must run inside the Tokio runtime.
-pub fn install_prometheus(addr: SocketAddr) -> Result<(), String> {
-    metrics_exporter_prometheus::PrometheusBuilder::new()
-        .with_http_listener(addr)
-        .install()
-        .map_err(|e| {
-            format!("invalid metrics_listen (--metrics-listen / TELOS_METRICS_LISTEN) {addr}: {e}")
-        })?;
+/// Install the Prometheus recorder and serve `/metrics`, `/livez` and
+/// `/readyz` (from `health`) on `addr`. Must run inside the Tokio runtime.
+pub fn install_prometheus(
+    addr: SocketAddr,
+    health: std::sync::Arc<telos_telemetry::health::Health>,
+) -> Result<(), String> {
+    let builder = metrics_exporter_prometheus::PrometheusBuilder::new();
+    telos_telemetry::health::serve_metrics_and_health(addr, builder, health).map_err(|e| {
+        format!("invalid metrics_listen (--metrics-listen / TELOS_METRICS_LISTEN) {addr}: {e}")
+    })?;
     metrics::describe_counter!(CONNECTIONS_TOTAL, "Player connections accepted");
     metrics::describe_gauge!(CONNECTIONS_OPEN, "Player connections open");
     metrics::describe_counter!(

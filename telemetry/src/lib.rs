@@ -22,6 +22,7 @@
 //! WARN or above with a `step` field (and no `player` field). Other log
 //! lines, which may name a player, stay in the logs.
 
+pub mod health;
 mod listen;
 mod open_files;
 pub use listen::{

@@ -70,3 +70,21 @@ pub fn sample(text: &str, series: &str) -> f64 {
         .and_then(|(_, v)| v.parse().ok())
         .unwrap_or(0.0)
 }
+
+/// `GET path` on a metrics listener: the status code, or `None` when
+/// nothing answers (the process is gone).
+pub async fn probe(addr: &str, path: &str) -> Option<u16> {
+    let fetch = async {
+        let mut s = TcpStream::connect(addr).await.ok()?;
+        let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+        s.write_all(request.as_bytes()).await.ok()?;
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).await.ok()?;
+        let text = String::from_utf8_lossy(&raw);
+        text.split_whitespace().nth(1)?.parse().ok()
+    };
+    tokio::time::timeout(SCRAPE_TIMEOUT, fetch)
+        .await
+        .ok()
+        .flatten()
+}

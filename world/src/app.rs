@@ -11,6 +11,7 @@ use anyhow::Context;
 use telos_proto::v1::{
     admin_server::AdminServer, handoff_server::HandoffServer, play_server::PlayServer,
 };
+use telos_telemetry::health::{Health, serve_metrics_and_health};
 use telos_tls::{Role, RoleCheck};
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
@@ -87,15 +88,15 @@ pub async fn run(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<()> {
 
 /// Serve until a signal; `Some` with the drain's outcome after a SIGTERM.
 async fn serve(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<Option<DrainSummary>> {
+    let health = Health::starting();
     if let Some(addr) = cfg.metrics_listen {
         telos_telemetry::warn_if_metrics_exposed(addr);
-        metrics_exporter_prometheus::PrometheusBuilder::new()
-            .with_http_listener(addr)
-            // Histograms (not summaries): pauses and renews span 100 µs
-            // to seconds.
-            .set_buckets(HISTOGRAM_BUCKETS)?
-            .install()
-            .with_context(|| format!("starting /metrics on {addr}"))?;
+        // Histograms (not summaries): pauses and renews span 100 µs to
+        // seconds.
+        let builder =
+            metrics_exporter_prometheus::PrometheusBuilder::new().set_buckets(HISTOGRAM_BUCKETS)?;
+        serve_metrics_and_health(addr, builder, health.clone())
+            .map_err(|e| anyhow::anyhow!("starting /metrics on {addr}: {e}"))?;
     }
     let listener = TcpListener::bind(cfg.grpc_listen)
         .await
@@ -104,6 +105,8 @@ async fn serve(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<Option<D
     let addr = cfg.advertise_addr.clone().unwrap_or_else(|| bound.clone());
     let shard = Shard::new(cfg, addr.clone(), game).await?;
     crate::runtime::start(&shard);
+    let (grpc_health, grpc_health_service) = tonic_health::server::health_reporter();
+    report_readiness(&shard, health.clone(), grpc_health);
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let stop_serving = shard.stopped().clone();
     let mut builder = tonic::transport::Server::builder()
@@ -125,6 +128,8 @@ async fn serve(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<Option<D
                 .add_service(InterceptedService::new(play, PLAY_CALLERS))
                 .add_service(InterceptedService::new(handoff, HANDOFF_CALLERS))
                 .add_service(InterceptedService::new(admin, ADMIN_CALLERS))
+                // Any certificate of the cluster may ask (mutual TLS).
+                .add_service(grpc_health_service)
                 .serve_with_incoming_shutdown(incoming, stop_serving.cancelled_owned()),
         ),
         // Keyless: the single-shard dev mode, plaintext.
@@ -133,6 +138,7 @@ async fn serve(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<Option<D
                 .add_service(play)
                 .add_service(handoff)
                 .add_service(admin)
+                .add_service(grpc_health_service)
                 .serve_with_incoming_shutdown(incoming, stop_serving.cancelled_owned()),
         ),
     };
@@ -147,6 +153,9 @@ async fn serve(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<Option<D
         // status. Nothing is drained: the zones are not ours to hand on.
         _ = shard.superseded().cancelled() => Signal::Superseded,
     };
+    // Not ready from the signal on, before anything moves: an orchestrator
+    // stops sending players here first.
+    health.set(Err("stopping".into()));
     // SIGTERM drains: every zone moves to a peer while live. This runs on
     // the signal's own task; the zones' lifetime token is untouched until
     // the drain is done.
@@ -195,4 +204,37 @@ async fn wait_for_signal() -> anyhow::Result<Signal> {
 async fn stop(shard: Arc<Shard>) {
     let deadline = shard.config().drain_deadline;
     shard.shutdown(deadline).await;
+}
+
+/// How often `/readyz` is brought up to date with the shard.
+const READINESS_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Keep `health` (what `/readyz` answers) and `grpc.health.v1` (the
+/// server-wide status, service "") current with the shard's own view; not
+/// ready from the moment it stops.
+fn report_readiness(
+    shard: &Arc<Shard>,
+    health: Arc<Health>,
+    grpc: tonic_health::server::HealthReporter,
+) {
+    use tonic_health::ServingStatus;
+    let shard = shard.clone();
+    tokio::spawn(async move {
+        loop {
+            let ready = shard.readiness();
+            let status = if ready.is_ok() {
+                ServingStatus::Serving
+            } else {
+                ServingStatus::NotServing
+            };
+            grpc.set_service_status("", status).await;
+            health.set(ready);
+            tokio::select! {
+                _ = shard.stopped().cancelled() => break,
+                _ = tokio::time::sleep(READINESS_EVERY) => {}
+            }
+        }
+        grpc.set_service_status("", ServingStatus::NotServing).await;
+        health.set(Err("stopping".into()));
+    });
 }

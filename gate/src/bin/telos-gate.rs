@@ -9,6 +9,7 @@ use telos_gate::Cli;
 use telos_gate::directory::DirectoryRegistry;
 use telos_gate::web::WebListeners;
 use telos_gate::{Listeners, serve_all};
+use telos_telemetry::health::Health;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -46,9 +47,10 @@ async fn main() -> ExitCode {
     let telemetry = telos_telemetry::init("telos-gate");
     // Every player is a socket.
     telos_telemetry::raise_open_file_limit();
+    let health = Health::starting();
     if let Some(addr) = settings.metrics_listen {
         telos_telemetry::warn_if_metrics_exposed(addr);
-        if let Err(e) = telos_gate::metrics::install_prometheus(addr) {
+        if let Err(e) = telos_gate::metrics::install_prometheus(addr, health.clone()) {
             return fail(e);
         }
     }
@@ -144,6 +146,7 @@ async fn main() -> ExitCode {
     let _ = std::io::stdout().flush();
     tracing::info!(addr = %local, redis = %settings.redis, "telos-gate listening");
 
+    telos_gate::readiness::report(registry.clone(), health, shutdown.clone());
     let refused = check_credentials(registry.clone(), shutdown.clone());
     let signals = shutdown.clone();
     tokio::spawn(async move {

@@ -20,6 +20,7 @@ pub mod leases;
 pub mod moves;
 pub mod placement;
 pub mod presence;
+pub mod readiness;
 pub mod rebalance;
 pub mod shard;
 pub(crate) mod subscription;

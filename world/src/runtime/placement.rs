@@ -109,6 +109,7 @@ pub async fn boot_zone_loop(shard: &Shard) {
                 warn!(zone, error = %e, "claiming boot zone failed");
             }
         }
+        shard.ready.booted();
         tokio::select! {
             _ = shard.env.root.cancelled() => return,
             _ = tokio::time::sleep(period) => {}

@@ -69,12 +69,13 @@ impl Shard {
             .heartbeat_with_zones(&info, &zone_players, PRESENCE_TTL)
             .await
         {
-            Ok(()) => {}
+            Ok(()) => self.ready.heartbeat(true),
             Err(e @ DirectoryError::Superseded { .. }) => {
                 error!(error = %e, "superseded by a newer process of this shard id: stopping");
                 self.superseded.cancel();
             }
             Err(e) => {
+                self.ready.heartbeat(false);
                 metrics::counter!("telos_redis_errors_total", "op" => "heartbeat").increment(1);
                 warn!(error = %e, "registry heartbeat failed");
             }

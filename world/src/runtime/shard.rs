@@ -45,6 +45,8 @@ pub struct Shard {
     /// What every zone actor shares (the store, the directory, the game…).
     pub(super) env: ZoneEnv,
     draining: AtomicBool,
+    /// What `/readyz` reports (see [`Shard::readiness`]).
+    pub(super) ready: super::readiness::Readiness,
     /// Cancelled when a newer process of this shard id has taken over the
     /// registry entry: this process stops (see [`Shard::superseded`]).
     pub(super) superseded: CancellationToken,
@@ -168,6 +170,7 @@ impl Shard {
             addr,
             env,
             draining: AtomicBool::new(false),
+            ready: Default::default(),
             superseded: CancellationToken::new(),
             leases,
             transfer_closing: Default::default(),

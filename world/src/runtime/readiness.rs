@@ -1,0 +1,44 @@
+//! Whether this shard can take players now, as `/readyz` and
+//! `grpc.health.v1` say: not while it drains (a drain flips readiness
+//! first of all), not before its boot zones were claimed once, and not
+//! while its registry heartbeat to Redis fails (the leases it renews the
+//! same way are then at risk).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::shard::Shard;
+
+/// What the shard's loops report for its readiness.
+#[derive(Debug, Default)]
+pub struct Readiness {
+    /// The boot zones' first claiming pass has run.
+    booted: AtomicBool,
+    /// The last registry heartbeat reached Redis.
+    registry_ok: AtomicBool,
+}
+
+impl Readiness {
+    pub fn booted(&self) {
+        self.booted.store(true, Ordering::Relaxed);
+    }
+
+    pub fn heartbeat(&self, ok: bool) {
+        self.registry_ok.store(ok, Ordering::Relaxed);
+    }
+}
+
+impl Shard {
+    /// `Ok` while the shard can take players; else why not.
+    pub fn readiness(&self) -> Result<(), String> {
+        if self.is_draining() {
+            return Err("draining".into());
+        }
+        if !self.ready.booted.load(Ordering::Relaxed) {
+            return Err("claiming its boot zones".into());
+        }
+        if !self.ready.registry_ok.load(Ordering::Relaxed) {
+            return Err("its registry heartbeat does not reach Redis".into());
+        }
+        Ok(())
+    }
+}
