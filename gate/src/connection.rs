@@ -188,6 +188,13 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
     // Checked first: a refused creation spends no login token.
     if create && !shared.create_limiter.try_acquire(ip, Instant::now()) {
         metrics::counter!(m::LOGINS_TOTAL, "outcome" => "create_limited").increment(1);
+        audit::login(
+            conn.peer,
+            &conn.conn_id,
+            &creds.name,
+            true,
+            "create_limited",
+        );
         return Ok(Attempt::CreateLimited);
     }
     if !shared.ip_limiter.try_acquire(ip, Instant::now()) {
@@ -195,6 +202,13 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
             shared.create_limiter.release(ip);
         }
         metrics::counter!(m::LOGINS_TOTAL, "outcome" => "rate_limited").increment(1);
+        audit::login(
+            conn.peer,
+            &conn.conn_id,
+            &creds.name,
+            create,
+            "rate_limited",
+        );
         return Ok(Attempt::Failed(RATE_LIMITED.into()));
     }
     let who = Who {

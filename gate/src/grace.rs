@@ -393,16 +393,24 @@ impl Grace {
         drop(old_reader);
         tokio::spawn(old_out.close(TAKEOVER_CLOSE));
         conn.out.line(RESUMED)?;
-        match kept.take() {
-            Ok(replay) => conn.out.raw(strip_telnet(&replay))?,
+        let looks = match kept.take() {
+            Ok(replay) => {
+                conn.out.raw(strip_telnet(&replay))?;
+                false
+            }
             Err(_) => {
                 conn.out.line(MISSED)?;
                 conn.reader.push_line("look");
+                true
             }
-        }
+        };
         self.offer(conn)?;
-        // The resumed screen ends as a step does: its prompt and EOR/GA.
-        Ok(conn.show_prompt()?)
+        // The resumed screen ends as a step does: its prompt and EOR/GA
+        // (after the `look`'s answer when one was typed for the player).
+        if !looks {
+            conn.show_prompt()?;
+        }
+        Ok(())
     }
 
     fn revoke(&mut self) {

@@ -155,6 +155,7 @@ async fn serve(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<Option<D
     };
     // Not ready from the signal on, before anything moves: an orchestrator
     // stops sending players here first.
+    shard.stop_being_ready();
     health.set(Err("stopping".into()));
     // SIGTERM drains: every zone moves to a peer while live. This runs on
     // the signal's own task; the zones' lifetime token is untouched until
@@ -220,6 +221,9 @@ fn report_readiness(
     use tonic_health::ServingStatus;
     let shard = shard.clone();
     tokio::spawn(async move {
+        // tonic-health starts "" as SERVING: not until the first check.
+        let mut told = ServingStatus::NotServing;
+        grpc.set_service_status("", told).await;
         loop {
             let ready = shard.readiness();
             let status = if ready.is_ok() {
@@ -227,7 +231,10 @@ fn report_readiness(
             } else {
                 ServingStatus::NotServing
             };
-            grpc.set_service_status("", status).await;
+            if status != told {
+                grpc.set_service_status("", status).await;
+                told = status;
+            }
             health.set(ready);
             tokio::select! {
                 _ = shard.stopped().cancelled() => break,

@@ -105,12 +105,22 @@ impl Negotiator {
         if !self.speaks_telnet {
             return Vec::new();
         }
+        // Called when a line came in: a pending change the client never
+        // answered is settled first (see `Side::settle`), so this one is
+        // sent rather than queued behind it for good.
+        let mut out = Vec::new();
+        if let Some(s) = self.us.settle(OPT_ECHO) {
+            out.extend_from_slice(&ours(s, OPT_ECHO));
+        }
         let send = if hide {
             self.us.ask_enable(OPT_ECHO)
         } else {
             self.us.ask_disable(OPT_ECHO)
         };
-        send.map_or_else(Vec::new, |s| ours(s, OPT_ECHO).to_vec())
+        if let Some(s) = send {
+            out.extend_from_slice(&ours(s, OPT_ECHO));
+        }
+        out
     }
 
     /// Whether the client takes `IAC EOR` after a prompt (else `IAC GA`

@@ -86,6 +86,20 @@ impl Side {
         send
     }
 
+    /// A line came from the client after our verb went out: any answer it
+    /// was going to send came first (a telnet client answers as it reads,
+    /// ahead of what its user types). Still unanswered, the client never
+    /// will: take its silence as agreement with an enable (it may already
+    /// act on it) and as done for a disable, so the next change is sent
+    /// instead of queued forever. Returns the verb a queued change owes.
+    pub fn settle(&mut self, opt: u8) -> Option<Send> {
+        match self.0[opt as usize] {
+            Q::WantYes(_) => self.received_enable(opt, false).send,
+            Q::WantNo(_) => self.received_disable(opt).send,
+            Q::Yes | Q::No => None,
+        }
+    }
+
     /// The other side sent the enabling verb (`DO` for ours, `WILL` for
     /// its own); `agree` is whether we accept it when we did not ask.
     pub fn received_enable(&mut self, opt: u8, agree: bool) -> Answer {
@@ -145,6 +159,17 @@ mod tests {
         // Its DO completes it: on, and nothing more owed.
         assert_eq!(s.received_enable(OPT, false), answer(None, Some(true)));
         assert!(s.is_on(OPT));
+    }
+
+    #[test]
+    fn a_client_that_never_answers_gets_every_change_sent_after_its_next_line() {
+        let mut s = Side::default();
+        assert_eq!(s.ask_enable(OPT), Some(Send::Enable));
+        assert_eq!(s.settle(OPT), None);
+        assert!(s.is_on(OPT), "silence after an enable: taken as agreed");
+        assert_eq!(s.ask_disable(OPT), Some(Send::Disable));
+        assert_eq!(s.settle(OPT), None);
+        assert_eq!(s.ask_enable(OPT), Some(Send::Enable), "sent, not queued");
     }
 
     #[test]

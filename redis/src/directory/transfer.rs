@@ -110,7 +110,8 @@ impl Directory {
             "recorded" => Ok(Proposal::Recorded { from: from() }),
             "already" => Ok(Proposal::AlreadyPending { from: from() }),
             "already_there" => Ok(Proposal::AlreadyThere),
-            "unknown_zone" if self.is_instanced(zone).await? => {
+            // A failed lookup leaves the plain answer.
+            "unknown_zone" if self.is_instanced(zone).await.unwrap_or(false) => {
                 Err(ProposalRejected::Instanced(detail))
             }
             "unknown_zone" => Err(ProposalRejected::UnknownZone(detail)),

@@ -36,6 +36,14 @@ pub fn help(topic: &str) -> String {
         return HELP.to_string();
     }
     let word = canonical(&topic).unwrap_or(&topic);
+    // Other words for a command, documented under its own.
+    let word = match word {
+        "take" => "get",
+        "wield" => "wear",
+        "ooc" => "chat",
+        "color" => "colour",
+        w => w,
+    };
     match entry(word) {
         Some(lines) => lines,
         None => format!("There is no help on `{topic}`. Type `help` for the list of commands.\n"),
@@ -82,6 +90,8 @@ mod tests {
         // An entry with a continuation line keeps it.
         assert_eq!(help("colour").lines().count(), 2, "{}", help("colour"));
         assert!(help("xyzzy").starts_with("There is no help on `xyzzy`"));
+        assert!(help("take").contains("get <item|all>"));
+        assert!(help("wield").contains("wear <item>"));
         assert_eq!(help(""), HELP);
     }
 }

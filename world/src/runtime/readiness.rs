@@ -15,6 +15,8 @@ pub struct Readiness {
     booted: AtomicBool,
     /// The last registry heartbeat reached Redis.
     registry_ok: AtomicBool,
+    /// A stop signal came (SIGTERM, SIGINT, superseded): never ready again.
+    stopping: AtomicBool,
 }
 
 impl Readiness {
@@ -28,8 +30,17 @@ impl Readiness {
 }
 
 impl Shard {
+    /// Not ready from now on, whatever else holds: called at a stop
+    /// signal, before the drain (or the stop) begins.
+    pub fn stop_being_ready(&self) {
+        self.ready.stopping.store(true, Ordering::Relaxed);
+    }
+
     /// `Ok` while the shard can take players; else why not.
     pub fn readiness(&self) -> Result<(), String> {
+        if self.ready.stopping.load(Ordering::Relaxed) {
+            return Err("stopping".into());
+        }
         if self.is_draining() {
             return Err("draining".into());
         }

@@ -40,12 +40,12 @@ use super::session::SessionMeta;
 use super::state_row::ZoneRow;
 use crate::model::ZoneModel;
 
-/// A session closed not-final: its gate resumes it and replays what only it
-/// holds.
 /// Told to a session another login took over: once, as its final close
 /// (the gate shows a final close's reason; an output line as well would
 /// say goodbye twice).
 const TAKEN_OVER: &str = "Someone else has logged in as you. Goodbye.";
+/// A session closed not-final: its gate resumes it and replays what only it
+/// holds.
 const RECONNECTING: &str = "The world shifts around you; reconnecting...";
 
 /// Messages one turn takes from the mailbox before it commits (one batch).
