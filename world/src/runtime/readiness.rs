@@ -6,8 +6,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::shard::Shard;
-
 /// What the shard's loops report for its readiness.
 #[derive(Debug, Default)]
 pub struct Readiness {
@@ -27,27 +25,24 @@ impl Readiness {
     pub fn heartbeat(&self, ok: bool) {
         self.registry_ok.store(ok, Ordering::Relaxed);
     }
-}
 
-impl Shard {
-    /// Not ready from now on, whatever else holds: called at a stop
-    /// signal, before the drain (or the stop) begins.
-    pub fn stop_being_ready(&self) {
-        self.ready.stopping.store(true, Ordering::Relaxed);
+    /// Never ready again (a stop signal came).
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
     }
 
-    /// `Ok` while the shard can take players; else why not.
-    pub fn readiness(&self) -> Result<(), String> {
-        if self.ready.stopping.load(Ordering::Relaxed) {
+    /// `Ok` while a shard (`draining` or not) can take players; else why.
+    pub fn check(&self, draining: bool) -> Result<(), String> {
+        if self.stopping.load(Ordering::Relaxed) {
             return Err("stopping".into());
         }
-        if self.is_draining() {
+        if draining {
             return Err("draining".into());
         }
-        if !self.ready.booted.load(Ordering::Relaxed) {
+        if !self.booted.load(Ordering::Relaxed) {
             return Err("claiming its boot zones".into());
         }
-        if !self.ready.registry_ok.load(Ordering::Relaxed) {
+        if !self.registry_ok.load(Ordering::Relaxed) {
             return Err("its registry heartbeat does not reach Redis".into());
         }
         Ok(())

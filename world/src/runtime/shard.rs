@@ -236,6 +236,17 @@ impl Shard {
         &self.env.root
     }
 
+    /// Not ready from now on (`/readyz`, `grpc.health.v1`), whatever else
+    /// holds: called at a stop signal, before the drain or the stop.
+    pub fn stop_being_ready(&self) {
+        self.ready.stop();
+    }
+
+    /// `Ok` while the shard can take players; else why not.
+    pub fn readiness(&self) -> Result<(), String> {
+        self.ready.check(self.is_draining())
+    }
+
     pub fn is_draining(&self) -> bool {
         self.draining.load(Ordering::SeqCst)
     }
