@@ -174,7 +174,7 @@ fn check_command(bot: &BotHistory, c: &CommandRecord, faults: &Faults) -> Vec<Vi
                         "{sent}: the world took it but printed none of the contract's shapes for it"
                     ),
                 )),
-                Answer::Refused { line } if faults.around(c.sent).is_none() => out.push(v(
+                Answer::Refused { line } if faults.during(c.sent, *at).is_none() => out.push(v(
                     CALM_REFUSAL.into(),
                     *at,
                     format!(

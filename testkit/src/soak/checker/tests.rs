@@ -310,7 +310,7 @@ fn refusals_must_speak_the_contract() {
         )),
     ));
     b.commands.push(command(
-        m,
+        m.clone(),
         30_000,
         Some((
             30_100,
@@ -319,6 +319,20 @@ fn refusals_must_speak_the_contract() {
             },
         )),
     ));
+    // Sent just before the drain began, refused during it: the drain's.
+    b.commands.insert(
+        0,
+        command(
+            m,
+            18_990,
+            Some((
+                19_500,
+                Answer::Refused {
+                    line: "You can't go that way.".into(),
+                },
+            )),
+        ),
+    );
     let mut e = evidence(vec![b]);
     e.faults.push(fault(1, FaultKind::Drain, 19_000, 21_000));
     // The contract's refusal during the drain is fine; 9 s after it, with

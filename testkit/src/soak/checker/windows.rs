@@ -78,6 +78,19 @@ impl<'a> Faults<'a> {
         self.find(t, |_| true)
     }
 
+    /// A fault whose window (with its slack) overlaps `from..=to`: one in
+    /// progress at any moment a command was in flight. A move sent a few
+    /// ms before a fault began and refused during it was refused by the
+    /// fault (partition seed 920: `east` sent as shard-b's Redis link went
+    /// one-way, refused when its commit barrier could not reach Redis).
+    pub fn during(&self, from: Ms, to: Ms) -> Option<&'a FaultRecord> {
+        let slack = ANSWER_BOUND.as_millis() as Ms;
+        self.list.iter().copied().find(|f| {
+            let (a, b) = self.window(f);
+            a <= to && from <= b + slack
+        })
+    }
+
     /// Whether a Redis crash's window (kill to restart, plus one answer
     /// bound) holds `t`.
     pub fn redis_crash_at(&self, t: Ms) -> bool {
