@@ -298,11 +298,18 @@ async fn walkers_carry_on_through_a_primary_failover() -> anyhow::Result<()> {
     // owner at the same generation, is.
     let margin = Duration::from_millis(LEASE_MS.parse::<u64>()?) * 8 / 10
         - Duration::from_millis(LEASE_MS.parse::<u64>()?) / 3;
-    let lapse_possible = replicated >= margin;
+    // The shards' own word counts too: on a loaded machine a shard's
+    // client may reach the new primary later than this test's probe did,
+    // and a lease that lapsed says so in its log.
+    let lapsed = shards.iter().any(|s| {
+        s.plain_log()
+            .contains("lease deadline passed without a renew")
+    });
+    let lapse_possible = replicated >= margin || lapsed;
     if lapse_possible {
         eprintln!(
-            "failover: writes were refused for {replicated:?}, past the leases' margin \
-             {margin:?}: a lease may have lapsed; only monotonic fencing is checked"
+            "failover: writes were refused for {replicated:?} (leases' margin {margin:?}; \
+             a shard logged a lapse: {lapsed}): only monotonic fencing is checked"
         );
     }
     let mut after_failover = 0;
@@ -331,11 +338,10 @@ async fn walkers_carry_on_through_a_primary_failover() -> anyhow::Result<()> {
     anyhow::ensure!(after_failover > 0, "no sample after the failover");
     if !lapse_possible {
         for (zone, held) in &before {
-            assert_eq!(
-                dir.zone_owner(zone).await?.as_ref(),
-                Some(held),
-                "{zone} after"
-            );
+            let now = dir.zone_owner(zone).await?;
+            if now.as_ref() != Some(held) {
+                problems.push(format!("{zone} after: {now:?}, held {held:?}"));
+            }
         }
         for (shard, (id, _)) in shards.iter().zip(SHARDS) {
             let log = shard.plain_log();
