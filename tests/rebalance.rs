@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use telos_testkit::RedisServer;
+use telos_testkit::cli::zone_owners;
 use telos_testkit::driver::Driver;
 use telos_testkit::keys::TempKeys;
 use telos_testkit::process::{Proc, start_keyed_world};
@@ -73,30 +74,13 @@ fn loads(redis: &str) -> anyhow::Result<BTreeMap<String, f64>> {
         .collect())
 }
 
-/// Zone → owner, from `telosctl status --json`.
-fn owners(redis: &str) -> anyhow::Result<BTreeMap<String, String>> {
-    let out = telos_testkit::cli::telosctl(redis, &["status", "--json"])?;
-    let v: serde_json::Value = serde_json::from_str(&out.stdout)?;
-    Ok(v["zones"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|z| {
-            Some((
-                z["id"].as_str()?.to_string(),
-                z["owner"].as_str()?.to_string(),
-            ))
-        })
-        .collect())
-}
-
 /// Wait until every zone of `zones` is owned by `shard`; each zone that
 /// arrives restarts the bound (a wait bounded by progress).
 async fn until_all_on(redis: &str, zones: &[String], shard: &str) -> anyhow::Result<()> {
     let mut home = 0;
     let mut progress = Instant::now();
     loop {
-        let now = owners(redis)?;
+        let now = zone_owners(redis)?;
         let count = zones
             .iter()
             .filter(|z| now.get(*z).map(String::as_str) == Some(shard))
@@ -140,7 +124,7 @@ async fn a_drained_and_restarted_shard_gets_its_boot_zones_back() -> anyhow::Res
     eprintln!("{} zones home in {:?}", others.len(), back.elapsed());
     // Settled: nothing moves any more, the city included.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let now = owners(&redis.url)?;
+    let now = zone_owners(&redis.url)?;
     for z in &others {
         assert_eq!(now.get(z).map(String::as_str), Some("shard-b"), "{now:?}");
     }
@@ -237,9 +221,13 @@ async fn a_third_shard_that_joins_empty_receives_zones_until_the_load_is_even() 
         joined.elapsed()
     );
     // Settled: nothing moves any more.
-    let placement = owners(&redis.url)?;
+    let placement = zone_owners(&redis.url)?;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(owners(&redis.url)?, placement, "the placement moved on");
+    assert_eq!(
+        zone_owners(&redis.url)?,
+        placement,
+        "the placement moved on"
+    );
     let on_c: Vec<&String> = placement
         .iter()
         .filter(|(_, o)| o.as_str() == "shard-c")
@@ -315,7 +303,7 @@ async fn until_loads(
         anyhow::ensure!(
             progress.elapsed() < WITHIN,
             "the loads {seen:?} and no progress for {WITHIN:?}: {:?}",
-            owners(redis)?
+            zone_owners(redis)?
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

@@ -95,6 +95,23 @@ pub fn telosctl(redis_url: &str, args: &[&str]) -> anyhow::Result<Finished> {
     run_to_exit("telosctl", cmd, EXIT_TIMEOUT)
 }
 
+/// Zone → owner, as `telosctl status --json` lists them.
+pub fn zone_owners(redis_url: &str) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+    let out = telosctl(redis_url, &["status", "--json"])?;
+    let v: serde_json::Value = serde_json::from_str(&out.stdout)?;
+    Ok(v["zones"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|z| {
+            Some((
+                z["id"].as_str()?.to_string(),
+                z["owner"].as_str()?.to_string(),
+            ))
+        })
+        .collect())
+}
+
 /// Wait up to `timeout` for a process that was already told to stop (no
 /// signal sent here); killed and an error if it does not exit in time.
 pub fn wait_exit(

@@ -21,8 +21,9 @@ pub struct RebalanceArgs {
     /// off | home | load, as `telos-world --rebalance`.
     #[arg(long, value_enum, default_value_t = RebalanceMode::Load)]
     mode: RebalanceMode,
-    /// Moves at most (one per shard at a time whatever this says).
-    #[arg(long, default_value_t = 1)]
+    /// Moves of zones with players at most, and per shard (empty zones
+    /// move uncounted).
+    #[arg(long, default_value_t = Rebalance::default().max_moves)]
     max_moves: usize,
     /// Load spread tolerated, a fraction of capacity.
     #[arg(long, default_value_t = Rebalance::default().threshold)]

@@ -30,7 +30,8 @@ pub struct RebalanceFlags {
     /// How often the leading shard looks at the placement, milliseconds [default: 5000].
     #[arg(long, env = "TELOS_REBALANCE_INTERVAL_MS")]
     pub rebalance_interval_ms: Option<u64>,
-    /// Zone moves started per look, at most (and one per shard) [default: 1].
+    /// Moves of zones with players started per look, at most, and per shard
+    /// (empty zones move at once, uncounted) [default: 3].
     #[arg(long, env = "TELOS_REBALANCE_MAX_MOVES")]
     pub rebalance_max_moves: Option<usize>,
     /// A zone the rebalancer moved is not moved again for this many
@@ -58,7 +59,7 @@ impl Default for Rebalance {
         Rebalance {
             mode: RebalanceMode::Load,
             interval: Duration::from_secs(5),
-            max_moves: 1,
+            max_moves: 3,
             hysteresis: Duration::from_secs(60),
             threshold: 0.2,
         }

@@ -97,7 +97,9 @@ impl LeaseKeeper {
                 Ok(None)
             }
             Claim::Held { owner, r#gen } => {
-                info!(
+                // The caller says it once: a boot zone is asked for every
+                // few seconds until it comes home.
+                tracing::debug!(
                     zone,
                     owner,
                     generation = r#gen,

@@ -97,16 +97,31 @@ pub async fn orphan_loop(shard: &Shard) {
     }
 }
 
+/// Claim this shard's boot zones, and again every half lease TTL those
+/// not served here (a lease that lapses is claimed; one another shard
+/// holds comes home through the rebalancer). A zone served elsewhere is
+/// said once, at INFO.
 pub async fn boot_zone_loop(shard: &Shard) {
     let period = shard.cfg.lease_ttl / 2;
+    let mut elsewhere = std::collections::HashSet::new();
     loop {
         for zone in &shard.cfg.zones {
-            if shard.env.hosted.get(zone).is_none()
-                && !shard.is_draining()
-                && !transfer_pending(shard, zone).await
-                && let Err(e) = shard.host_zone(zone).await
+            if shard.env.hosted.get(zone).is_some()
+                || shard.is_draining()
+                || transfer_pending(shard, zone).await
             {
-                warn!(zone, error = %e, "claiming boot zone failed");
+                continue;
+            }
+            match shard.host_zone(zone).await {
+                Ok(Some(_)) => {
+                    elsewhere.remove(zone);
+                }
+                Ok(None) if elsewhere.insert(zone.clone()) => info!(
+                    zone,
+                    "boot zone served by another shard; it comes home when the rebalancer moves it (or its lease lapses)"
+                ),
+                Ok(None) => {}
+                Err(e) => warn!(zone, error = %e, "claiming boot zone failed"),
             }
         }
         shard.ready.booted();

@@ -168,8 +168,8 @@ pub async fn rebalance_loop(shard: &Shard) {
     }
 }
 
-/// Mark the shards of each move of `in_flight` that `view` shows complete
-/// (no transfer of its zone pending) as settling, in Redis for whichever
+/// Mark the shards of each move with players of `in_flight` that `view`
+/// shows complete (no transfer of its zone pending) as settling, in Redis for whichever
 /// shard leads next and in `view` for this round; returns the rest.
 async fn settle_completed(dir: &Directory, view: &mut View, in_flight: Vec<Move>) -> Vec<Move> {
     let mut still = Vec::new();
@@ -177,6 +177,9 @@ async fn settle_completed(dir: &Directory, view: &mut View, in_flight: Vec<Move>
         let pending = view.zones.iter().any(|z| z.id == m.zone && z.moving);
         if pending {
             still.push(m);
+            continue;
+        }
+        if !m.carries_players() {
             continue;
         }
         if let Err(e) = dir.mark_settling(&[&m.from, &m.to], SETTLE).await {

@@ -2,8 +2,13 @@
 //! cluster as one read of the directory saw it, so the leading shard and
 //! `telosctl rebalance --plan` decide alike and tests drive it directly.
 //!
-//! The rules, in order (each move also counted against `max_moves` and
-//! keeping every shard to one move at a time):
+//! The rules, in order. A move of a zone with players counts against
+//! `max_moves`, and a shard takes part in at most `max_moves` of those per
+//! round (the round's own simulation keeps their loads exact) and in none
+//! while an earlier one is pending or settling (the registry's counts lag
+//! a move). A move of an empty zone shifts no load and pauses nobody: it
+//! is not counted, needs no settling and is made at once, so a restarted
+//! shard's empty home zones all come back in one round.
 //! 1. **home** — a zone listed in a live shard's `--zones` moves back to
 //!    it (when it is not there), unless that would load it past the
 //!    threshold above the least loaded shard (`load` mode) or past its
@@ -84,6 +89,16 @@ pub struct Move {
     pub from: String,
     pub to: String,
     pub reason: Reason,
+    /// The zone's players when it was planned: 0 is a move that shifts no
+    /// load (no settling after it).
+    pub players: u64,
+}
+
+impl Move {
+    /// Whether the move shifts load (and its shards must settle after it).
+    pub fn carries_players(&self) -> bool {
+        self.players > 0
+    }
 }
 
 /// The placement being planned: who owns what, and each shard's load.
@@ -91,11 +106,16 @@ struct Sim<'a> {
     shards: BTreeMap<&'a str, &'a ShardView>,
     owner: BTreeMap<&'a str, &'a str>,
     players: BTreeMap<&'a str, u64>,
+    /// Shards in a pending or settling move from an earlier round.
     busy: BTreeSet<String>,
+    /// Moves with players each shard takes part in this round.
+    planned: BTreeMap<String, usize>,
+    /// How many of those one shard may take part in.
+    per_shard: usize,
 }
 
 impl<'a> Sim<'a> {
-    fn new(view: &'a View) -> Sim<'a> {
+    fn new(view: &'a View, per_shard: usize) -> Sim<'a> {
         let shards: BTreeMap<&str, &ShardView> =
             view.shards.iter().map(|s| (s.id.as_str(), s)).collect();
         let owner = view
@@ -114,12 +134,29 @@ impl<'a> Sim<'a> {
             owner,
             players,
             busy: view.busy.clone(),
+            planned: BTreeMap::new(),
+            per_shard,
         }
     }
 
-    /// A shard that may take part in a move now.
+    /// A live shard that is not draining.
+    fn serving(&self, id: &str) -> bool {
+        self.shards.get(id).is_some_and(|s| !s.draining)
+    }
+
+    /// A shard that may take part in a move of `players` now: any serving
+    /// shard for an empty zone, else one with no earlier move unsettled
+    /// and room for another this round.
+    fn free_for(&self, id: &str, players: u64) -> bool {
+        self.serving(id)
+            && (players == 0
+                || (!self.busy.contains(id)
+                    && self.planned.get(id).copied().unwrap_or(0) < self.per_shard))
+    }
+
+    /// [`Sim::free_for`] a move with players.
     fn free(&self, id: &str) -> bool {
-        self.shards.get(id).is_some_and(|s| !s.draining) && !self.busy.contains(id)
+        self.free_for(id, 1)
     }
 
     fn load(&self, id: &str) -> f64 {
@@ -166,37 +203,47 @@ impl<'a> Sim<'a> {
         *self.players.get_mut(from).expect("live owner") -= zone.players.min(self.players[from]);
         *self.players.get_mut(to).expect("live target") += zone.players;
         self.owner.insert(&zone.id, to);
-        self.busy.insert(from.to_string());
-        self.busy.insert(to.to_string());
+        if zone.players > 0 {
+            *self.planned.entry(from.to_string()).or_default() += 1;
+            *self.planned.entry(to.to_string()).or_default() += 1;
+        }
         out.push(Move {
             zone: zone.id.clone(),
             from: from.to_string(),
             to: to.to_string(),
             reason,
+            players: zone.players,
         });
     }
 }
 
-/// The moves to start now (at most `knobs.max_moves`).
+/// The moves to start now: at most `knobs.max_moves` with players, and
+/// every empty zone's that is due.
 pub fn plan(view: &View, knobs: &Rebalance) -> Vec<Move> {
     let mut out = Vec::new();
     if knobs.mode == RebalanceMode::Off || knobs.max_moves == 0 {
         return out;
     }
-    let mut sim = Sim::new(view);
+    let mut sim = Sim::new(view, knobs.max_moves);
     let movable = |z: &ZoneView, sim: &Sim| {
-        !z.moving && !z.recent && sim.owner.get(z.id.as_str()).is_some_and(|o| sim.free(o))
+        !z.moving
+            && !z.recent
+            && sim
+                .owner
+                .get(z.id.as_str())
+                .is_some_and(|o| sim.free_for(o, z.players))
     };
-    let full = |out: &Vec<Move>| out.len() >= knobs.max_moves;
+    let full =
+        |out: &Vec<Move>| out.iter().filter(|m| m.carries_players()).count() >= knobs.max_moves;
     // 1. home
     for z in &view.zones {
-        if full(&out) {
-            return out;
+        if z.players > 0 && full(&out) {
+            continue;
         }
         let Some(home) = z.home.as_deref() else {
             continue;
         };
-        if !movable(z, &sim) || !sim.free(home) || sim.owner[z.id.as_str()] == home {
+        if !movable(z, &sim) || !sim.free_for(home, z.players) || sim.owner[z.id.as_str()] == home {
             continue;
         }
         let from = sim.owner[z.id.as_str()];
@@ -274,14 +321,15 @@ pub fn plan(view: &View, knobs: &Rebalance) -> Vec<Move> {
         ) else {
             break;
         };
-        if sim.zone_count(most) <= sim.zone_count(fewest) + 1 || !sim.free(fewest) {
+        if sim.zone_count(most) <= sim.zone_count(fewest) + 1 {
             break;
         }
         let pick = view
             .zones
             .iter()
             .filter(|z| sim.owner.get(z.id.as_str()) == Some(&most))
-            .filter(|z| movable(z, &sim) && homeless(z, &sim) && sim.has_room(fewest, z.players))
+            .filter(|z| movable(z, &sim) && homeless(z, &sim) && sim.free_for(fewest, z.players))
+            .filter(|z| sim.has_room(fewest, z.players))
             .min_by(|a, b| a.players.cmp(&b.players).then(a.id.cmp(&b.id)));
         let Some(z) = pick else { break };
         sim.apply(z, fewest, Reason::Spread, &mut out);

@@ -62,28 +62,41 @@ fn b_returned() -> View {
 }
 
 #[test]
-fn boot_zones_come_home_one_at_a_time_per_shard() {
+fn empty_boot_zones_all_come_home_in_one_round_whatever_max_moves_says() {
     let mut view = b_returned();
-    let moves = plan(&view, &knobs(RebalanceMode::Load, 5));
-    assert_eq!(
-        moves,
-        vec![Move {
-            zone: "docks".into(),
-            from: "shard-a".into(),
-            to: "shard-b".into(),
-            reason: Reason::Home,
-        }],
-        "one move per shard at a time, whatever max_moves allows"
+    let moves = plan(&view, &knobs(RebalanceMode::Load, 1));
+    let zones: Vec<&str> = moves.iter().map(|m| m.zone.as_str()).collect();
+    assert_eq!(zones, ["docks", "forest"], "{moves:?}");
+    assert!(
+        moves
+            .iter()
+            .all(|m| m.reason == Reason::Home && m.to == "shard-b" && !m.carries_players())
     );
-    settle(&mut view, &moves);
-    let moves = plan(&view, &knobs(RebalanceMode::Home, 5));
-    assert_eq!(moves.len(), 1);
-    assert_eq!(moves[0].zone, "forest");
     settle(&mut view, &moves);
     assert!(
-        plan(&view, &knobs(RebalanceMode::Load, 5)).is_empty(),
+        plan(&view, &knobs(RebalanceMode::Load, 1)).is_empty(),
         "converged"
     );
+}
+
+#[test]
+fn boot_zones_with_players_come_home_max_moves_per_shard_a_round() {
+    let mut view = b_returned();
+    view.zones
+        .push(zone("hills", "shard-a", Some("shard-b"), 0));
+    for z in &mut view.zones[1..] {
+        z.players = 2;
+    }
+    view.shards[0].players = 6;
+    let moves = plan(&view, &knobs(RebalanceMode::Home, 2));
+    let zones: Vec<&str> = moves.iter().map(|m| m.zone.as_str()).collect();
+    assert_eq!(zones, ["docks", "forest"], "two at once, not three");
+    settle(&mut view, &moves);
+    let moves = plan(&view, &knobs(RebalanceMode::Home, 2));
+    assert_eq!(moves.len(), 1);
+    assert_eq!(moves[0].zone, "hills");
+    settle(&mut view, &moves);
+    assert!(plan(&view, &knobs(RebalanceMode::Load, 2)).is_empty());
 }
 
 #[test]
@@ -104,9 +117,16 @@ fn nothing_moves_when_off_pending_recent_busy_or_draining() {
     );
     let mut v = view.clone();
     v.busy.insert("shard-b".into());
+    assert_eq!(
+        plan(&v, &knobs(RebalanceMode::Load, 5)).len(),
+        2,
+        "an empty zone waits for no earlier move"
+    );
+    v.zones.iter_mut().for_each(|z| z.players = 1);
+    v.shards[0].players = 3;
     assert!(
         plan(&v, &knobs(RebalanceMode::Load, 5)).is_empty(),
-        "one at a time"
+        "a zone with players waits until the earlier move settled"
     );
     let mut v = view.clone();
     v.shards[1].draining = true;
@@ -191,13 +211,14 @@ fn zones_without_a_live_home_spread_over_the_live_shards() {
             break;
         }
         assert!(
-            moves.len() == 1 && moves[0].reason == Reason::Spread,
+            moves.iter().all(|m| m.reason == Reason::Spread),
             "{moves:?}"
         );
         settle(&mut view, &moves);
         rounds += 1;
         assert!(rounds < 10);
     }
+    assert_eq!(rounds, 1, "empty zones spread in one round");
     let on_c = view
         .zones
         .iter()
