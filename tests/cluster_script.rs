@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use anyhow::{Context, ensure};
 use telos_testkit::bot::Bot;
-use telos_testkit::process::{bin, repo_root};
+use telos_testkit::cli::run_to_exit;
+use telos_testkit::process::{bin, blocking, repo_root};
 use telos_testkit::redis::free_port;
 use tokio::time::Instant;
 
@@ -397,6 +398,36 @@ async fn a_cluster_comes_up_serves_a_player_and_ctrl_c_stops_all_it_started() ->
         Bot::create_at(&gate, name, PASSWORD).await?.quit().await?;
     }
 
+    // One shard restarted as the docs say: drained, started again with
+    // its own settings, live, its zones home; Ctrl-C stops the new one.
+    let restart = |args: &[&str]| {
+        let mut cmd = cluster_command(&dir.0, redis_port, "0,0", "127.0.0.1:0");
+        cmd.args(args);
+        blocking(|| run_to_exit("cluster-restart", cmd, WAIT))
+    };
+    let old_b = read_pid(&dir.0.join("shards/shard-b.pid"))?;
+    let done = restart(&["restart", "shard-b"])?;
+    ensure!(
+        done.success()
+            && done.stdout.contains("shard-b: stopped (drain summary:")
+            && done.stdout.contains("and live")
+            && done.stdout.contains("home zones served here"),
+        "restart: {}\n{}",
+        done.stdout,
+        done.stderr
+    );
+    let new_b = read_pid(&dir.0.join("shards/shard-b.pid"))?;
+    ensure!(
+        new_b != old_b && alive(new_b) && !alive(old_b),
+        "shard-b pids: {old_b} -> {new_b}"
+    );
+    let unknown = restart(&["restart", "shard-z"])?;
+    ensure!(
+        !unknown.success() && unknown.stderr.contains("no shard shard-z"),
+        "{}",
+        unknown.stderr
+    );
+
     script.ctrl_c();
     let mut script = script;
     let until = Instant::now() + WAIT;
@@ -412,6 +443,7 @@ async fn a_cluster_comes_up_serves_a_player_and_ctrl_c_stops_all_it_started() ->
         );
         tokio::time::sleep(POLL).await;
     };
+    ensure!(!alive(new_b), "the restarted shard-b outlived Ctrl-C");
     ensure!(
         status.success() && script.stdout().contains("Cluster stopped."),
         "{status:?}\n{}\n{}",

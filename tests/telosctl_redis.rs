@@ -44,3 +44,43 @@ fn a_port_that_is_not_redis_is_named_as_such_in_one_line() {
     assert!(lines[0].contains(&url), "{}", lines[0]);
     let _ = server.join();
 }
+
+/// The world and the gate say the same at their first attempt, not only
+/// when the world gives up 10 s later (and the gate, which may start
+/// before Redis, said nothing at all while it waited).
+#[test]
+fn the_world_and_the_gate_name_the_url_at_their_first_failed_attempt() -> anyhow::Result<()> {
+    let url = format!("redis://127.0.0.1:{}", free_port());
+    let said = format!(
+        "no Redis answers at {url} (Connection refused); name the cluster's Redis with \
+         --redis-url URL or TELOS_REDIS_URL (scripts/cluster writes it to .cluster/redis.url)"
+    );
+    let dir = tempfile::tempdir()?;
+    for program in ["telos-world", "telos-gate"] {
+        let log = dir.path().join(program);
+        let mut cmd = telos_testkit::cli::clean_command(program);
+        cmd.env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .arg("--redis-url")
+            .arg(&url)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log)?);
+        match program {
+            "telos-world" => cmd.args(["--shard-id", "a", "--grpc-listen", "127.0.0.1:0"]),
+            _ => cmd.args(["--listen", "127.0.0.1:0"]),
+        };
+        let mut child = cmd.spawn()?;
+        let until = Instant::now() + Duration::from_secs(5);
+        let seen = loop {
+            let text = telos_testkit::process::strip_ansi(&std::fs::read_to_string(&log)?);
+            if text.contains(&said) || Instant::now() > until {
+                break text;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(seen.contains(&said), "{program} within 5 s:\n{seen}");
+    }
+    Ok(())
+}

@@ -42,6 +42,8 @@
 //! - Behind Sentinel the same bounds hold on a [`SentinelLink`]; see
 //!   `sentinel_link` and [`RedisConn::durable`].
 
+use super::connect_error::unreachable_text;
+pub use super::connect_error::{ConnectError, REDIS_URL_HINT};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,7 +58,7 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::sentinel_link::SentinelLink;
-use crate::target::{RedisTarget, TargetError};
+use crate::target::RedisTarget;
 
 pub use super::timeouts::{
     CONNECT_TIMEOUT, FIRST_CONNECT_TIMEOUT, HEALTH_PERIOD, RECONNECT_MAX_DELAY,
@@ -309,39 +311,6 @@ impl ConnectionLike for RedisConn {
     }
 }
 
-/// Why [`RedisConn::connect`] gave up. Every URL in it is redacted.
-#[derive(Debug, thiserror::Error)]
-pub enum ConnectError {
-    #[error(transparent)]
-    Target(#[from] TargetError),
-    /// Redis answered and said no: a wrong password or user, or a user
-    /// not allowed `PING`. Trying again cannot help.
-    #[error(
-        "Redis at {url} refused the credentials: {source} (check the URL's user and \
-         password, or --redis-password-file)"
-    )]
-    Refused { url: String, source: RedisError },
-    /// Redis could not be reached, or its TLS handshake failed, until the
-    /// first connection's deadline.
-    #[error("no connection to Redis at {url}: {source}")]
-    Unreachable { url: String, source: RedisError },
-}
-
-impl ConnectError {
-    /// Redis answered and refused the credentials: a setting to fix, not an
-    /// outage to wait out.
-    pub fn is_refusal(&self) -> bool {
-        matches!(self, ConnectError::Refused { .. })
-    }
-
-    fn unreachable(target: &RedisTarget, source: RedisError) -> ConnectError {
-        ConnectError::Unreachable {
-            url: target.redacted(),
-            source,
-        }
-    }
-}
-
 /// One direct connection and `PING`, tried again until
 /// [`FIRST_CONNECT_TIMEOUT`]: the self-reconnecting manager retries every
 /// failure for ever, a refused password included, so a process with the
@@ -354,6 +323,7 @@ async fn first_contact(client: &redis::Client, target: &RedisTarget) -> Result<(
         .set_connection_timeout(Some(CONNECT_TIMEOUT))
         .set_response_timeout(Some(RESPONSE_TIMEOUT));
     let mut last = timed_out(FIRST_CONNECT_TIMEOUT);
+    let mut warned = false;
     loop {
         let attempt = async {
             let mut conn = client
@@ -369,7 +339,17 @@ async fn first_contact(client: &redis::Client, target: &RedisTarget) -> Result<(
                     source,
                 });
             }
-            Ok(Err(e)) => last = e,
+            Ok(Err(e)) => {
+                // Said at the first failure, not only at the deadline: an
+                // operator who named the wrong port learns it at once.
+                if !std::mem::replace(&mut warned, true) {
+                    tracing::warn!(
+                        "{}; trying again for {FIRST_CONNECT_TIMEOUT:?}",
+                        unreachable_text(&target.redacted(), &e)
+                    );
+                }
+                last = e;
+            }
             Err(_) => return Err(ConnectError::unreachable(target, last)),
         }
         if Instant::now() + RECONNECT_MAX_DELAY >= deadline {

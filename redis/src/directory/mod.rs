@@ -54,6 +54,7 @@
 //! the request itself is not allowed ([`DirectoryError::is_refused`]).
 
 mod args;
+mod connect_error;
 pub mod connection;
 pub mod drain_targets;
 pub mod durable;

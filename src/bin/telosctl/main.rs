@@ -204,34 +204,9 @@ async fn reachable(target: &RedisTarget) -> anyhow::Result<()> {
     use telos_redis::directory::connection::{ConnectError, probe};
     match probe(target).await {
         Ok(()) => Ok(()),
-        Err(ConnectError::Unreachable { url, source })
-            if source.kind() == redis::ErrorKind::Parse =>
-        {
-            anyhow::bail!(
-                "something answers at {url}, but it is not Redis (its reply is not the Redis \
-                 protocol); name the cluster's Redis with --redis-url URL or TELOS_REDIS_URL \
-                 (scripts/cluster writes it to .cluster/redis.url)"
-            )
-        }
-        Err(ConnectError::Unreachable { url, source }) => anyhow::bail!(
-            "no Redis answers at {url} ({}); name the cluster's Redis with --redis-url URL \
-             or TELOS_REDIS_URL (scripts/cluster writes it to .cluster/redis.url)",
-            short_reason(&source)
-        ),
+        Err(e @ ConnectError::Unreachable { .. }) => anyhow::bail!("{e}"),
         Err(e) => Err(e.into()),
     }
-}
-
-/// The last, most specific words of a Redis error ("Connection refused");
-/// a one-word last part keeps the words that say what it is about
-/// ("invalid peer certificate: UnknownIssuer").
-fn short_reason(e: &redis::RedisError) -> String {
-    let text = e.to_string();
-    let parts: Vec<&str> = text.split(": ").map(str::trim).collect();
-    let one_word = parts.last().is_some_and(|p| !p.contains(' '));
-    let keep = if one_word && parts.len() >= 2 { 2 } else { 1 };
-    let last = parts[parts.len() - keep.min(parts.len())..].join(": ");
-    last.split(" (os error").next().unwrap_or(&last).to_string()
 }
 
 /// Write whatever of the key folder is missing: a folder written before

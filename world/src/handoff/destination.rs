@@ -152,7 +152,11 @@ async fn expire_pending(h: &Handoff, token: &str) {
         return;
     };
     let s = &p.snapshot;
-    warn!(player = %s.character, "pending handoff expired: saving its state");
+    if h.tasks.stop.is_cancelled() {
+        info!(player = %s.character, "stopping with a pending handoff nobody attached to yet: saving its state");
+    } else {
+        warn!(player = %s.character, "pending handoff expired: saving its state");
+    }
     if let Err(e) = h.save_snapshot(s).await {
         warn!(player = %s.character, error = %e, "saving an expired pending handoff failed");
     }

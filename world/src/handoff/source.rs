@@ -382,7 +382,14 @@ async fn expire(h: &Handoff, token: &str) {
     let Some(s) = h.outbound.expire(token) else {
         return;
     };
-    warn!(player = %s.character, to_shard = %s.to_shard, "no Commit within the pending TTL: saving the frozen snapshot");
+    if h.tasks.stop.is_cancelled() {
+        // The shard is stopping (a drain's last step): the destination's
+        // Commit may still come, and saving under our epoch is the routine
+        // close, nothing for an operator to act on.
+        info!(player = %s.character, to_shard = %s.to_shard, "stopping with a handoff not committed yet: saving the frozen snapshot");
+    } else {
+        warn!(player = %s.character, to_shard = %s.to_shard, "no Commit within the pending TTL: saving the frozen snapshot");
+    }
     metrics::counter!("telos_handoffs_total", "outcome" => "expired").increment(1);
     match h.save_snapshot(&s).await {
         Ok(SaveOutcome::Saved { .. }) => {}
