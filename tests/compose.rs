@@ -56,6 +56,13 @@ fn compose_file_validates_and_drains_before_it_kills() {
         graces.iter().filter(|g| **g == "45s").count() >= 3,
         "{graces:?}"
     );
+    // Every Telos process is probed on its readiness endpoint (the image
+    // has no HTTP client: telosctl probe).
+    assert_eq!(
+        config.matches("http://127.0.0.1:9100/readyz").count(),
+        4,
+        "three worlds and the gate probed:\n{config}"
+    );
     // Every shard advertises an address its peers can dial.
     for w in ["world-a:7100", "world-b:7100", "world-c:7100"] {
         assert!(config.contains(w), "{w} not advertised");

@@ -12,7 +12,7 @@ use telos_testkit::RedisServer;
 use telos_testkit::cli::telosctl;
 use telos_testkit::keys::TempKeys;
 use telos_testkit::metrics::probe;
-use telos_testkit::process::{start_keyed_gate, start_keyed_world};
+use telos_testkit::process::{blocking, start_keyed_gate, start_keyed_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::starter_zones;
 
@@ -72,10 +72,29 @@ async fn readiness_flips_with_redis_and_at_a_drain_while_liveness_holds() -> any
         until(addr, "/metrics", Some(200), who).await?;
     }
 
+    // What the Compose healthchecks run (the image has no HTTP client).
+    let telosctl_probe = |addr: &str| {
+        let mut cmd = telos_testkit::cli::clean_command("telosctl");
+        cmd.args(["probe", &format!("http://{addr}/readyz")]);
+        blocking(|| telos_testkit::cli::run_to_exit("telosctl-probe", cmd, WAIT))
+    };
+    for (who, addr) in both {
+        let ok = telosctl_probe(addr)?;
+        assert!(
+            ok.success() && ok.stdout.starts_with("200 OK"),
+            "{who}: {ok:?}"
+        );
+    }
+
     redis.kill();
     for (who, addr) in both {
         until(addr, "/readyz", Some(503), &format!("{who} without Redis")).await?;
         assert_eq!(probe(addr, "/livez").await, Some(200), "{who} alive");
+        let refused = telosctl_probe(addr)?;
+        assert!(
+            !refused.success() && refused.stderr.contains("503"),
+            "{who}: {refused:?}"
+        );
     }
     redis.restart()?;
     for (who, addr) in both {

@@ -64,12 +64,18 @@ async fn a_prompt_with_eor_follows_login_every_step_across_shards_and_a_resume()
     c.line("create Prompty correct horse").await?;
     c.expect("Welcome, Prompty").await?;
     next_prompt(&mut c, 0, "the login").await?;
-    c.expect("to carry on where you were.").await?;
+    c.expect("and type:").await?;
+    c.expect("\n").await?;
+    c.expect("\n").await?;
     let text = c.text();
     let token = text
-        .split("Your resume token is ")
+        .split("and type:")
         .nth(1)
-        .and_then(|r| r.split('.').next())
+        .and_then(|r| {
+            r.lines()
+                .map(str::trim)
+                .find_map(|l| l.strip_prefix("resume "))
+        })
         .unwrap_or_default()
         .to_string();
     assert!(!token.is_empty(), "no resume token in {text:?}");

@@ -134,8 +134,8 @@ async fn login(addr: &str, name: &str) -> anyhow::Result<(Raw, String)> {
 }
 
 async fn token_of(c: &mut Raw) -> anyhow::Result<String> {
-    let rest = c.after("Your resume token is ").await?;
-    Ok(rest.split('.').next().unwrap_or_default().to_string())
+    c.expect("and type:").await?;
+    c.after("resume ").await
 }
 
 /// Wait until the gate has logged `needle` `n` times.

@@ -48,6 +48,10 @@ use crate::telnet::TelnetParser;
 
 /// What a resumed player missed beyond the replay bound is replaced by
 /// this line and a fresh `look`.
+/// How the resume token is offered: this sentence, then a line of its own,
+/// [`RESUME_COMMAND`] and the token.
+pub const RESUME_HOW: &str = "If your connection drops, connect again within";
+pub const RESUME_COMMAND: &str = "resume ";
 pub const MISSED: &str = "*** You missed more output than was kept; here is where you are.";
 pub const RESUMED: &str = "*** Session resumed.";
 pub const TAKEN_OVER: &str = "*** This session was resumed from another connection.";
@@ -212,9 +216,10 @@ impl Grace {
         let token = self.shared.resumes.issue(door);
         let secs = conn.cfg().web.telnet_grace.as_secs();
         self.token = Some(token.clone());
-        conn.out.line(&format!(
-            "Your resume token is {token}. If your connection drops, connect again within {secs} s and type `resume {token}` to carry on where you were."
-        ))
+        // The command on a line of its own: wrapped to the client's width,
+        // the token is never split (a long word keeps its line).
+        let told = format!("{RESUME_HOW} {secs} s and type:\n{RESUME_COMMAND}{token}\n");
+        conn.out.text(&crate::wrap::wrap(&told, conn.width()))
     }
 
     pub fn is_away(&self) -> bool {

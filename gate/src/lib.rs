@@ -123,6 +123,7 @@ pub mod upstream;
 pub mod upstream_state;
 pub mod watch;
 pub mod web;
+pub mod wrap;
 
 pub use config::{Cli, GateConfig, Settings};
 pub use registry::{LiveShard, ShardRegistry, StaticRegistry};

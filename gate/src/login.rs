@@ -18,7 +18,7 @@ pub const BANNER: &str = "\
 === Telos ===\n\
 A world spread across many shards.\n\
 Type `connect <name> <password>` to log in,\n\
-or `create <name> <password>` to make a new character.\n";
+or `create <name> <password>` for a new character.\n";
 
 pub const PASSWORD_PROMPT: &str = "Password: ";
 

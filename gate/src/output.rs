@@ -100,6 +100,9 @@ pub struct Output {
     /// A copy of everything queued (before compression), for a client that
     /// may be gone ([`Output::keep_copy`]).
     copy: Option<Kept>,
+    /// The columns the gate's own lines are wrapped to (the client's NAWS
+    /// width once told: [`Output::set_width`]).
+    width: AtomicUsize,
 }
 
 /// Room chatter (`Output.chatter`: what others did or said) is dropped for
@@ -144,6 +147,7 @@ impl Output {
             writer,
             mccp: Mccp::default(),
             copy: None,
+            width: AtomicUsize::new(crate::wrap::DEFAULT_WIDTH),
         }
     }
 
@@ -226,8 +230,20 @@ impl Output {
         self.raw(bytes)
     }
 
+    /// One of the gate's own lines, wrapped to the client's width.
     pub fn line(&self, text: &str) -> Result<(), SlowClient> {
-        self.text(&format!("{text}\n"))
+        self.text(&crate::wrap::wrap(&format!("{text}\n"), self.width()))
+    }
+
+    /// The columns lines are wrapped to.
+    pub fn width(&self) -> usize {
+        self.width.load(Ordering::Relaxed)
+    }
+
+    /// The client told its width (NAWS: `naws` columns, 0 none).
+    pub fn set_width(&self, naws: u16) {
+        self.width
+            .store(crate::wrap::wrap_width(naws), Ordering::Relaxed);
     }
 
     /// Above this many queued bytes room chatter is dropped

@@ -251,6 +251,7 @@ impl Reader {
             }
         }
         out.raw(reply)?;
+        out.set_width(self.negotiator.caps.width);
         if self.events.capacity() > KEPT_EVENT_SLOTS {
             // A read of nothing but telnet commands; give that memory back.
             self.events = Vec::new();

@@ -1,6 +1,7 @@
 //! `telosctl`: the Telos operator CLI.
 
 mod admin;
+mod probe;
 mod rebalance;
 
 use std::path::PathBuf;
@@ -101,6 +102,15 @@ enum Command {
     /// What the rebalancer would move now and why (`--plan`), or start
     /// those moves (`--apply`).
     Rebalance(rebalance::RebalanceArgs),
+    /// GET a health endpoint (`http://HOST:PORT/readyz` or `/livez` of a
+    /// world's or the gate's --metrics-listen): exit 0 when it answers 2xx.
+    /// For probes in images without an HTTP client.
+    Probe {
+        url: String,
+        /// Seconds to wait for the answer.
+        #[arg(long, default_value_t = 3)]
+        timeout: u64,
+    },
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -182,6 +192,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Status { json } => status(&redis?, json).await?,
         Command::Transfer { zone, to, wait } => transfer(&redis?, &zone, &to, wait).await?,
         Command::Rebalance(args) => rebalance::rebalance(&redis?, args).await?,
+        Command::Probe { url, timeout } => {
+            println!(
+                "{}",
+                probe::probe(&url, Duration::from_secs(timeout)).await?
+            );
+        }
         Command::Tier { name, tier } => {
             let tier: telos_world::game::Tier = tier.parse().map_err(|_| {
                 anyhow::anyhow!("unknown tier {tier:?}: use player, builder or admin")

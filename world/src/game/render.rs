@@ -5,9 +5,6 @@
 use super::character::Item;
 use super::text::capitalize;
 
-/// Descriptions are wrapped for an 80-column telnet client.
-pub const WRAP_WIDTH: usize = 78;
-
 /// A running-text name at the start of a sentence ("a red fox" → "A red fox").
 pub fn name_cap(name: &str) -> String {
     capitalize(name)

@@ -52,25 +52,11 @@ pub fn capitalize(s: &str) -> String {
     }
 }
 
-/// Greedy word wrap to `width` characters; each output line ends in "\n".
-/// A single word longer than `width` gets a line of its own rather than being
-/// split, so authors' text is never altered.
-pub fn wrap(s: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line_len = 0;
-    for word in s.split_whitespace() {
-        let len = word.chars().count();
-        if line_len > 0 && line_len + 1 + len > width {
-            out.push('\n');
-            line_len = 0;
-        }
-        if line_len > 0 {
-            out.push(' ');
-            line_len += 1;
-        }
-        out.push_str(word);
-        line_len += len;
-    }
+/// A paragraph of running text on one line, its spacing made single, with
+/// its line end: the gate wraps it once, at the client's width (the world
+/// never knows that width, and text wrapped twice reads ragged).
+pub fn paragraph(s: &str) -> String {
+    let mut out = s.split_whitespace().collect::<Vec<_>>().join(" ");
     out.push('\n');
     out
 }
@@ -138,13 +124,9 @@ mod tests {
     }
 
     #[test]
-    fn wrap_breaks_at_width() {
-        assert_eq!(wrap("aaa bbb ccc", 7), "aaa bbb\nccc\n");
-        assert_eq!(wrap("", 7), "\n");
-        assert_eq!(
-            wrap("averyveryverylongword x", 5),
-            "averyveryverylongword\nx\n"
-        );
+    fn a_paragraph_is_one_line_with_single_spaces() {
+        assert_eq!(paragraph("aaa  bbb\n ccc"), "aaa bbb ccc\n");
+        assert_eq!(paragraph(""), "\n");
     }
 
     #[test]

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use super::changes::Changed;
 use super::character::{Character, Item, can_see, keywords_match};
 use super::events;
-use super::render::{WRAP_WIDTH, item_lines, name_cap};
-use super::text::wrap;
+use super::render::{item_lines, name_cap};
+use super::text::paragraph;
 use super::tier::WIZINVIS;
 use super::world::{Direction, WorldDef, ZoneDef, instance_room, is_instance_id};
 use crate::model::Event;
@@ -428,7 +428,7 @@ impl ZoneState {
     }
 }
 
-/// The room `viewer` stands in: name on its own line, wrapped description,
+/// The room `viewer` stands in: name on its own line, the description as one paragraph,
 /// `Exits: ...`, then floor items, mobs and the other players the viewer can
 /// see, one line each.
 /// The player's colour choice, told before the room so the gate renders
@@ -445,7 +445,7 @@ pub fn render_room(zone: &ZoneState, viewer: &Character) -> String {
     };
     let def = &zone.def.rooms[room.def];
     let mut out = mark(Style::RoomName, &format!("{}\n", def.name));
-    out.push_str(&wrap(&def.description, WRAP_WIDTH));
+    out.push_str(&paragraph(&def.description));
     let exits: Vec<&str> = room.exits.keys().map(|d| d.name()).collect();
     if exits.is_empty() {
         out.push_str(&mark(Style::Exits, "Exits: none\n"));

@@ -3,8 +3,8 @@
 
 use crate::game::character::{Character, can_see};
 use crate::game::events;
-use crate::game::render::{WRAP_WIDTH, name_cap};
-use crate::game::text::wrap;
+use crate::game::render::name_cap;
+use crate::game::text::paragraph;
 use crate::game::world::Direction;
 use crate::game::zone::{Action, Delivery, HIT_DAMAGE, Outcome, ZoneState};
 use crate::model::chat::ChatAllowance;
@@ -166,7 +166,7 @@ impl ZoneState {
 
 fn describe(name: &str, description: Option<&str>) -> String {
     match description {
-        Some(d) => wrap(d, WRAP_WIDTH),
+        Some(d) => paragraph(d),
         None => format!("You see nothing special about {name}.\n"),
     }
 }
