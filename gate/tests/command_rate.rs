@@ -52,7 +52,7 @@ async fn a_flood_of_commands_waits_its_turn_in_order_and_loses_nothing() {
         "{LINES} commands in {:?}: the rate was not held",
         started.elapsed()
     );
-    let notice = command_throttled(PER_SEC);
+    let notice = as_shown(&command_throttled(PER_SEC));
     p.expect(&notice).await;
     // Told once for the whole flood, and nothing else was said.
     s.output("done\n").await;

@@ -177,7 +177,7 @@ async fn a_flood_of_long_lines_is_held_to_the_byte_bound_and_loses_nothing() {
     // The write half is handed back, not dropped: a close would end the
     // session before the last lines are through.
     let writer = tokio::spawn(async move { wr.write_all(flood.as_bytes()).await.map(|()| wr) });
-    let text = read_until(&mut rd, INPUT_PAUSED).await;
+    let text = read_until(&mut rd, &as_shown(INPUT_PAUSED)).await;
     assert!(!text.contains("slow client"), "{text:?}");
     let held = bound / line_cost(FLOOD_LINE_BYTES);
     let mut seq = 0;

@@ -520,3 +520,11 @@ impl metrics::Recorder for SlowClientCount {
         metrics::Histogram::noop()
     }
 }
+
+/// A gate notice as a client without NAWS sees it: wrapped at the default
+/// 80 columns, with telnet line ends.
+pub fn as_shown(notice: &str) -> String {
+    telos_gate::wrap::wrap(&format!("{notice}\n"), telos_gate::wrap::DEFAULT_WIDTH)
+        .trim_end()
+        .replace('\n', "\r\n")
+}

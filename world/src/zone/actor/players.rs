@@ -57,13 +57,24 @@ impl ZoneActor {
     /// EOR or GA) exactly as after a step within the shard.
     pub(super) fn join(&mut self, player: Joining) -> Result<u64, JoinError> {
         let key = player.character.key();
-        let quiet = player.arrival.is_quiet();
+        // A player moved in place sees nothing — unless they were in play
+        // here already (a takeover): their new link is shown the room.
+        let quiet = player.arrival.is_quiet()
+            && !self.sessions.contains_key(&key)
+            && !self.frozen.contains_key(&key);
         let ack = self.seat_joining(player)?;
-        if let Some(m) = self.sessions.get_mut(&key).filter(|_| !quiet) {
+        if !quiet {
+            self.acknowledge_entry(&key);
+        }
+        Ok(ack)
+    }
+
+    /// The entry view is complete: the `InputAck` its prompt follows.
+    pub(super) fn acknowledge_entry(&mut self, key: &str) {
+        if let Some(m) = self.sessions.get_mut(key) {
             let seq = m.applied_seq;
             m.send(Frame::InputAck(InputAck { seq }));
         }
-        Ok(ack)
     }
 
     fn seat_joining(&mut self, player: Joining) -> Result<u64, JoinError> {
@@ -90,8 +101,10 @@ impl ZoneActor {
             attached.ack_input_seq = meta.applied_seq;
             let ack = meta.applied_seq;
             self.seat(&key, meta, attached);
+            // Frozen mid-move, the player never left the room as the
+            // others saw it: only the new link is shown where they stand.
             let deliveries = self.state.enter(kept, None);
-            self.deliver_from(&key, deliveries);
+            self.deliver_own(&key, deliveries);
             self.publish(&key);
             self.take_tier(&key, &*character);
             return Ok(ack);
@@ -284,6 +297,13 @@ impl ZoneActor {
     /// [`deliver_from`](Self::deliver_from), or, for a move nobody is to
     /// notice (`quiet`), only `actor`'s structured events: no text to
     /// anyone, nothing to the others.
+    /// Of `deliveries`, only the actor's own (what the room says of their
+    /// arrival is not news to anyone).
+    pub(super) fn deliver_own(&mut self, actor: &str, deliveries: Vec<Delivery>) {
+        let own = deliveries.into_iter().filter(|d| d.to == actor).collect();
+        self.deliver_from(actor, own);
+    }
+
     pub(super) fn deliver_move(&mut self, actor: &str, deliveries: Vec<Delivery>, quiet: bool) {
         if !quiet {
             return self.deliver_from(actor, deliveries);

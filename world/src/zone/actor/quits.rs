@@ -112,6 +112,11 @@ impl ZoneActor {
             if let Some(character) = kept.take() {
                 let conn = joining.meta.conn_id.clone();
                 let result = self.rejoin(character, &meta, *joining);
+                // Its entry view ends with a prompt, as every login's
+                // does (not a connection's own quit, ending again).
+                if result.is_ok() && self.sessions.get(&key).is_some_and(|m| !m.quit) {
+                    self.acknowledge_entry(&key);
+                }
                 taken_by = result.is_ok().then_some(conn);
                 let _ = reply.send(result);
             } else if let Err((joining, reply)) = self.quits.wait(&key, (joining, reply)) {

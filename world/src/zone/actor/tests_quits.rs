@@ -282,6 +282,10 @@ async fn a_login_racing_a_quits_save_gets_the_state_quit_with() -> anyhow::Resul
     // The login took the quitter over (the race this test is about: its
     // claim beat the save, which was refused).
     assert_eq!((closed.reason.as_str(), closed.r#final), (TAKEN_OVER, true));
+    // Its entry view ends as every login's does, with the InputAck the
+    // gate's prompt follows (a login that waited for the save had none).
+    let entry = until_ack(&mut again, 0).await;
+    assert!(entry.contains("Temple Street"), "{entry}");
     say(&s, "Ada", "c-2", 1, "look").await;
     let seen = until_ack(&mut again, 1).await;
     assert!(
