@@ -307,6 +307,9 @@ mod tests {
             state: state.into(),
             players: 0,
             capacity: 10,
+            incarnation: 1,
+            version: None,
+            handoff_version: 1,
         }
     }
 
@@ -314,6 +317,7 @@ mod tests {
         ZoneRow {
             id: id.into(),
             owner: Some(owner.into()),
+            home: None,
             r#gen,
             players: 1,
             transfer: transfer.map(|(from, to, age_s)| TransferRow {
