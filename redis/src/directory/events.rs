@@ -49,8 +49,9 @@ impl Cause {
 /// (`shard`, `incarnation`), `transfer_proposed` (`zone`, `from`, `to`,
 /// `cause`), `transfer_cancelled` (`zone`, `from`, `to`, `reason`),
 /// `zone_moved` (`zone`, `from`, `to`, `gen`, `cause`, and for a transfer
-/// `pending_ms`) and `zone_claimed` (`zone`, `shard`, `gen`: a free zone
-/// claimed — at a shard's start, or adopted after its owner was lost).
+/// `pending_ms`) and `zone_claimed` (`zone`, `shard`, `gen`, `cause`
+/// `claim`: a free zone claimed — at a shard's start, or adopted after its
+/// owner was lost).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ClusterEvent {
     /// The entry's id, `<ms>-<seq>` on the Redis server's clock (empty

@@ -60,7 +60,7 @@ async fn every_move_is_on_the_stream_with_its_cause() {
     assert_eq!(
         kinds(&dir).await,
         [
-            kind("zone_claimed", None),
+            kind("zone_claimed", Some("claim")),
             kind("zone_moved", Some("drain")),
             kind("transfer_proposed", Some("operator")),
             kind("zone_moved", Some("operator")),

@@ -34,5 +34,5 @@ local gen = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'gen', gen, 'inc', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'kind', 'zone_claimed',
-  'zone', ARGV[4], 'shard', ARGV[1], 'gen', gen)
+  'zone', ARGV[4], 'shard', ARGV[1], 'gen', gen, 'cause', 'claim')
 return {1, gen, ARGV[1]}
