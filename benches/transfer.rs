@@ -522,7 +522,15 @@ async fn run_case(
         let completed = watch_completion(&bench.redis.url, &bench.dir).await?;
         let mut s = PlayStream::open_with(&bench.shards[to].addr, Some(&bench.tls)).await?;
         let t0 = Instant::now();
-        match bench.dir.propose_transfer(ZONE, SHARD_IDS[to]).await? {
+        match bench
+            .dir
+            .propose_transfer(
+                ZONE,
+                SHARD_IDS[to],
+                telos_redis::directory::events::Cause::Operator,
+            )
+            .await?
+        {
             Ok(Proposal::Recorded { .. }) => {}
             other => bail!("proposal not recorded: {other:?}"),
         }

@@ -1221,7 +1221,7 @@ async fn drain_hands_on_a_zone_adopted_just_before_the_sigterm() -> anyhow::Resu
                 "city",
                 "shard-a",
                 generation,
-                "shard-b",
+                ("shard-b", telos_redis::directory::events::Cause::Drain),
                 Duration::from_secs(6),
             )
             .await?;

@@ -180,8 +180,14 @@ async fn a_walk_into_a_zone_being_adopted_lands_when_the_flip_does() -> anyhow::
     let flip = tokio::spawn(async move {
         // Well inside the window: the player is already waiting.
         tokio::time::sleep(Duration::from_millis(300)).await;
-        dir.flip_zone(AHEAD, GONE, fake_gen, "shard-here", Duration::from_secs(6))
-            .await
+        dir.flip_zone(
+            AHEAD,
+            GONE,
+            fake_gen,
+            ("shard-here", telos_redis::directory::events::Cause::Drain),
+            Duration::from_secs(6),
+        )
+        .await
     });
     let (text, took) = walk(&mut s.player, &s.step).await?;
     assert!(flip.await??.is_some(), "the flip landed");
@@ -317,7 +323,7 @@ async fn a_login_during_a_frozen_walk_takes_the_player_over() -> anyhow::Result<
             AHEAD,
             GONE,
             s.fake_gen,
-            "shard-here",
+            ("shard-here", telos_redis::directory::events::Cause::Drain),
             Duration::from_secs(6),
         )
         .await?;

@@ -510,7 +510,12 @@ async fn a_stale_completion_is_rejected_and_the_exact_one_lands() -> anyhow::Res
     };
     assert_eq!(closed, old + 1);
     assert_eq!(
-        dir.propose_transfer("city", "dst").await?,
+        dir.propose_transfer(
+            "city",
+            "dst",
+            telos_redis::directory::events::Cause::Operator
+        )
+        .await?,
         Ok(Proposal::Recorded { from: "src".into() })
     );
 

@@ -16,36 +16,17 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use telos_testkit::RedisServer;
+use telos_testkit::browser::{npm_ci, web_url};
 use telos_testkit::keys::TempKeys;
 use telos_testkit::process::{blocking, repo_root, start_keyed_gate, start_keyed_world};
 use telos_testkit::world::{path_to_zone, start_room, starter_zones, zone_of};
 
 const NO_FLAGS: &[&str] = &[];
 
-/// The web client's address, from the gate's log.
-fn web_url(gate: &telos_testkit::process::Proc) -> anyhow::Result<String> {
-    let log = std::fs::read_to_string(&gate.log)?;
-    let line = log
-        .lines()
-        .find(|l| l.contains("web client listening"))
-        .context("no web listener in the gate's log")?;
-    let addr = line
-        .split("addr=")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .context("no address")?;
-    Ok(format!("http://{addr}/"))
-}
-
 #[test]
 fn a_browser_plays_through_a_walk_an_offline_spell_a_kill_and_a_drain() -> anyhow::Result<()> {
     let browser_dir = repo_root().join("tests/browser");
-    let ci = Command::new("npm")
-        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
-        .current_dir(&browser_dir)
-        .status()
-        .context("npm (scripts/ensure-tools node npm chromium)")?;
-    assert!(ci.success(), "npm ci in tests/browser");
+    npm_ci()?;
 
     let redis = RedisServer::start()?;
     let keys = TempKeys::generate()?;

@@ -13,7 +13,7 @@ use telos_redis::target::RedisTarget;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
-use crate::registry::{BoxFuture, LiveShard, RegistryError, ShardRegistry};
+use crate::registry::{BoxFuture, LiveShard, RegistryError, ShardRegistry, VisiblePlayer};
 
 /// Bound on one registry lookup (connect and retries included): a login or
 /// resume attempt must not hang on a wedged Redis; the caller's retry
@@ -109,7 +109,7 @@ impl ShardRegistry for DirectoryRegistry {
         })
     }
 
-    fn players_online(&self) -> BoxFuture<'_, Result<usize, RegistryError>> {
+    fn visible_players(&self) -> BoxFuture<'_, Result<Vec<VisiblePlayer>, RegistryError>> {
         Box::pin(async move {
             let read = async {
                 let dir = self
@@ -120,7 +120,14 @@ impl ShardRegistry for DirectoryRegistry {
                     .online()
                     .await
                     .map_err(|e| RegistryError(e.to_string()))?;
-                Ok(online.iter().filter(|p| !p.wizinvis).count())
+                Ok(online
+                    .into_iter()
+                    .filter(|p| !p.wizinvis)
+                    .map(|p| VisiblePlayer {
+                        name: p.name,
+                        tier: p.tier,
+                    })
+                    .collect())
             };
             tokio::time::timeout(REGISTRY_TIMEOUT, read)
                 .await

@@ -104,6 +104,7 @@ pub mod metrics;
 pub mod mud;
 pub mod notices;
 pub mod operator;
+pub mod operator_events;
 pub mod output;
 pub mod player_tls;
 pub mod prompt;

@@ -1,15 +1,16 @@
 //! The operator page (`--operator-listen`, loopback by default like
 //! `/metrics`): read only, the cluster as the registry in Redis says it is
-//! — shards with their state and players, zones with their owner, lease
-//! generation and pending transfer — read through the same
-//! [`cluster_status`] as `telosctl status`, once a second; and what
-//! changed between reads, kept as recent events: shards joining, leaving
-//! and draining, transfers proposed, cancelled and completed (with how
-//! long the zone's transfer was pending: its players' pause). `/` is the
+//! — shards with their state, players, incarnation and version; zones with
+//! their owner, home, lease generation and pending transfer — read through
+//! the same [`cluster_status`] as `telosctl status`, once a second; and
+//! what happened, from the shards' own event stream (`telos:events`, read
+//! after the registry each time, so nothing between two reads is missed):
+//! starts, drains and exits, transfers proposed and cancelled, zones moved
+//! with their cause (drain, rebalance, operator) and claimed. `/` is the
 //! page (live: it reads `/status.json` every second), `/status.json` the
 //! same as JSON.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -20,39 +21,23 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Serialize;
 use telos_redis::directory::Directory;
-use telos_redis::status::{ClusterStatus, ShardRow, ZoneRow, cluster_status};
+use telos_redis::status::{ShardRow, ZoneRow, cluster_status};
 use telos_redis::target::RedisTarget;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+
+use crate::operator_events::{Event, describe, lost_shards};
 
 /// How often the registry is read (and the page refreshes).
 pub const POLL_EVERY: Duration = Duration::from_secs(1);
 /// Bound on one read of the registry.
 const READ_TIMEOUT: Duration = Duration::from_secs(3);
-/// Recent events kept (the oldest are dropped).
+/// Recent events kept and shown (the oldest are dropped); the stream
+/// keeps more.
 pub const MAX_EVENTS: usize = 200;
 
 const PAGE: &str = include_str!("operator.html");
 const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'";
-
-/// One change seen between two reads.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Event {
-    /// When it was seen (Unix ms, the gate's clock).
-    pub at_ms: u64,
-    /// `shard_joined`, `shard_left`, `shard_state`, `transfer_proposed`,
-    /// `transfer_cancelled`, `owner_changed`.
-    pub kind: &'static str,
-    pub zone: Option<String>,
-    pub shard: Option<String>,
-    pub from: Option<String>,
-    pub to: Option<String>,
-    /// For `owner_changed`: how long the zone's transfer was pending when
-    /// last seen (its players' pause, to the read's second); `None` when
-    /// no pending transfer was seen (a failover, or faster than a read).
-    pub pending_s: Option<f64>,
-    pub text: String,
-}
 
 /// What `/status.json` answers.
 #[derive(Debug, Default, Serialize)]
@@ -128,51 +113,19 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Read the registry every [`POLL_EVERY`]; a failed read keeps the last
-/// tables and says why.
+/// Read the registry and then the event stream every [`POLL_EVERY`]; a
+/// failed read keeps the last tables and says why.
 async fn poll(target: RedisTarget, snapshot: Shared, shutdown: CancellationToken) {
-    let mut dir: Option<Directory> = None;
-    let mut pending: HashMap<String, f64> = HashMap::new();
-    let mut first = true;
+    let mut reader = Reader {
+        target,
+        dir: None,
+        last_id: None,
+    };
     loop {
-        let read = async {
-            if dir.is_none() {
-                dir = Some(
-                    Directory::connect(target.clone())
-                        .await
-                        .map_err(|e| e.to_string())?,
-                );
-            }
-            let d = dir.as_ref().expect("connected above");
-            cluster_status(d).await.map_err(|e| e.to_string())
-        };
-        let read = tokio::time::timeout(READ_TIMEOUT, read)
+        let read = tokio::time::timeout(READ_TIMEOUT, reader.read())
             .await
             .unwrap_or_else(|_| Err(format!("no answer from Redis within {READ_TIMEOUT:?}")));
-        {
-            let mut s = snapshot.lock().unwrap_or_else(|e| e.into_inner());
-            s.taken_at_ms = now_ms();
-            match read {
-                Ok(new) => {
-                    if !first {
-                        let events = diff(&s.shards, &s.zones, &new, &mut pending, s.taken_at_ms);
-                        for e in events {
-                            if s.events.len() == MAX_EVENTS {
-                                s.events.pop_front();
-                            }
-                            s.events.push_back(e);
-                        }
-                    } else {
-                        remember_pending(&new, &mut pending);
-                    }
-                    first = false;
-                    s.error = None;
-                    s.shards = new.shards;
-                    s.zones = new.zones;
-                }
-                Err(e) => s.error = Some(e),
-            }
-        }
+        apply(&snapshot, read);
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(POLL_EVERY) => {}
@@ -180,183 +133,82 @@ async fn poll(target: RedisTarget, snapshot: Shared, shutdown: CancellationToken
     }
 }
 
-fn remember_pending(new: &ClusterStatus, pending: &mut HashMap<String, f64>) {
-    for z in &new.zones {
-        if let Some(t) = &z.transfer {
-            pending.insert(z.id.clone(), t.age_s);
+/// One read into the page's snapshot: the tables replaced, the events
+/// added (and a shard whose entry expired untold); a failed read keeps
+/// the last tables and says why.
+fn apply(snapshot: &Shared, read: Result<Read, String>) {
+    let mut guard = snapshot.lock().unwrap_or_else(|e| e.into_inner());
+    let s = &mut *guard;
+    s.taken_at_ms = now_ms();
+    match read {
+        Ok((shards, zones, events)) => {
+            // An exit the stream told before the registry showed it is
+            // among the kept events.
+            keep(&mut s.events, events);
+            let told = s.events.make_contiguous();
+            let lost = lost_shards(&s.shards, &shards, told, s.taken_at_ms);
+            keep(&mut s.events, lost);
+            s.error = None;
+            s.shards = shards;
+            s.zones = zones;
         }
+        Err(e) => s.error = Some(e),
     }
 }
 
-/// What changed from the last read (`shards`, `zones`) to `new`.
-/// `pending`: each zone's transfer's age when last seen pending.
-pub fn diff(
-    shards: &[ShardRow],
-    zones: &[ZoneRow],
-    new: &ClusterStatus,
-    pending: &mut HashMap<String, f64>,
-    at_ms: u64,
-) -> Vec<Event> {
-    let mut out = Vec::new();
-    let ev = |kind, text: String| Event {
-        at_ms,
-        kind,
-        zone: None,
-        shard: None,
-        from: None,
-        to: None,
-        pending_s: None,
-        text,
-    };
-    for s in &new.shards {
-        match shards.iter().find(|o| o.id == s.id) {
-            None => out.push(Event {
-                shard: Some(s.id.clone()),
-                ..ev(
-                    "shard_joined",
-                    format!("shard {} joined ({}, {})", s.id, s.addr, s.state),
-                )
-            }),
-            Some(o) if o.state != s.state => out.push(Event {
-                shard: Some(s.id.clone()),
-                from: Some(o.state.clone()),
-                to: Some(s.state.clone()),
-                ..ev(
-                    "shard_state",
-                    format!("shard {}: {} -> {}", s.id, o.state, s.state),
-                )
-            }),
-            Some(_) => {}
+fn keep(kept: &mut VecDeque<Event>, events: Vec<Event>) {
+    for e in events {
+        if kept.len() == MAX_EVENTS {
+            kept.pop_front();
         }
+        kept.push_back(e);
     }
-    for o in shards
-        .iter()
-        .filter(|o| !new.shards.iter().any(|s| s.id == o.id))
-    {
-        out.push(Event {
-            shard: Some(o.id.clone()),
-            ..ev("shard_left", format!("shard {} left the registry", o.id))
-        });
-    }
-    for z in &new.zones {
-        let old = zones.iter().find(|o| o.id == z.id);
-        if let Some(t) = &z.transfer {
-            if old.is_none_or(|o| o.transfer.is_none()) {
-                out.push(Event {
-                    zone: Some(z.id.clone()),
-                    from: Some(t.from.clone()),
-                    to: Some(t.to.clone()),
-                    ..ev(
-                        "transfer_proposed",
-                        format!("transfer of {}: {} -> {} proposed", z.id, t.from, t.to),
-                    )
-                });
+}
+
+type Read = (Vec<ShardRow>, Vec<ZoneRow>, Vec<Event>);
+
+/// The page's connection to Redis and how far it has read the stream.
+struct Reader {
+    target: RedisTarget,
+    dir: Option<Directory>,
+    /// The last stream entry taken (`None`: start from the latest
+    /// [`MAX_EVENTS`]).
+    last_id: Option<String>,
+}
+
+impl Reader {
+    /// The tables, then the events since the last read (all of them:
+    /// read in pages of [`MAX_EVENTS`]). Where it read up to is kept only
+    /// once the whole read is done: a read cut off by its timeout loses
+    /// no event (the next one reads them again).
+    async fn read(&mut self) -> Result<Read, String> {
+        if self.dir.is_none() {
+            let dir = Directory::connect(self.target.clone()).await;
+            self.dir = Some(dir.map_err(|e| e.to_string())?);
+        }
+        let d = self.dir.as_ref().expect("connected above");
+        let status = cluster_status(d).await.map_err(|e| e.to_string())?;
+        let mut cursor = self.last_id.clone();
+        let mut events = Vec::new();
+        loop {
+            let page = match &cursor {
+                None => d.recent_events(MAX_EVENTS).await,
+                Some(id) => d.events_after(id, MAX_EVENTS).await,
+            };
+            let page = page.map_err(|e| e.to_string())?;
+            let more = page.len() == MAX_EVENTS && cursor.is_some();
+            cursor = match (page.last(), cursor) {
+                (Some(e), _) => Some(e.id.clone()),
+                (None, Some(c)) => Some(c),
+                // An empty stream: from its start next time.
+                (None, None) => Some("0-0".into()),
+            };
+            events.extend(page.into_iter().map(describe));
+            if !more {
+                break;
             }
-            pending.insert(z.id.clone(), t.age_s);
         }
-        let Some(old) = old else { continue };
-        if old.owner != z.owner {
-            let from = old.owner.clone().unwrap_or_else(|| "-".into());
-            let to = z.owner.clone().unwrap_or_else(|| "-".into());
-            let pending_s = if z.transfer.is_none() {
-                pending.remove(&z.id)
-            } else {
-                None
-            };
-            let how = match pending_s {
-                Some(p) => format!(" (transfer; pending {p:.1} s)"),
-                None => String::new(),
-            };
-            out.push(Event {
-                zone: Some(z.id.clone()),
-                from: Some(from.clone()),
-                to: Some(to.clone()),
-                pending_s,
-                ..ev(
-                    "owner_changed",
-                    format!("zone {}: {from} -> {to}, gen {}{how}", z.id, z.r#gen),
-                )
-            });
-        } else if z.transfer.is_none() && old.transfer.is_some() {
-            pending.remove(&z.id);
-            let why = z
-                .transfer_cancelled
-                .clone()
-                .unwrap_or_else(|| "no reason kept".into());
-            out.push(Event {
-                zone: Some(z.id.clone()),
-                ..ev(
-                    "transfer_cancelled",
-                    format!("transfer of {} cancelled: {why}", z.id),
-                )
-            });
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use telos_redis::status::TransferRow;
-
-    fn shard(id: &str, state: &str) -> ShardRow {
-        ShardRow {
-            id: id.into(),
-            addr: "127.0.0.1:1".into(),
-            state: state.into(),
-            players: 0,
-            capacity: 10,
-        }
-    }
-
-    fn zone(id: &str, owner: &str, r#gen: u64, transfer: Option<(&str, &str, f64)>) -> ZoneRow {
-        ZoneRow {
-            id: id.into(),
-            owner: Some(owner.into()),
-            r#gen,
-            players: 1,
-            transfer: transfer.map(|(from, to, age_s)| TransferRow {
-                from: from.into(),
-                to: to.into(),
-                age_s,
-            }),
-            transfer_cancelled: None,
-        }
-    }
-
-    #[test]
-    fn a_drain_and_a_transfer_with_its_pause_are_events() {
-        let mut pending = HashMap::new();
-        let before = ClusterStatus {
-            shards: vec![shard("a", "live"), shard("b", "live")],
-            zones: vec![zone("forest", "a", 1, None)],
-        };
-        let proposed = ClusterStatus {
-            shards: vec![shard("a", "draining"), shard("b", "live")],
-            zones: vec![zone("forest", "a", 1, Some(("a", "b", 0.4)))],
-        };
-        let e = diff(&before.shards, &before.zones, &proposed, &mut pending, 1);
-        let kinds: Vec<_> = e.iter().map(|e| e.kind).collect();
-        assert_eq!(kinds, ["shard_state", "transfer_proposed"]);
-        assert_eq!(e[0].text, "shard a: live -> draining");
-        let done = ClusterStatus {
-            shards: vec![shard("a", "draining"), shard("b", "live")],
-            zones: vec![zone("forest", "b", 2, None)],
-        };
-        let e = diff(&proposed.shards, &proposed.zones, &done, &mut pending, 2);
-        assert_eq!(e.len(), 1);
-        assert_eq!(e[0].kind, "owner_changed");
-        assert_eq!(e[0].pending_s, Some(0.4));
-        assert_eq!(
-            e[0].text,
-            "zone forest: a -> b, gen 2 (transfer; pending 0.4 s)"
-        );
-        let gone = ClusterStatus {
-            shards: vec![shard("b", "live")],
-            zones: vec![zone("forest", "b", 2, None)],
-        };
-        let e = diff(&done.shards, &done.zones, &gone, &mut pending, 3);
-        assert_eq!(e[0].kind, "shard_left");
+        self.last_id = cursor;
+        Ok((status.shards, status.zones, events))
     }
 }

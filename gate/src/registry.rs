@@ -40,8 +40,22 @@ pub trait ShardRegistry: Send + Sync + 'static {
     /// concealment counts them out): MSSP's `PLAYERS`. A fixed list knows
     /// of nobody.
     fn players_online(&self) -> BoxFuture<'_, Result<usize, RegistryError>> {
-        Box::pin(async { Ok(0) })
+        Box::pin(async move { Ok(self.visible_players().await?.len()) })
     }
+
+    /// Players online on every shard as anyone may see them (an admin's
+    /// concealment leaves them out), sorted by name: the web client's who
+    /// panel. A fixed list knows of nobody.
+    fn visible_players(&self) -> BoxFuture<'_, Result<Vec<VisiblePlayer>, RegistryError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+}
+
+/// A player as `who` shows them to anyone: name and trust tier.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct VisiblePlayer {
+    pub name: String,
+    pub tier: String,
 }
 
 /// A fixed list: tests, and a gate pointed at known shards.

@@ -54,6 +54,9 @@ pub const COMMANDS: &[&str] = &[
     "time",
     "unsubscribe",
     "wait",
+    "xadd",
+    "xrange",
+    "xrevrange",
 ];
 
 /// Commands redis-rs sends on Telos's behalf, which no `cmd("X")` or

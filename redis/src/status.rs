@@ -12,6 +12,16 @@ pub struct ShardRow {
     pub state: String,
     pub players: u64,
     pub capacity: u64,
+    /// The process publishing the entry (one per start: a restart shows
+    /// as a higher one).
+    #[serde(default)]
+    pub incarnation: u64,
+    /// The build version that process announced, if any.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// The handoff protocol version it speaks.
+    #[serde(default)]
+    pub handoff_version: u32,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -26,6 +36,10 @@ pub struct TransferRow {
 pub struct ZoneRow {
     pub id: String,
     pub owner: Option<String>,
+    /// The shard whose `--zones` lists it (or an operator's transfer
+    /// made it): where the rebalancer brings it back.
+    #[serde(default)]
+    pub home: Option<String>,
     pub r#gen: u64,
     pub players: u64,
     pub transfer: Option<TransferRow>,
@@ -44,16 +58,24 @@ pub async fn cluster_status(dir: &Directory) -> Result<ClusterStatus, DirectoryE
     let now = dir.server_time_ms().await?;
     // One registry read for both tables: their player counts agree.
     let (shards, zone_rows) = dir.shards_and_zones().await?;
+    let ids: Vec<String> = shards.iter().map(|s| s.id.clone()).collect();
+    let versions = dir.shard_versions(&ids).await?;
     let shards = shards
         .into_iter()
-        .map(|s| ShardRow {
+        .zip(versions)
+        .map(|(s, version)| ShardRow {
             id: s.id,
             addr: s.addr,
             state: s.state.to_string(),
             players: s.players,
             capacity: s.capacity,
+            incarnation: s.incarnation,
+            version,
+            handoff_version: s.handoff_version,
         })
         .collect();
+    let zone_ids: Vec<String> = zone_rows.iter().map(|z| z.id.clone()).collect();
+    let mut homes = dir.homes(&zone_ids).await?;
     let transfers = dir.transfers().await?;
     let mut zones = Vec::new();
     for z in zone_rows {
@@ -70,6 +92,7 @@ pub async fn cluster_status(dir: &Directory) -> Result<ClusterStatus, DirectoryE
             None => dir.transfer_cancel_reason(&z.id).await?,
         };
         zones.push(ZoneRow {
+            home: homes.remove(&z.id),
             id: z.id,
             owner: z.owner,
             r#gen: z.r#gen,

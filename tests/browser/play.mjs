@@ -129,8 +129,8 @@ if (operatorUrl) {
   await op.goto(operatorUrl);
   await op.waitForFunction(
     () => document.querySelectorAll("#zones tbody tr").length > 0
-      // A zone the kill or the drain moved (through "-" when a read fell
-      // between the release and the adoption).
+      // A zone the kill or the drain moved (the drain's flip, or, after
+      // the kill, a claim of the lapsed zone: "zone Z: - -> shard-a").
       && /zone \S+: \S+ -> shard-a/.test(document.getElementById("events").textContent),
     null, { timeout: STEP });
   await op.screenshot({ path: `${shots}/operator.png`, fullPage: true });

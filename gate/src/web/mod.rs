@@ -11,6 +11,7 @@ pub mod frames;
 pub mod listen;
 pub mod park;
 pub mod replay;
+pub mod who;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -68,6 +69,8 @@ pub struct WebListeners {
 pub struct WebShared {
     pub shared: Arc<Shared>,
     pub tokens: Arc<Tokens<Attach>>,
+    /// Who is online, for the pages' who panel.
+    who: who::WhoFeed,
     tracker: TaskTracker,
     shutdown: CancellationToken,
 }
@@ -82,6 +85,7 @@ pub fn start(
     shutdown: CancellationToken,
 ) {
     let web = Arc::new(WebShared {
+        who: who::start(shared.registry.clone(), shutdown.clone()),
         shared,
         tokens: Arc::new(Tokens::default()),
         tracker,
@@ -91,6 +95,8 @@ pub fn start(
         .route("/", get(index))
         .route("/app.js", get(app_js))
         .route("/style.css", get(style_css))
+        .route("/favicon.ico", get(favicon))
+        .route("/favicon.svg", get(favicon))
         .route("/ws", get(upgrade));
     let shared = web.shared.clone();
     tokio::spawn(listen::serve(
@@ -105,6 +111,7 @@ pub fn start(
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
 const STYLE_CSS: &str = include_str!("assets/style.css");
+const FAVICON_SVG: &str = include_str!("assets/favicon.svg");
 
 /// The page may load its own files and open its own WebSocket, nothing else.
 const CSP: &str =
@@ -139,6 +146,11 @@ async fn app_js() -> Response {
 
 async fn style_css() -> Response {
     asset(STYLE_CSS, "text/css; charset=utf-8")
+}
+
+/// The tab's icon, an SVG, at the path browsers ask for unbidden too.
+async fn favicon() -> Response {
+    asset(FAVICON_SVG, "image/svg+xml")
 }
 
 /// `/ws?resume=TOKEN&seen=N`: a page resuming its session.
@@ -240,6 +252,7 @@ async fn open(
         proto,
         park_end,
         conn.seated.clone(),
+        web.who.clone(),
     );
     let slots = (admitted._ip, admitted._prefix);
     web.tracker.spawn(async move {

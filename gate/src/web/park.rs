@@ -21,6 +21,7 @@ use crate::config_web::WebConfig;
 
 use super::frames::{Msg, OutSplitter, Proto, gmcp_input, input_bytes, naws_input};
 use super::replay::{Input, Replay};
+use super::who::WhoFeed;
 use crate::tokens::Tokens;
 
 /// Bytes per read of the connection task's output.
@@ -92,6 +93,9 @@ pub struct Park {
     door: mpsc::Sender<Attach>,
     knocks: mpsc::Receiver<Attach>,
     chunk: Vec<u8>,
+    /// Who is online, for a logged-in GMCP page ([`super::who`]); `None`
+    /// once the feed ended (the gate is stopping).
+    who: Option<WhoFeed>,
 }
 
 impl Park {
@@ -101,6 +105,7 @@ impl Park {
         proto: Proto,
         stream: DuplexStream,
         seated: CancellationToken,
+        who: WhoFeed,
     ) -> Self {
         let (from_gate, to_gate) = tokio::io::split(stream);
         let (door, knocks) = mpsc::channel(1);
@@ -119,6 +124,7 @@ impl Park {
             door,
             knocks,
             chunk: vec![0; CHUNK],
+            who: (proto == Proto::Gmcp).then_some(who),
         }
     }
 
@@ -178,8 +184,13 @@ impl Park {
     async fn attached(&mut self, mut ws: WebSocket) -> Detach {
         let mut ping = tokio::time::interval(PING_EVERY);
         let mut heard = Instant::now();
+        // A page that (re)attaches is sent the current list once seated.
+        if let Some(who) = &mut self.who {
+            who.mark_changed();
+        }
         loop {
             let issue = self.token.is_none() && self.proto == Proto::Gmcp;
+            let seated = self.seated.is_cancelled();
             tokio::select! {
                 biased;
                 knock = self.knocks.recv() => {
@@ -217,6 +228,13 @@ impl Park {
                         if send(&mut ws, msg).await.is_err() {
                             return Detach::Dropped;
                         }
+                    }
+                }
+                msg = who_changed(&mut self.who), if seated && self.who.is_some() => {
+                    if let Some(msg) = msg
+                        && send(&mut ws, msg).await.is_err()
+                    {
+                        return Detach::Dropped;
                     }
                 }
                 r = self.to_gate.write(&self.pending), if !self.pending.is_empty() => {
@@ -434,6 +452,18 @@ struct Size {
 #[derive(serde::Deserialize)]
 struct Seen {
     n: u64,
+}
+
+/// The who list once it changed (`None`: no list yet); the feed is
+/// dropped when it ended.
+async fn who_changed(feed: &mut Option<WhoFeed>) -> Option<Msg> {
+    let who = feed.as_mut()?;
+    if who.changed().await.is_err() {
+        *feed = None;
+        return None;
+    }
+    let msg = who.borrow_and_update().clone();
+    (!msg.is_empty()).then(|| Msg::Text(msg.to_string()))
 }
 
 /// Send one message; a page that takes none for the stall timeout counts

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::tests::{eventually, setup};
 use super::*;
+use crate::directory::events::Cause;
 
 const LONG: Duration = Duration::from_secs(30);
 const SHORT: Duration = Duration::from_millis(300);
@@ -77,7 +78,7 @@ async fn a_flipped_or_completed_lease_binds_the_first_process_that_takes_it() {
     );
     a.claim_zone("moor", "a", LONG).await.unwrap();
     let flipped = a
-        .flip_zone("moor", "a", 1, "b", LONG)
+        .flip_zone("moor", "a", 1, ("b", Cause::Drain), LONG)
         .await
         .unwrap()
         .expect("the flip lands");
@@ -97,7 +98,7 @@ async fn a_flipped_or_completed_lease_binds_the_first_process_that_takes_it() {
     assert!(!b1.renew_zone("moor", "b", flipped, LONG).await.unwrap());
     // A renew binds too (a transfer's target renews, never claims).
     let again = b2
-        .flip_zone("moor", "b", flipped, "a", LONG)
+        .flip_zone("moor", "b", flipped, ("a", Cause::Drain), LONG)
         .await
         .unwrap()
         .expect("flipped back");

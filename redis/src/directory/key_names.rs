@@ -46,6 +46,16 @@ pub fn shards() -> String {
     format!("{PREFIX}shards")
 }
 
+/// The build version the shard's latest process started with.
+pub fn shard_version(shard: &str) -> String {
+    format!("{PREFIX}shard:{shard}:version")
+}
+
+/// The cluster's event stream ([`super::events`]).
+pub fn events() -> String {
+    format!("{PREFIX}events")
+}
+
 pub fn shard_online(shard: &str) -> String {
     format!("{PREFIX}shard:{shard}:online")
 }

@@ -12,6 +12,7 @@ use redis::Script;
 
 use super::args::{check_shard, check_zone, ttl_ms};
 use super::error::DirectoryError;
+use super::events::{Cause, EVENTS_MAXLEN};
 use super::handle::Directory;
 use super::key_names;
 use super::registry::shard_from_fields;
@@ -47,9 +48,12 @@ impl Directory {
         let (won, generation, owner): (i64, u64, String) = CLAIM
             .key(key_names::zone_lease(zone))
             .key(key_names::zone_gen(zone))
+            .key(key_names::events())
             .arg(shard)
             .arg(ttl_ms(ttl)?)
             .arg(self.incarnation())
+            .arg(zone)
+            .arg(EVENTS_MAXLEN)
             .invoke_async(&mut self.conn().durable())
             .await?;
         Ok(if won == 1 {
@@ -107,12 +111,13 @@ impl Directory {
     /// fresh TTL, in one step. Returns the new generation, `None` if fenced.
     /// A flip from a shard to itself is refused: it is no hand-over, and it
     /// would re-mint the lease under a generation its owner does not renew.
+    /// The move goes on the event stream with its `cause`, in the same step.
     pub async fn flip_zone(
         &self,
         zone: &str,
         from: &str,
         expected_gen: u64,
-        to: &str,
+        (to, cause): (&str, Cause),
         ttl: Duration,
     ) -> Result<Option<u64>, DirectoryError> {
         check_zone(zone)?;
@@ -126,10 +131,14 @@ impl Directory {
         Ok(FLIP
             .key(key_names::zone_lease(zone))
             .key(key_names::zone_gen(zone))
+            .key(key_names::events())
             .arg(from)
             .arg(expected_gen)
             .arg(to)
             .arg(ttl_ms(ttl)?)
+            .arg(zone)
+            .arg(cause.as_str())
+            .arg(EVENTS_MAXLEN)
             .invoke_async(&mut self.conn().durable())
             .await?)
     }

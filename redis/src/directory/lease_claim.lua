@@ -2,6 +2,7 @@
 -- KEYS[1] lease hash {owner, gen, inc}    KEYS[2] generation counter (never expires)
 -- ARGV[1] claiming shard id    ARGV[2] lease TTL, ms
 -- ARGV[3] the claiming process's incarnation (0: none)
+-- KEYS[3] event stream    ARGV[4] zone    ARGV[5] the stream's MAXLEN
 -- Returns {1, gen, owner} when the caller now holds the lease (newly minted,
 -- or its own live lease refreshed at the same generation), {0, gen, owner}
 -- when another shard — or another process of the caller's own shard id —
@@ -32,4 +33,6 @@ end
 local gen = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'gen', gen, 'inc', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'kind', 'zone_claimed',
+  'zone', ARGV[4], 'shard', ARGV[1], 'gen', gen, 'cause', 'claim')
 return {1, gen, ARGV[1]}

@@ -16,6 +16,8 @@
 //! - [`lease`]: claim / renew / release / fenced flip of zone leases, `ShardForZone`.
 //! - [`registry`]: shard heartbeat and registry, known zones, per-zone player counts.
 //! - [`online`]: each shard's online-player list, merged for `who`.
+//! - [`events`]: the cluster's event stream (joins, drains, exits, moves
+//!   with their cause), for the operator page.
 //! - [`rebalance`]: zone homes, the rebalancer's leader lease and its
 //!   hysteresis marks.
 //! - [`key_names`]: the key scheme below, in one place.
@@ -37,6 +39,8 @@
 //! | `telos:zones:instanced` | set | none | every instanced zone id (a template: no lease, never transferred) |
 //! | `telos:shard:{shard}` | hash `id addr state players capacity handoff_version`, `zone:{zone}` → players | presence TTL | a live shard and the players it hosts per zone, replaced whole by each heartbeat |
 //! | `telos:shards` | set | none | ids that may be live; dead ids pruned on read |
+//! | `telos:shard:{shard}:version` | string | none | the build version of the shard's latest process |
+//! | `telos:events` | stream, `XADD MAXLEN ~ 1000` | none | the cluster's events: `kind` and its fields ([`events::ClusterEvent`]) |
 //! | `telos:shard:{shard}:online` | string (JSON list) | presence TTL | players online on `shard` |
 //! | `telos:drain:reserve:{target}` | hash `{drainer}` → `count:expiry_ms` | its latest hold | headroom drainers hold on `target` |
 //!
@@ -59,6 +63,7 @@ pub mod connection;
 pub mod drain_targets;
 pub mod durable;
 mod error;
+pub mod events;
 mod handle;
 pub mod key_names;
 pub mod lease;
@@ -72,6 +77,8 @@ mod types;
 
 #[cfg(test)]
 mod drain_tests;
+#[cfg(test)]
+mod events_tests;
 #[cfg(test)]
 mod incarnation_tests;
 #[cfg(test)]

@@ -11,6 +11,7 @@ use redis::Script;
 
 use super::args::{check_shard, check_zone, ttl_ms};
 use super::error::DirectoryError;
+use super::events::Cause;
 use super::handle::Directory;
 use super::key_names;
 use super::transfer::{Proposal, ProposalRejected};
@@ -27,7 +28,7 @@ impl Directory {
         zone: &str,
         to: &str,
     ) -> Result<Result<Proposal, ProposalRejected>, DirectoryError> {
-        let answer = self.propose_transfer(zone, to).await?;
+        let answer = self.propose_transfer(zone, to, Cause::Operator).await?;
         if answer.is_ok() {
             self.set_homes(to, &[zone.to_string()]).await?;
         }

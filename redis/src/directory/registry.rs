@@ -14,6 +14,7 @@ use redis::Script;
 
 use super::args::{check_shard, check_zone, ttl_ms};
 use super::error::DirectoryError;
+use super::events::{ClusterEvent, EVENTS_MAXLEN};
 use super::handle::Directory;
 use super::key_names;
 use super::types::{ShardInfo, ZoneStatus};
@@ -107,7 +108,8 @@ impl Directory {
     }
 
     /// Removes a shard's entry and online list at once (clean shutdown), so
-    /// nobody routes to it or lists its players for the rest of the TTL.
+    /// nobody routes to it or lists its players for the rest of the TTL;
+    /// its `shard_left` event is written in the same step.
     /// A process superseded by a newer one of the same shard id removes
     /// nothing (`deregister.lua`).
     pub async fn deregister(&self, shard: &str) -> Result<(), DirectoryError> {
@@ -116,11 +118,48 @@ impl Directory {
             .key(key_names::shard(shard))
             .key(key_names::shard_online(shard))
             .key(key_names::shards())
+            .key(key_names::events())
             .arg(shard)
             .arg(self.incarnation())
+            .arg(EVENTS_MAXLEN)
             .invoke_async(&mut self.conn())
             .await?;
         Ok(())
+    }
+
+    /// A process of `shard` at `addr` started with this handle's
+    /// incarnation and the build `version`: its version is kept for
+    /// `status` and its start goes on the event stream.
+    pub async fn announce_start(
+        &self,
+        shard: &str,
+        addr: &str,
+        version: &str,
+    ) -> Result<(), DirectoryError> {
+        check_shard(shard)?;
+        redis::cmd("SET")
+            .arg(key_names::shard_version(shard))
+            .arg(version)
+            .exec_async(&mut self.conn())
+            .await?;
+        let joined = ClusterEvent::joined(shard, addr, version, self.incarnation());
+        self.record_event(&joined).await
+    }
+
+    /// The build version of each of `shards`' latest process (`None`
+    /// when it announced none).
+    pub async fn shard_versions(
+        &self,
+        shards: &[String],
+    ) -> Result<Vec<Option<String>>, DirectoryError> {
+        if shards.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = shards.iter().map(|s| key_names::shard_version(s)).collect();
+        Ok(redis::cmd("MGET")
+            .arg(keys)
+            .query_async(&mut self.conn())
+            .await?)
     }
 
     /// A fresh fencing token for a starting process of `shard`: above every

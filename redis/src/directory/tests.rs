@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use telos_testkit::RedisServer;
 
+use super::events::Cause;
 use super::*;
 
 /// Long enough that nothing expires while a test is looking at it.
@@ -149,7 +150,9 @@ async fn expiry_refuses_late_renewal_and_generations_never_go_back() {
 async fn fenced_flip() {
     let (_r, dir) = setup().await;
     assert_eq!(
-        dir.flip_zone("moor", "a", 1, "b", LONG).await.unwrap(),
+        dir.flip_zone("moor", "a", 1, ("b", Cause::Drain), LONG)
+            .await
+            .unwrap(),
         None,
         "free zone"
     );
@@ -157,18 +160,25 @@ async fn fenced_flip() {
         panic!("claim");
     };
     assert_eq!(
-        dir.flip_zone("moor", "c", g, "b", LONG).await.unwrap(),
+        dir.flip_zone("moor", "c", g, ("b", Cause::Drain), LONG)
+            .await
+            .unwrap(),
         None,
         "wrong from"
     );
     assert_eq!(
-        dir.flip_zone("moor", "a", g + 1, "b", LONG).await.unwrap(),
+        dir.flip_zone("moor", "a", g + 1, ("b", Cause::Drain), LONG)
+            .await
+            .unwrap(),
         None,
         "wrong gen"
     );
     assert_eq!(dir.zone_owner("moor").await.unwrap(), Some(("a".into(), g)));
 
-    let new = dir.flip_zone("moor", "a", g, "b", LONG).await.unwrap();
+    let new = dir
+        .flip_zone("moor", "a", g, ("b", Cause::Drain), LONG)
+        .await
+        .unwrap();
     assert_eq!(new, Some(g + 1));
     assert_eq!(
         dir.zone_owner("moor").await.unwrap(),
@@ -183,7 +193,9 @@ async fn fenced_flip() {
     assert!(!dir.renew_zone("moor", "a", g, LONG).await.unwrap());
     assert!(!dir.release_zone("moor", "a", g).await.unwrap());
     assert_eq!(
-        dir.flip_zone("moor", "a", g, "c", LONG).await.unwrap(),
+        dir.flip_zone("moor", "a", g, ("c", Cause::Drain), LONG)
+            .await
+            .unwrap(),
         None,
         "replayed flip"
     );
@@ -198,7 +210,10 @@ async fn a_flip_to_the_owner_itself_is_refused() {
     let Claim::Acquired { r#gen: g } = dir.claim_zone("moor", "a", LONG).await.unwrap() else {
         panic!("claim");
     };
-    let err = dir.flip_zone("moor", "a", g, "a", LONG).await.unwrap_err();
+    let err = dir
+        .flip_zone("moor", "a", g, ("a", Cause::Drain), LONG)
+        .await
+        .unwrap_err();
     assert!(matches!(err, DirectoryError::Invalid(_)), "{err:?}");
     assert_eq!(dir.zone_owner("moor").await.unwrap(), Some(("a".into(), g)));
 }
@@ -215,7 +230,9 @@ async fn flip_after_expiry_is_refused() {
     })
     .await;
     assert_eq!(
-        dir.flip_zone("moor", "a", 1, "b", LONG).await.unwrap(),
+        dir.flip_zone("moor", "a", 1, ("b", Cause::Drain), LONG)
+            .await
+            .unwrap(),
         None
     );
 }
@@ -259,7 +276,8 @@ async fn instance_zones_take_no_lease() {
         Err(DirectoryError::InstanceZone(_))
     ));
     assert!(matches!(
-        dir.flip_zone("crypt#7", "a", 1, "b", LONG).await,
+        dir.flip_zone("crypt#7", "a", 1, ("b", Cause::Drain), LONG)
+            .await,
         Err(DirectoryError::InstanceZone(_))
     ));
     assert!(matches!(
@@ -337,7 +355,7 @@ async fn shard_for_zone_joins_lease_and_registry() {
     // A draining owner still owns its zones until it flips them.
     assert_eq!(dir.shard_for_zone("forest").await.unwrap(), Some(a));
 
-    dir.flip_zone("forest", "a", g, "bb", LONG)
+    dir.flip_zone("forest", "a", g, ("bb", Cause::Drain), LONG)
         .await
         .unwrap()
         .unwrap();

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::args::{check_shard, check_zone, ttl_ms};
 use super::error::DirectoryError;
+use super::events::{Cause, ClusterEvent, EVENTS_MAXLEN};
 use super::handle::Directory;
 use super::key_names;
 
@@ -84,13 +85,15 @@ pub enum Completion {
 }
 
 impl Directory {
-    /// Propose moving `zone` to `to`. Validated in one script: the zone
+    /// Propose moving `zone` to `to`, for `cause` (kept with the record
+    /// and on the event stream). Validated in one script: the zone
     /// exists, the target is a registered live shard with free capacity,
     /// and no different transfer is pending.
     pub async fn propose_transfer(
         &self,
         zone: &str,
         to: &str,
+        cause: Cause,
     ) -> Result<Result<Proposal, ProposalRejected>, DirectoryError> {
         check_zone(zone)?;
         check_shard(to)?;
@@ -100,9 +103,12 @@ impl Directory {
             .key(key_names::transfer(zone))
             .key(key_names::transfers())
             .key(key_names::shard(to))
+            .key(key_names::events())
             .arg(zone)
             .arg(to)
             .arg(key_names::transfer_channel())
+            .arg(cause.as_str())
+            .arg(EVENTS_MAXLEN)
             .invoke_async(&mut self.conn())
             .await?;
         let from = || detail.split("->").next().unwrap_or_default().to_string();
@@ -137,11 +143,13 @@ impl Directory {
             .key(key_names::zone_gen(zone))
             .key(key_names::transfer(zone))
             .key(key_names::transfers())
+            .key(key_names::events())
             .arg(zone)
             .arg(from)
             .arg(closed_gen)
             .arg(ttl_ms(lease_ttl)?)
             .arg(key_names::transfer_channel())
+            .arg(EVENTS_MAXLEN)
             .invoke_async(&mut self.conn().durable())
             .await?;
         let generation: u64 = generation.parse().unwrap_or_default();
@@ -178,6 +186,20 @@ impl Directory {
             .arg(key_names::transfer_channel())
             .invoke_async(&mut self.conn())
             .await?;
+        if done == 1 {
+            let event = ClusterEvent {
+                kind: "transfer_cancelled".into(),
+                zone: Some(zone.into()),
+                from: Some(from.into()),
+                to: Some(to.into()),
+                reason: Some(reason.into()),
+                ..ClusterEvent::default()
+            };
+            // Cancelled either way: an event not written is only logged.
+            if let Err(e) = self.record_event(&event).await {
+                tracing::warn!(zone, error = %e, "the cancelled transfer's event was not recorded");
+            }
+        }
         Ok(done == 1)
     }
 

@@ -2,7 +2,9 @@
 -- Admin.TransferZone.
 -- KEYS[1] known zones set   KEYS[2] lease hash   KEYS[3] transfer hash
 -- KEYS[4] transfers set     KEYS[5] target registry hash
+-- KEYS[6] event stream
 -- ARGV[1] zone  ARGV[2] target shard id  ARGV[3] pub/sub channel
+-- ARGV[4] cause (operator | rebalance)  ARGV[5] the stream's MAXLEN
 -- Returns {status, detail}: status 'recorded' | 'already' | error code
 -- 'unknown_zone' | 'unknown_shard' | 'shard_not_live' | 'no_capacity' |
 -- 'unowned' | 'already_there' | 'conflict' (detail names the pending pair).
@@ -37,7 +39,10 @@ if owner == ARGV[2] then
 end
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('HSET', KEYS[3], 'from', owner, 'to', ARGV[2], 'created_ms', now_ms)
+redis.call('HSET', KEYS[3], 'from', owner, 'to', ARGV[2], 'created_ms', now_ms,
+  'cause', ARGV[4])
+redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[5], '*', 'kind', 'transfer_proposed',
+  'zone', ARGV[1], 'from', owner, 'to', ARGV[2], 'cause', ARGV[4])
 redis.call('SADD', KEYS[4], ARGV[1])
 redis.call('PUBLISH', ARGV[3], ARGV[1])
 return {'recorded', owner .. '->' .. ARGV[2]}

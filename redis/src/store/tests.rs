@@ -555,7 +555,7 @@ mod handoff_claim {
         // A pending transfer routes to its target at once.
         dir.heartbeat(&shard("ccc", 2), LONG).await.unwrap();
         dir.register_zones(&["forest".to_string()]).await.unwrap();
-        dir.propose_transfer("forest", "ccc")
+        dir.propose_transfer("forest", "ccc", crate::directory::events::Cause::Operator)
             .await
             .unwrap()
             .expect("proposal accepted");

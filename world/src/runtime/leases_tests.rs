@@ -72,7 +72,13 @@ async fn claim_flip_confirm_and_release_run_through_one_keeper() {
     let held = a.held("city").unwrap();
     held.renew_stop.cancel();
     let flipped = dir
-        .flip_zone("city", "shard-a", lease_a.generation(), "shard-b", TTL)
+        .flip_zone(
+            "city",
+            "shard-a",
+            lease_a.generation(),
+            ("shard-b", telos_redis::directory::events::Cause::Drain),
+            TTL,
+        )
         .await
         .unwrap()
         .expect("the flip lands");

@@ -16,6 +16,7 @@
 
 pub mod closing;
 pub mod comm;
+pub mod events;
 pub mod leases;
 pub mod moves;
 pub mod placement;

@@ -92,6 +92,7 @@ impl Shard {
         let incarnation = directory.mint_incarnation(&cfg.shard_id).await?;
         let directory = directory.for_incarnation(incarnation);
         info!(shard = %cfg.shard_id, incarnation, "process incarnation minted");
+        super::events::started(&directory, &cfg.shard_id, &addr).await;
         let store = Store::connect_with_hash_queue(&cfg.redis, cfg.login_hash_queue).await?;
         for zone in &cfg.zones {
             if game.zone(zone).is_none() {

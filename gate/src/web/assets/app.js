@@ -2,10 +2,15 @@
 // gate's resume protocol (docs/operations.md, "Playing in a browser"):
 // every message but Telos.Session/Telos.Ack is counted; input lines are
 // numbered and kept until acked; after a drop the page reconnects with its
-// token and what it has seen, and resends what was not acked.
+// token and what it has seen, and resends what was not acked. The token,
+// the counts, the unacked lines and what the output pane shows are kept in
+// sessionStorage: a reload of this tab resumes the session with nothing
+// lost, while a new tab (its own sessionStorage) logs in afresh.
 "use strict";
 
 const MAX_LINES = 3000;
+const STORE = "telos.session";  // sessionStorage key: this tab's session
+const KEEP_CHARS = 200000;      // output kept across a reload, at most
 const HISTORY = 200;
 const $ = (id) => document.getElementById(id);
 const out = $("output"), input = $("input"), statusEl = $("status");
@@ -24,8 +29,9 @@ const history = [];
 let historyAt = 0;
 const decoder = new TextDecoder();
 let ansi = { fg: null, bold: false, underline: false };
-let pendingText = "";      // text after the last line end, for the who parse
-let whoCapture = null;
+let kept = [];             // [kind, text]: what the output pane shows, for a reload
+let panels = {};           // the last Room.Info and Char.Vitals, the inventory: for a reload
+let keptChars = 0;
 
 function setStatus(text, offline) {
   statusEl.textContent = text;
@@ -125,6 +131,7 @@ function onText(data) {
   let body = null;
   try { body = sp < 0 ? null : JSON.parse(data.slice(sp + 1)); } catch (e) { body = null; }
   if (pkg === "Telos.Session") return onSession(body || {});
+  if (pkg === "Telos.Who") return showWho((body && body.players) || [], body && body.total);
   if (pkg === "Telos.Ack") {
     const n = body && body.n;
     unacked = unacked.filter((i) => i.n > n);
@@ -132,7 +139,18 @@ function onText(data) {
   }
   seen++;
   const h = handlers[pkg];
-  if (h && body !== null) h(body);
+  if (h && body !== null) { h(body); remember(pkg, body); }
+}
+
+// What the side panels show, for a reload of this tab.
+function remember(pkg, body) {
+  const inv = body.location === "inv";
+  if (pkg === "Room.Info" || pkg === "Char.Vitals") panels[pkg] = body;
+  else if (pkg === "Char.Items.List" && inv) panels.inv = body.items || [];
+  else if (pkg === "Char.Items.Add" && inv && body.item) (panels.inv ||= []).push(body.item);
+  else if (pkg === "Char.Items.Remove" && inv && body.item) {
+    panels.inv = (panels.inv || []).filter((i) => String(i.id) !== String(body.item.id));
+  }
 }
 
 function onSession(s) {
@@ -142,6 +160,7 @@ function onSession(s) {
     token = null;
     unacked = [];
     seen = 0;
+    save();
     showNotice("*** Your session has ended; log in again.");
     gmcp("Core.Hello", { client: "Telos web", version: "1" });
     gmcp("Core.Supports.Set", ["Char 1", "Char.Items 1", "Room 1", "Comm 1"]);
@@ -231,7 +250,11 @@ function addItem(ul, it) {
 const CSI = /\x1b\[([0-9;]*)([A-Za-z])/g;
 function showText(text) {
   text = text.replace(/\r/g, "");
-  watchWho(text);
+  keep("t", text);
+  renderText(text);
+}
+
+function renderText(text) {
   let at = 0;
   const frag = document.createDocumentFragment();
   for (const m of text.matchAll(CSI)) {
@@ -292,45 +315,58 @@ function append(node) {
 }
 
 function showNotice(text) {
+  showEcho(`${text}\n`);
+}
+
+function showEcho(text) {
+  keep("e", text);
+  renderEcho(text);
+}
+
+function renderEcho(text) {
   const s = document.createElement("span");
   s.className = "echo";
-  s.textContent = `${text}\n`;
+  s.textContent = text;
   append(s);
 }
 
-// The who panel: filled from the output of `who` (a name a line, then
-// "<N> players online").
-function watchWho(text) {
-  if (!whoCapture) return;
-  pendingText += text;
-  const lines = pendingText.split("\n");
-  pendingText = lines.pop();
-  for (const line of lines) {
-    const t = line.replace(/\x1b\[[0-9;]*[A-Za-z]/g, "").trim();
-    if (/^\d+ players? online/.test(t)) {
-      const ul = $("who");
-      ul.replaceChildren();
-      for (const name of whoCapture) {
-        const li = document.createElement("li");
-        li.textContent = name;
-        ul.append(li);
-      }
-      whoCapture = null;
-      pendingText = "";
-      return;
-    }
-    if (t && t !== "who") whoCapture.push(t);
+// `connect NAME PASSWORD` (or `create`) typed on one line: what is kept
+// for a reload shows no password.
+const LOGIN_LINE = /^(\s*(?:connect|create)\s+\S+\s+)\S[^\n]*/i;
+function withoutPassword(text) {
+  return text.replace(LOGIN_LINE, "$1********");
+}
+
+// What the pane shows, bounded, for a reload of this tab.
+function keep(kind, text) {
+  kept.push([kind, text]);
+  keptChars += text.length;
+  while (keptChars > KEEP_CHARS && kept.length > 1) keptChars -= kept.shift()[1].length;
+}
+
+// The who panel: the gate's Telos.Who, sent as the page attaches and on
+// every change.
+function showWho(players, total) {
+  const ul = $("who");
+  ul.replaceChildren();
+  for (const p of players) {
+    const li = document.createElement("li");
+    li.textContent = p.name;
+    ul.append(li);
+  }
+  if (total > players.length) {
+    const li = document.createElement("li");
+    li.textContent = `… and ${total - players.length} more (type who)`;
+    ul.append(li);
   }
 }
 
 function command(text) {
   const item = { n: nextInput++, text };
   unacked.push(item);
-  if (text.trim().toLowerCase() === "who") { whoCapture = []; pendingText = ""; }
-  const echo = document.createElement("span");
-  echo.className = "echo";
-  echo.textContent = hidden ? "\n" : `${text}\n`;
-  append(echo);
+  const echo = hidden ? "\n" : `${text}\n`;
+  keep("e", withoutPassword(echo));
+  renderEcho(echo);
   if (ws && synced && ws.readyState === WebSocket.OPEN) sendInput(item);
 }
 
@@ -359,7 +395,6 @@ input.addEventListener("keydown", (ev) => {
   }
 });
 
-$("who-refresh").addEventListener("click", () => command("who"));
 
 // What the page has seen lets the gate forget it.
 setInterval(() => {
@@ -375,5 +410,44 @@ window.addEventListener("offline", () => {
 });
 window.addEventListener("online", () => { backoff = 250; if (token) connect(); });
 
+// This tab's session, across a reload: saved as the page goes away (and
+// when it is hidden: a phone may discard a background tab), restored at
+// load. Saved together, the counts always match what the pane shows.
+function save() {
+  try {
+    if (!token) { sessionStorage.removeItem(STORE); return; }
+    sessionStorage.setItem(STORE, JSON.stringify({
+      token, seen, nextInput, unacked, kept, panels,
+      history: history.filter((h) => !LOGIN_LINE.test(h)),
+    }));
+  } catch (e) { /* storage full or off: a reload logs in afresh */ }
+}
+
+function restore() {
+  let s = null;
+  try { s = JSON.parse(sessionStorage.getItem(STORE)); } catch (e) { s = null; }
+  if (!s || typeof s.token !== "string") return;
+  token = s.token;
+  seen = Number(s.seen) || 0;
+  nextInput = Number(s.nextInput) || 1;
+  seenTold = seen;
+  unacked = Array.isArray(s.unacked) ? s.unacked : [];
+  history.push(...(Array.isArray(s.history) ? s.history : []));
+  historyAt = history.length;
+  for (const [kind, text] of Array.isArray(s.kept) ? s.kept : []) {
+    if (typeof text !== "string") continue;
+    keep(kind, text);
+    if (kind === "t") renderText(text); else renderEcho(text);
+  }
+  const p = s.panels && typeof s.panels === "object" ? s.panels : {};
+  for (const pkg of ["Room.Info", "Char.Vitals"]) if (p[pkg]) handlers[pkg](p[pkg]);
+  if (Array.isArray(p.inv)) handlers["Char.Items.List"]({ location: "inv", items: p.inv });
+  panels = p;
+}
+
+window.addEventListener("pagehide", save);
+document.addEventListener("visibilitychange", () => { if (document.hidden) save(); });
+
+restore();
 connect();
 input.focus();

@@ -29,6 +29,7 @@ use crate::runtime::shard::Shard;
 use crate::zone::DrainReport;
 use telos_redis::directory::DirectoryError;
 use telos_redis::directory::drain_targets::drain_reservation_ttl;
+use telos_redis::directory::events::Cause;
 use telos_telemetry::traced;
 
 /// Handovers in flight at once: enough to drain many zones quickly, few
@@ -342,7 +343,13 @@ async fn handover_inner(
     // fence the zone we are deliberately handing over.
     lease.renew_stop.cancel();
     let flipped = match dir
-        .flip_zone(zone, shard.id(), generation, &target.id, lease.state.ttl())
+        .flip_zone(
+            zone,
+            shard.id(),
+            generation,
+            (&target.id, Cause::Drain),
+            lease.state.ttl(),
+        )
         .instrument(info_span!("lease_flip", lease_gen = generation))
         .await
     {
@@ -385,6 +392,7 @@ pub async fn begin_drain(shard: &Arc<Shard>) -> DrainSummary {
     let deadline = started + shard.cfg.drain_deadline;
     shard.set_draining();
     shard.heartbeat_now().await;
+    crate::runtime::events::draining(&shard.env.directory, shard.id()).await;
     info!(zones = ?shard.env.hosted.ids(), "draining");
     // Players in private instances walk out first.
     for z in shard.env.hosted.all() {

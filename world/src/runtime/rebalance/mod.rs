@@ -29,6 +29,7 @@ pub use plan::{Move, Reason, View};
 
 use super::shard::Shard;
 use crate::config::rebalance::{Rebalance, RebalanceMode};
+use telos_redis::directory::events::Cause;
 use telos_redis::directory::transfer::Proposal;
 use telos_redis::directory::{Directory, DirectoryError, ShardState};
 
@@ -89,7 +90,7 @@ pub async fn view(dir: &Directory, handoff_version: u32) -> Result<View, Directo
 pub async fn start_moves(dir: &Directory, moves: &[Move], hysteresis: Duration) -> Vec<Move> {
     let mut started = Vec::new();
     for m in moves {
-        match dir.propose_transfer(&m.zone, &m.to).await {
+        match dir.propose_transfer(&m.zone, &m.to, Cause::Rebalance).await {
             Ok(Ok(Proposal::Recorded { .. })) => {
                 if let Err(e) = dir.mark_rebalanced(&m.zone, hysteresis).await {
                     warn!(zone = %m.zone, error = %e, "marking a rebalanced zone failed; its hysteresis is lost");
