@@ -12,9 +12,15 @@ use telos_testkit::RedisServer;
 use telos_testkit::cli::telosctl;
 use telos_testkit::keys::TempKeys;
 use telos_testkit::metrics::probe;
+use telos_testkit::play::Channels;
 use telos_testkit::process::{blocking, start_keyed_gate, start_keyed_world};
 use telos_testkit::redis::free_port;
 use telos_testkit::world::starter_zones;
+use telos_tls::Role;
+use tonic::transport::Channel;
+use tonic_health::ServingStatus;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_client::HealthClient;
 
 /// Bounds each wait; the probes settle in about a second.
 const WAIT: Duration = Duration::from_secs(20);
@@ -35,6 +41,32 @@ async fn until(addr: &str, path: &str, want: Option<u16>, what: &str) -> anyhow:
 }
 
 /// Whether `shard` holds the start zone's lease, as `telosctl` reads it.
+/// Ask `grpc.health.v1` (service "") until it answers `want`.
+async fn grpc_until(
+    client: &HealthClient<Channel>,
+    want: ServingStatus,
+    what: &str,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let asked = client
+            .clone()
+            .check(HealthCheckRequest {
+                service: String::new(),
+            })
+            .await;
+        let status = asked.as_ref().map(|r| r.get_ref().status);
+        if status.as_ref().is_ok_and(|s| *s == want as i32) {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "grpc.health.v1 never said {want:?} ({what}): {asked:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 fn owns_city(url: &str, shard: &str) -> bool {
     let Ok(out) = telosctl(url, &["status", "--json"]) else {
         return false;
@@ -66,6 +98,10 @@ async fn readiness_flips_with_redis_and_at_a_drain_while_liveness_holds() -> any
     )?;
     let both = [("world", &world_metrics), ("gate", &gate_metrics)];
 
+    // grpc.health.v1 on the world's gRPC port, asked with a certificate of
+    // the cluster (any role): SERVING exactly while /readyz says 200.
+    let grpc = Channels::tls(keys.tls(Role::Gate)).channel(&world.addr)?;
+    let grpc = HealthClient::new(grpc);
     for (who, addr) in both {
         until(addr, "/readyz", Some(200), &format!("{who} up")).await?;
         until(addr, "/livez", Some(200), who).await?;
@@ -86,7 +122,9 @@ async fn readiness_flips_with_redis_and_at_a_drain_while_liveness_holds() -> any
         );
     }
 
+    grpc_until(&grpc, ServingStatus::Serving, "the world up").await?;
     redis.kill();
+    grpc_until(&grpc, ServingStatus::NotServing, "the world without Redis").await?;
     for (who, addr) in both {
         until(addr, "/readyz", Some(503), &format!("{who} without Redis")).await?;
         assert_eq!(probe(addr, "/livez").await, Some(200), "{who} alive");
@@ -106,6 +144,7 @@ async fn readiness_flips_with_redis_and_at_a_drain_while_liveness_holds() -> any
         )
         .await?;
     }
+    grpc_until(&grpc, ServingStatus::Serving, "the world with Redis back").await?;
 
     // The restarted Redis forgot the leases: the world claims its zones
     // again (its boot loop), and has them to drain below.
@@ -129,6 +168,7 @@ async fn readiness_flips_with_redis_and_at_a_drain_while_liveness_holds() -> any
     peer.signal(libc::SIGSTOP);
     world.signal(libc::SIGTERM);
     until(&world_metrics, "/readyz", Some(503), "world draining").await?;
+    grpc_until(&grpc, ServingStatus::NotServing, "the world draining").await?;
     assert_eq!(probe(&world_metrics, "/livez").await, Some(200));
     peer.signal(libc::SIGCONT);
     world.kill();

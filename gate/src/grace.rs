@@ -46,12 +46,12 @@ use crate::reader::Reader;
 use crate::shared::Shared;
 use crate::telnet::TelnetParser;
 
-/// What a resumed player missed beyond the replay bound is replaced by
-/// this line and a fresh `look`.
 /// How the resume token is offered: this sentence, then a line of its own,
 /// [`RESUME_COMMAND`] and the token.
 pub const RESUME_HOW: &str = "If your connection drops, connect again within";
 pub const RESUME_COMMAND: &str = "resume ";
+/// What a resumed player missed beyond the replay bound is replaced by
+/// this line and a fresh `look`.
 pub const MISSED: &str = "*** You missed more output than was kept; here is where you are.";
 pub const RESUMED: &str = "*** Session resumed.";
 pub const TAKEN_OVER: &str = "*** This session was resumed from another connection.";

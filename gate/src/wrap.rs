@@ -29,7 +29,11 @@ pub fn wrap(text: &str, width: usize) -> std::borrow::Cow<'_, str> {
     if text.len() <= width {
         return text.into();
     }
-    let options = textwrap::Options::new(width).break_words(false);
+    // Never inside a word: not a long one (break_words), not at a hyphen
+    // (a URL, `state-of-the-art`: the default splitter breaks there).
+    let options = textwrap::Options::new(width)
+        .break_words(false)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
     let mut out = String::with_capacity(text.len() + text.len() / width.max(1));
     for line in text.split_inclusive('\n') {
         let (body, end) = match line.strip_suffix('\n') {
@@ -69,6 +73,14 @@ mod tests {
             wrap(&format!("type resume {token} now\n"), 20),
             format!("type resume\n{token}\nnow\n"),
             "a long word on its own line, never split"
+        );
+        assert_eq!(
+            wrap(
+                "see https://my-long-site.example.org/some-path and state-of-the-art\n",
+                20
+            ),
+            "see\nhttps://my-long-site.example.org/some-path\nand state-of-the-art\n",
+            "never split at a hyphen"
         );
     }
 

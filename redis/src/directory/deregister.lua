@@ -13,6 +13,9 @@ if current > tonumber(ARGV[2]) then
 end
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('SREM', KEYS[3], ARGV[1])
-redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'kind', 'shard_left',
+-- The event is best effort (pcall): a Redis or an ACL that refuses XADD
+-- (an operator's ACL from before telos:events) must not fail the script
+-- after its writes, which a script cannot undo.
+redis.pcall('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'kind', 'shard_left',
   'shard', ARGV[1], 'incarnation', ARGV[2])
 return 1

@@ -104,3 +104,52 @@ async fn a_start_and_a_clean_exit_are_events_of_their_process() {
         .collect();
     assert_eq!(got, expect);
 }
+
+/// An event Redis refuses (here `telos:events` is not a stream, as it is
+/// refused under an ACL from before the stream) never fails the script
+/// that records it: scripts cannot undo their writes, so a failed `XADD`
+/// after the lease changed left a claim reported failed but made, and a
+/// transfer moved but never completed.
+#[tokio::test]
+async fn a_refused_event_never_fails_the_move_it_records() {
+    let (_r, url) = crate::acl::test_server();
+    let dir = Directory::connect(&url).await.expect("connect");
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut c = client.get_multiplexed_async_connection().await.unwrap();
+    let () = redis::cmd("SET")
+        .arg(key_names::events())
+        .arg("not a stream")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    dir.register_zones(&["forest".into()]).await.unwrap();
+    for s in ["a", "b"] {
+        dir.heartbeat(&live(s), LONG).await.unwrap();
+    }
+    let Claim::Acquired { r#gen } = dir.claim_zone("forest", "a", LONG).await.unwrap() else {
+        panic!("a free zone is claimed");
+    };
+    let flipped = dir
+        .flip_zone("forest", "a", r#gen, ("b", Cause::Drain), LONG)
+        .await
+        .unwrap()
+        .expect("flipped");
+    dir.propose_operator_transfer("forest", "a")
+        .await
+        .unwrap()
+        .expect("proposed");
+    assert!(dir.release_zone("forest", "b", flipped).await.unwrap());
+    let done = dir
+        .complete_transfer("forest", "b", flipped, LONG)
+        .await
+        .unwrap();
+    assert!(
+        matches!(done, transfer::Completion::Completed { .. }),
+        "{done:?}"
+    );
+    assert_eq!(
+        dir.transfer("forest").await.unwrap(),
+        None,
+        "no transfer left pending"
+    );
+}

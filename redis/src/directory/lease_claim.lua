@@ -33,6 +33,9 @@ end
 local gen = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'gen', gen, 'inc', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'kind', 'zone_claimed',
+-- The event is best effort (pcall): a Redis or an ACL that refuses XADD
+-- (an operator's ACL from before telos:events) must not fail the script
+-- after its writes, which a script cannot undo.
+redis.pcall('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'kind', 'zone_claimed',
   'zone', ARGV[4], 'shard', ARGV[1], 'gen', gen, 'cause', 'claim')
 return {1, gen, ARGV[1]}

@@ -11,7 +11,10 @@ if redis.call('HGET', KEYS[1], 'owner') == ARGV[1]
   -- No process of the new owner is bound yet: its first claim binds one.
   redis.call('HSET', KEYS[1], 'owner', ARGV[3], 'gen', gen, 'inc', '0')
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], '*', 'kind', 'zone_moved',
+  -- The event is best effort (pcall): a Redis or an ACL that refuses XADD
+  -- (an operator's ACL from before telos:events) must not fail the script
+  -- after its writes, which a script cannot undo.
+  redis.pcall('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], '*', 'kind', 'zone_moved',
     'zone', ARGV[5], 'from', ARGV[1], 'to', ARGV[3], 'gen', gen, 'cause', ARGV[6])
   return gen
 end

@@ -33,7 +33,10 @@ local cause = redis.call('HGET', KEYS[3], 'cause') or 'operator'
 local created = tonumber(redis.call('HGET', KEYS[3], 'created_ms') or '0')
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[6], '*', 'kind', 'zone_moved',
+-- The event is best effort (pcall): a Redis or an ACL that refuses XADD
+-- (an operator's ACL from before telos:events) must not fail the script
+-- after its writes, which a script cannot undo.
+redis.pcall('XADD', KEYS[5], 'MAXLEN', '~', ARGV[6], '*', 'kind', 'zone_moved',
   'zone', ARGV[1], 'from', from, 'to', to, 'gen', gen, 'cause', cause,
   'pending_ms', math.max(0, now_ms - created))
 redis.call('DEL', KEYS[3])

@@ -41,7 +41,10 @@ local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('HSET', KEYS[3], 'from', owner, 'to', ARGV[2], 'created_ms', now_ms,
   'cause', ARGV[4])
-redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[5], '*', 'kind', 'transfer_proposed',
+-- The event is best effort (pcall): a Redis or an ACL that refuses XADD
+-- (an operator's ACL from before telos:events) must not fail the script
+-- after its writes, which a script cannot undo.
+redis.pcall('XADD', KEYS[6], 'MAXLEN', '~', ARGV[5], '*', 'kind', 'transfer_proposed',
   'zone', ARGV[1], 'from', owner, 'to', ARGV[2], 'cause', ARGV[4])
 redis.call('SADD', KEYS[4], ARGV[1])
 redis.call('PUBLISH', ARGV[3], ARGV[1])

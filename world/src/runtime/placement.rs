@@ -106,10 +106,12 @@ pub async fn boot_zone_loop(shard: &Shard) {
     let mut elsewhere = std::collections::HashSet::new();
     loop {
         for zone in &shard.cfg.zones {
-            if shard.env.hosted.get(zone).is_some()
-                || shard.is_draining()
-                || transfer_pending(shard, zone).await
-            {
+            if shard.env.hosted.get(zone).is_some() {
+                // Home (by a transfer too): a later move away is said again.
+                elsewhere.remove(zone);
+                continue;
+            }
+            if shard.is_draining() || transfer_pending(shard, zone).await {
                 continue;
             }
             match shard.host_zone(zone).await {

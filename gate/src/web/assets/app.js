@@ -362,7 +362,8 @@ function showWho(players, total) {
 }
 
 function command(text) {
-  const item = { n: nextInput++, text };
+  // A password (typed hidden, or on a login line) is never saved.
+  const item = { n: nextInput++, text, secret: hidden || LOGIN_LINE.test(text) };
   unacked.push(item);
   const echo = hidden ? "\n" : `${text}\n`;
   keep("e", withoutPassword(echo));
@@ -415,7 +416,9 @@ window.addEventListener("online", () => { backoff = 250; if (token) connect(); }
 // load. Saved together, the counts always match what the pane shows.
 function save() {
   try {
-    if (!token) { sessionStorage.removeItem(STORE); return; }
+    // A password not yet acknowledged would be written to storage in the
+    // clear: then nothing is kept, and a reload logs in afresh.
+    if (!token || unacked.some((i) => i.secret)) { sessionStorage.removeItem(STORE); return; }
     sessionStorage.setItem(STORE, JSON.stringify({
       token, seen, nextInput, unacked, kept, panels,
       history: history.filter((h) => !LOGIN_LINE.test(h)),

@@ -112,6 +112,8 @@ struct Sim<'a> {
     planned: BTreeMap<String, usize>,
     /// How many of those one shard may take part in.
     per_shard: usize,
+    /// Zones moved this round: each moves at most once a round.
+    moved: BTreeSet<&'a str>,
 }
 
 impl<'a> Sim<'a> {
@@ -136,6 +138,7 @@ impl<'a> Sim<'a> {
             busy: view.busy.clone(),
             planned: BTreeMap::new(),
             per_shard,
+            moved: BTreeSet::new(),
         }
     }
 
@@ -203,6 +206,7 @@ impl<'a> Sim<'a> {
         *self.players.get_mut(from).expect("live owner") -= zone.players.min(self.players[from]);
         *self.players.get_mut(to).expect("live target") += zone.players;
         self.owner.insert(&zone.id, to);
+        self.moved.insert(&zone.id);
         if zone.players > 0 {
             *self.planned.entry(from.to_string()).or_default() += 1;
             *self.planned.entry(to.to_string()).or_default() += 1;
@@ -228,6 +232,7 @@ pub fn plan(view: &View, knobs: &Rebalance) -> Vec<Move> {
     let movable = |z: &ZoneView, sim: &Sim| {
         !z.moving
             && !z.recent
+            && !sim.moved.contains(z.id.as_str())
             && sim
                 .owner
                 .get(z.id.as_str())

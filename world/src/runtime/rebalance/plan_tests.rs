@@ -266,3 +266,35 @@ fn a_zone_counted_twice_during_a_drain_never_makes_a_load_negative() {
     let moves = plan(&view, &knobs(RebalanceMode::Load, 2));
     assert!(moves.len() <= 2, "{moves:?}");
 }
+
+#[test]
+fn a_zone_moves_at_most_once_a_round() {
+    // The load rule moves city from the crowded shard-a to shard-b (least
+    // loaded, lowest id), which then holds the most zones; of them only
+    // city may move (the others moved lately), and the spread rule must
+    // not pick it a second time.
+    let mut zones = vec![
+        zone("city", "shard-a", None, 9),
+        zone("docks", "shard-a", None, 9),
+    ];
+    for z in ["forest", "hills", "keep"] {
+        let mut lately = zone(z, "shard-b", None, 0);
+        lately.recent = true;
+        zones.push(lately);
+    }
+    let view = View {
+        shards: vec![
+            shard("shard-a", 18, 20),
+            shard("shard-b", 0, 20),
+            shard("shard-c", 0, 20),
+        ],
+        zones,
+        busy: BTreeSet::new(),
+    };
+    let moves = plan(&view, &knobs(RebalanceMode::Load, 3));
+    let mut zones: Vec<&str> = moves.iter().map(|m| m.zone.as_str()).collect();
+    let all = zones.len();
+    zones.sort();
+    zones.dedup();
+    assert_eq!(zones.len(), all, "a zone planned twice: {moves:?}");
+}
