@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
-use telos_testkit::browser::{http_get, npm_ci};
+use support::browser::{http_get, npm_ci};
 use telos_testkit::process::{blocking, repo_root, start_keyed_world};
 use telos_testkit::world::starter_zones;
 

@@ -10,13 +10,15 @@
 //! page (`--operator-listen`) shows the zones the drain moved. Screenshots:
 //! `target/browser-screenshots/` (`operator.png` the operator page's).
 
+mod support;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use support::browser::{npm_ci, web_url};
 use telos_testkit::RedisServer;
-use telos_testkit::browser::{npm_ci, web_url};
 use telos_testkit::keys::TempKeys;
 use telos_testkit::process::{blocking, repo_root, start_keyed_gate, start_keyed_world};
 use telos_testkit::world::{path_to_zone, start_room, starter_zones, zone_of};

@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, bail};
-use telos_testkit::browser::{http_get, npm_ci, web_url};
+use support::browser::{http_get, npm_ci, web_url};
 use telos_testkit::process::repo_root;
 
 mod support;

@@ -1,8 +1,6 @@
 //! Test support shared by unit tests, end-to-end tests and benchmarks.
 //!
 //! # Layout
-//! - [`browser`]: the gate's web address, `npm ci` for the browser
-//!   driver, a plain HTTP `GET`.
 //! - [`cli`]: one-shot runs of `telosctl` (and of shards that must refuse to start).
 //! - [`redis`]: a private `redis-server` per test, killed by pid (optionally
 //!   with an ACL user, or TLS only; [`redis_tls`] makes its certificates).
@@ -32,7 +30,6 @@
 //!   slow links) for the soak's links.
 
 pub mod bot;
-pub mod browser;
 pub mod cli;
 pub mod driver;
 mod driver_reads;

@@ -106,7 +106,7 @@ async fn fetch(admin: &Admin) -> anyhow::Result<ClusterStatus> {
 pub async fn status(admin: &Admin, json: bool) -> anyhow::Result<()> {
     let status = fetch(admin).await?;
     if json {
-        println!("{}", serde_json::to_string(&status)?);
+        println!("{}", crate::status_json::contract_json(&status));
     } else {
         print!("{}", render(&status));
     }

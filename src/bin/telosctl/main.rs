@@ -3,6 +3,7 @@
 mod admin;
 mod probe;
 mod rebalance;
+mod status_json;
 
 use std::path::PathBuf;
 
@@ -253,7 +254,7 @@ async fn status(redis: &RedisTarget, json: bool) -> anyhow::Result<()> {
     let dir = Directory::connect(redis).await?;
     let status = cluster_status(&dir).await?;
     if json {
-        println!("{}", serde_json::to_string(&status)?);
+        println!("{}", status_json::contract_json(&status));
     } else {
         print!("{}", render(&status));
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::process::{Proc, repo_root};
+use telos_testkit::process::{Proc, repo_root};
 
 /// Bounds one HTTP exchange (not a performance claim).
 const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
