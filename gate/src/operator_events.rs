@@ -58,6 +58,9 @@ pub fn describe(e: ClusterEvent) -> Event {
         }
         // An owner change like the others; who held it before is not
         // known (its lease lapsed, or there was none).
+        "zone_claimed" if e.cause.as_deref() == Some("restart") => format!(
+            "zone {zone}: {shard} -> {shard}, gen {gen} (taken over by the shard's restarted process: its predecessor proven gone)"
+        ),
         "zone_claimed" => format!(
             "zone {zone}: - -> {shard}, gen {gen} (claimed free: the shard started, or the zone's owner was lost)"
         ),

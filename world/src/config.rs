@@ -66,6 +66,12 @@ pub struct Cli {
     /// Key folder written by `telosctl keygen`; absent = keyless shard (never hands off).
     #[arg(long, env = "TELOS_KEYS")]
     pub keys: Option<PathBuf>,
+    /// Folder for this host's lock file (`<shard-id>.lock`, held for the
+    /// process's life): a restart that takes it at once proves its
+    /// predecessor gone and takes its zones over without waiting out their
+    /// leases [default: none: a restart waits].
+    #[arg(long, env = "TELOS_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
     /// Prometheus `/metrics` listen address (off when unset): PORT binds
     /// 127.0.0.1; ADDR:PORT is used as given (unauthenticated: keep it private).
     #[arg(long, env = "TELOS_METRICS_LISTEN")]
@@ -118,6 +124,7 @@ struct FileConfig {
     world: Option<PathBuf>,
     zones: Option<Vec<String>>,
     keys: Option<PathBuf>,
+    data_dir: Option<PathBuf>,
     metrics_listen: Option<String>,
     capacity: Option<u64>,
     drain_deadline: Option<u64>,
@@ -139,6 +146,8 @@ pub struct WorldConfig {
     pub world: PathBuf,
     pub zones: Vec<String>,
     pub keys: Option<PathBuf>,
+    /// The lock file's folder ([`crate::runtime::host_lock`]).
+    pub data_dir: Option<PathBuf>,
     pub metrics_listen: Option<SocketAddr>,
     pub capacity: u64,
     pub drain_deadline: Duration,
@@ -273,6 +282,7 @@ impl WorldConfig {
                 .unwrap_or_else(|| "config/world".into()),
             zones,
             keys: cli.keys.or(file.keys),
+            data_dir: cli.data_dir.or(file.data_dir),
             metrics_listen,
             capacity,
             drain_deadline: Duration::from_secs(positive(

@@ -51,7 +51,8 @@ impl Cause {
 /// `zone_moved` (`zone`, `from`, `to`, `gen`, `cause`, and for a transfer
 /// `pending_ms`) and `zone_claimed` (`zone`, `shard`, `gen`, `cause`
 /// `claim`: a free zone claimed — at a shard's start, or adopted after its
-/// owner was lost).
+/// owner was lost; or `restart`: a restarted process that proved its
+/// predecessor gone took its live lease over).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ClusterEvent {
     /// The entry's id, `<ms>-<seq>` on the Redis server's clock (empty

@@ -12,6 +12,10 @@ pub struct Directory {
     /// processes of one shard id apart (0 for a process that holds no
     /// lease: a gate, telosctl, a test).
     incarnation: u64,
+    /// Every earlier process of this shard id is proven gone (it held the
+    /// shard's lock file, which this process took at once): their live
+    /// leases are taken over at a new generation instead of waited out.
+    predecessors_gone: bool,
 }
 
 impl std::fmt::Debug for Directory {
@@ -25,6 +29,7 @@ impl Directory {
         Directory {
             conn,
             incarnation: 0,
+            predecessors_gone: false,
         }
     }
 
@@ -35,7 +40,22 @@ impl Directory {
         Directory {
             conn: self.conn.clone(),
             incarnation,
+            predecessors_gone: false,
         }
+    }
+
+    /// This handle, for a process that proved every earlier process of its
+    /// shard id gone (see `predecessors_gone`).
+    pub fn with_predecessors_gone(&self) -> Directory {
+        Directory {
+            predecessors_gone: true,
+            ..self.clone()
+        }
+    }
+
+    /// Whether earlier processes of this shard id are proven gone.
+    pub fn predecessors_gone(&self) -> bool {
+        self.predecessors_gone
     }
 
     /// The incarnation this handle speaks for (0: none).

@@ -54,6 +54,7 @@ impl Directory {
             .arg(self.incarnation())
             .arg(zone)
             .arg(EVENTS_MAXLEN)
+            .arg(u8::from(self.predecessors_gone()))
             .invoke_async(&mut self.conn().durable())
             .await?;
         Ok(if won == 1 {

@@ -17,6 +17,7 @@
 pub mod closing;
 pub mod comm;
 pub mod events;
+pub mod host_lock;
 pub mod leases;
 pub mod moves;
 pub mod placement;

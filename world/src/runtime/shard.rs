@@ -15,6 +15,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{Instrument, info, info_span, warn};
 
 use super::closing::Closing;
+use super::host_lock::{self, HostLock, Predecessors};
 use super::leases::{Confirm, LeaseKeeper};
 use crate::config::WorldConfig;
 use crate::handoff::context::{Handoff, Shared, Tasks};
@@ -53,6 +54,30 @@ pub struct Shard {
     /// What the zones send beyond the shard (`tell`, `chat`), until
     /// [`super::start`] hands it to the comm task.
     pub(super) comm: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<Outgoing>>>,
+    /// This process's lock file (`--data-dir`), held for its life.
+    _host_lock: Option<HostLock>,
+}
+
+/// With `--data-dir`, take the shard's lock file: taken at once, every
+/// earlier process of this shard id is gone, and `directory` takes their
+/// live leases over at once.
+fn prove_predecessors_gone(
+    cfg: &WorldConfig,
+    directory: Directory,
+) -> anyhow::Result<(Directory, Option<HostLock>)> {
+    let Some(dir) = &cfg.data_dir else {
+        return Ok((directory, None));
+    };
+    match host_lock::take(dir, &cfg.shard_id)? {
+        Predecessors::Gone(lock) => {
+            info!(shard = %cfg.shard_id, "lock file taken at once: an earlier process of this shard is gone; its leases are taken over without waiting");
+            Ok((directory.with_predecessors_gone(), Some(lock)))
+        }
+        Predecessors::MaybeAlive => {
+            warn!(shard = %cfg.shard_id, "another live process of this shard holds its lock file; its leases are waited out");
+            Ok((directory, None))
+        }
+    }
 }
 
 /// Why a zone could not be hosted here.
@@ -90,7 +115,8 @@ impl Shard {
         // writes under its predecessor's lease, and a predecessor that was
         // only paused finds itself superseded.
         let incarnation = directory.mint_incarnation(&cfg.shard_id).await?;
-        let directory = directory.for_incarnation(incarnation);
+        let (directory, host_lock) =
+            prove_predecessors_gone(&cfg, directory.for_incarnation(incarnation))?;
         info!(shard = %cfg.shard_id, incarnation, "process incarnation minted");
         super::events::started(&directory, &cfg.shard_id, &addr).await;
         let store = Store::connect_with_hash_queue(&cfg.redis, cfg.login_hash_queue).await?;
@@ -177,6 +203,7 @@ impl Shard {
             transfer_closing: Default::default(),
             handing_over: Default::default(),
             comm: std::sync::Mutex::new(Some(comm_rx)),
+            _host_lock: host_lock,
         }))
     }
 
