@@ -42,6 +42,9 @@ pub enum PlayerTlsError {
     },
     #[error("{path}: {what}")]
     Malformed { path: String, what: String },
+    /// The key is held to the rule every other key of the cluster is.
+    #[error(transparent)]
+    KeyTooOpen(telos_tls::files::FileError),
     #[error("{cert} and {key} do not make a TLS identity: {why}")]
     Identity {
         cert: String,
@@ -139,6 +142,27 @@ fn read(path: &Path) -> Result<Vec<u8>, PlayerTlsError> {
     })
 }
 
+/// The private key, refused when group or others can read it (as the
+/// cluster's own keys are: `chmod 600`).
+fn read_key(path: &Path) -> Result<Vec<u8>, PlayerTlsError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path)
+        .map_err(|source| PlayerTlsError::Read {
+            path: path.display().to_string(),
+            source,
+        })?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        return Err(PlayerTlsError::KeyTooOpen(
+            telos_tls::files::FileError::TooOpen {
+                path: path.display().to_string(),
+            },
+        ));
+    }
+    read(path)
+}
+
 fn malformed(path: &Path, what: impl ToString) -> PlayerTlsError {
     PlayerTlsError::Malformed {
         path: path.display().to_string(),
@@ -158,7 +182,7 @@ fn server_config(files: &TlsFiles) -> Result<Arc<ServerConfig>, PlayerTlsError> 
     if chain.is_empty() {
         return Err(malformed(&files.cert, "no PEM certificate in it"));
     }
-    let pem = read(&files.key)?;
+    let pem = read_key(&files.key)?;
     let key = PrivateKeyDer::from_pem_slice(&pem)
         .map_err(|e| malformed(&files.key, format!("no usable PEM private key ({e})")))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -188,7 +212,22 @@ mod tests {
         };
         std::fs::write(&files.cert, cert.cert.pem()).unwrap();
         std::fs::write(&files.key, cert.signing_key.serialize_pem()).unwrap();
+        set_mode(&files.key, 0o600);
         (files, cert.cert.der().to_vec())
+    }
+
+    fn set_mode(path: &Path, mode: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn a_key_others_can_read_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let (files, _) = write_pair(dir.path(), "open");
+        set_mode(&files.key, 0o644);
+        let e = PlayerTls::load(files.clone()).unwrap_err().to_string();
+        assert!(e.contains("open.key") && e.contains("chmod 600"), "{e}");
     }
 
     #[test]

@@ -271,9 +271,26 @@ fn redact_as(url: &str, lone_user_is_a_name: bool) -> String {
             None if lone_user_is_a_name => url.to_string(),
             None => format!("{scheme}{REDACTED}@{host}"),
         },
-        None => url.to_string(),
+        None => format!("{scheme}{}", redact_port_shaped_secret(rest)),
     };
     redact_query(&url)
+}
+
+/// An authority without `@` whose "port" is not a number: `telos:SECRET`
+/// (a user and password typed without the host) would be shown whole as a
+/// host and a port; what follows the colon is hidden unless it is a port.
+fn redact_port_shaped_secret(rest: &str) -> String {
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    if authority.starts_with('[') {
+        return rest.to_string();
+    }
+    match authority.rsplit_once(':') {
+        Some((host, port)) if !port.is_empty() && !port.bytes().all(|b| b.is_ascii_digit()) => {
+            format!("{host}:{REDACTED}{tail}")
+        }
+        _ => rest.to_string(),
+    }
 }
 
 /// Query parameters whose values are shown: no secret is spelled so.

@@ -136,3 +136,17 @@ fn a_lone_user_is_shown_when_the_password_comes_from_a_file() {
     let without = RedisTarget::new("redis://telos@h:1/");
     assert_eq!(without.redacted(), "redis://***@h:1/");
 }
+
+#[test]
+fn redact_hides_a_password_typed_without_the_host() {
+    // `user:password` with no `@host`: parsed as a host and a port that is
+    // not a number, it was printed whole.
+    assert_eq!(redact("redis://telos:SECRET"), "redis://telos:***");
+    assert_eq!(redact("redis://telos:SECRET/0"), "redis://telos:***/0");
+    assert_eq!(redact("telos:SECRET"), "telos:***");
+    assert_eq!(
+        redact("redis://127.0.0.1:6379/0"),
+        "redis://127.0.0.1:6379/0"
+    );
+    assert_eq!(redact("redis://[::1]:6379"), "redis://[::1]:6379");
+}

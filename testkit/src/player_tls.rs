@@ -32,6 +32,9 @@ impl SelfSigned {
         std::fs::write(&cert, issued.cert.pem()).with_context(|| cert.display().to_string())?;
         std::fs::write(&key, issued.signing_key.serialize_pem())
             .with_context(|| key.display().to_string())?;
+        // The gate refuses a key others can read, as every key of the cluster.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))?;
         Ok(Self {
             cert,
             key,
