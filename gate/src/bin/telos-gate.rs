@@ -118,6 +118,11 @@ async fn main() -> ExitCode {
                 let local = l.local_addr().map_or(addr, |a| a);
                 println!("telos-gate operator page on http://{local}/");
                 tracing::info!(addr = %local, "operator page listening");
+                if !local.ip().is_loopback() {
+                    // Read only, but unauthenticated: the cluster's shards,
+                    // zones, players and moves for anyone who reaches it.
+                    tracing::warn!(addr = %local, "the operator page listens beyond loopback and is unauthenticated: firewall it or bind 127.0.0.1");
+                }
                 telos_gate::operator::start(l, settings.redis.clone(), shutdown.clone());
             }
             Err(e) => {
