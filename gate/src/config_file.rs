@@ -58,6 +58,7 @@ pub struct FileConfig {
     pub operator_listen: Option<String>,
     /// Comma-separated, as the flag.
     pub web_forwarded_from: Option<String>,
+    pub web_origins: Option<String>,
     /// `[mssp]`: what MUD listings are told (`NAME = "..."`, `CONTACT`,
     /// `WEBSITE`, ...), names in upper case as MSSP spells them.
     pub mssp: Option<toml::Table>,

@@ -45,6 +45,9 @@ pub struct WebConfig {
     pub forwarded_from: Vec<IpNet>,
     /// The read-only operator page ([`crate::operator`]); `None`: off.
     pub operator_listen: Option<SocketAddr>,
+    /// Pages of other origins (`https://play.example.org`) allowed to open
+    /// `/ws`; the web client's own origin always is.
+    pub origins: Vec<String>,
 }
 
 impl WebConfig {
@@ -71,6 +74,7 @@ impl Default for WebConfig {
             telnet_grace: Duration::ZERO,
             forwarded_from: Vec::new(),
             operator_listen: None,
+            origins: Vec::new(),
         }
     }
 }
@@ -107,6 +111,12 @@ pub struct WebCli {
     /// [default: off].
     #[arg(long, value_name = "ADDR", env = "TELOS_GATE_OPERATOR_LISTEN")]
     pub operator_listen: Option<String>,
+    /// Origins of other pages allowed to open the WebSocket (`/ws`),
+    /// comma-separated (`https://play.example.org`); a browser's request
+    /// from any other page is refused (403) [default: the web client's own
+    /// origin only].
+    #[arg(long, value_name = "ORIGINS", env = "TELOS_GATE_WEB_ORIGINS")]
+    pub web_origins: Option<String>,
 }
 
 fn addr(flag: &str, var: &str, value: Option<String>) -> Result<Option<SocketAddr>, ConfigError> {
@@ -165,7 +175,21 @@ impl WebCli {
             self.operator_listen.as_ref(),
             file.operator_listen.clone(),
         )?;
+        let origins = pick::<String>(
+            "web-origins",
+            "TELOS_GATE_WEB_ORIGINS",
+            self.web_origins.as_ref(),
+            file.web_origins.clone(),
+        )?
+        .map(|list| {
+            list.split(',')
+                .map(|o| o.trim().trim_end_matches('/').to_ascii_lowercase())
+                .filter(|o| !o.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
         Ok(WebConfig {
+            origins,
             operator_listen: addr("operator_listen", "TELOS_GATE_OPERATOR_LISTEN", operator)?,
             listen: addr("web_listen", "TELOS_GATE_WEB_LISTEN", listen)?,
             telnet_grace,

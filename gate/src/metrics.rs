@@ -38,6 +38,8 @@ pub const COMMANDS_THROTTLED_TOTAL: &str = "telos_gate_commands_throttled_total"
 /// Web pages resuming a kept session, by `outcome` (`resumed`, `refused`:
 /// a token spent, revoked or unknown) (counter).
 pub const WEB_RESUMES_TOTAL: &str = "telos_gate_web_resumes_total";
+/// WebSocket requests refused for their page's `Origin`.
+pub const WEB_ORIGIN_REFUSED_TOTAL: &str = "telos_gate_web_origin_refused_total";
 /// Telnet `resume <token>` attempts, by `outcome` (`resumed`, `refused`).
 pub const TELNET_RESUMES_TOTAL: &str = "telos_gate_telnet_resumes_total";
 

@@ -168,6 +168,14 @@ async fn upgrade(
     Query(resume): Query<Resume>,
     State(web): State<Arc<WebShared>>,
 ) -> Response {
+    if !origin_allowed(&web.shared.cfg.web, &headers) {
+        metrics::counter!(m::WEB_ORIGIN_REFUSED_TOTAL).increment(1);
+        return (
+            axum::http::StatusCode::FORBIDDEN,
+            "this page's origin may not open the game's WebSocket\n",
+        )
+            .into_response();
+    }
     let peer = listen::client_addr(&web.shared.cfg.web, conn_peer, &headers);
     // The connection's places in the limits go on with its WebSocket (a
     // proxy's client, named per request, is counted now instead).
@@ -180,6 +188,32 @@ async fn upgrade(
         .max_message_size(WS_MAX_MESSAGE)
         .max_frame_size(WS_MAX_MESSAGE)
         .on_upgrade(move |ws| open(ws, peer, resume, web, admitted))
+}
+
+/// Whether a WebSocket request may open: no `Origin` (not a browser: a MUD
+/// client, a script — it spends only its own address's places), the web
+/// client's own origin (the request's `Host`), or one `--web-origins`
+/// lists. Any other page a player visits would otherwise open sockets from
+/// the player's browser and spend their address's places and login and
+/// creation budgets.
+pub fn origin_allowed(cfg: &crate::config_web::WebConfig, headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let Ok(origin) = origin.to_str() else {
+        return false;
+    };
+    let origin = origin.trim_end_matches('/').to_ascii_lowercase();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_ascii_lowercase);
+    let same = host.is_some_and(|host| {
+        origin
+            .split_once("://")
+            .is_some_and(|(scheme, rest)| matches!(scheme, "http" | "https") && rest == host)
+    });
+    same || cfg.origins.contains(&origin)
 }
 
 /// A new WebSocket: a resume of a kept session, or a new connection
