@@ -164,23 +164,21 @@ async fn the_page_shows_each_event_with_its_cause_and_each_shards_process() -> a
     // Back, then killed and restarted at once: its registry entry never
     // lapses, yet each process's start is there.
     let rest = rest_zones();
-    cluster.shards[1] = start_keyed_world(
-        REST_SHARD,
-        &cluster.redis.url,
-        &rest,
-        cluster.keys.path(),
-        Some(&b_addr),
-        NO_FLAGS,
-    )?;
+    let start_b = || {
+        start_keyed_world(
+            REST_SHARD,
+            &cluster.redis.url,
+            &rest,
+            cluster.keys.path(),
+            Some(&b_addr),
+            NO_FLAGS,
+        )
+    };
+    let restarted = start_b()?;
+    cluster.shards[1] = restarted;
     cluster.shards[1].kill();
-    cluster.shards[1] = start_keyed_world(
-        REST_SHARD,
-        &cluster.redis.url,
-        &rest,
-        cluster.keys.path(),
-        Some(&b_addr),
-        NO_FLAGS,
-    )?;
+    let restarted = start_b()?;
+    cluster.shards[1] = restarted;
     let s = until(&addr, "both restarts", |s| {
         let incs: Vec<u64> = events(s, |e| is(e, "shard_joined", "shard", REST_SHARD))
             .iter()

@@ -31,9 +31,9 @@ fn kind(k: &str, cause: Option<&str>) -> (String, Option<String>) {
     (k.into(), cause.map(str::to_string))
 }
 
-#[tokio::test]
-async fn every_move_is_on_the_stream_with_its_cause() {
-    let (_r, dir) = setup().await;
+/// `forest` claimed by shard a, flipped to b by a drain, and moved back by
+/// an operator's transfer: the completion's answer.
+async fn claim_flip_and_transfer_back(dir: &Directory) -> transfer::Completion {
     dir.register_zones(&["forest".into()]).await.unwrap();
     for s in ["a", "b"] {
         dir.heartbeat(&live(s), LONG).await.unwrap();
@@ -56,6 +56,13 @@ async fn every_move_is_on_the_stream_with_its_cause() {
         .complete_transfer("forest", "b", flipped, LONG)
         .await
         .unwrap();
+    done
+}
+
+#[tokio::test]
+async fn every_move_is_on_the_stream_with_its_cause() {
+    let (_r, dir) = setup().await;
+    let done = claim_flip_and_transfer_back(&dir).await;
     assert!(matches!(done, transfer::Completion::Completed { .. }));
     assert_eq!(
         kinds(&dir).await,
@@ -122,27 +129,7 @@ async fn a_refused_event_never_fails_the_move_it_records() {
         .query_async(&mut c)
         .await
         .unwrap();
-    dir.register_zones(&["forest".into()]).await.unwrap();
-    for s in ["a", "b"] {
-        dir.heartbeat(&live(s), LONG).await.unwrap();
-    }
-    let Claim::Acquired { r#gen } = dir.claim_zone("forest", "a", LONG).await.unwrap() else {
-        panic!("a free zone is claimed");
-    };
-    let flipped = dir
-        .flip_zone("forest", "a", r#gen, ("b", Cause::Drain), LONG)
-        .await
-        .unwrap()
-        .expect("flipped");
-    dir.propose_operator_transfer("forest", "a")
-        .await
-        .unwrap()
-        .expect("proposed");
-    assert!(dir.release_zone("forest", "b", flipped).await.unwrap());
-    let done = dir
-        .complete_transfer("forest", "b", flipped, LONG)
-        .await
-        .unwrap();
+    let done = claim_flip_and_transfer_back(&dir).await;
     assert!(
         matches!(done, transfer::Completion::Completed { .. }),
         "{done:?}"
