@@ -52,11 +52,9 @@ async fn claim_flip_and_transfer_back(dir: &Directory) -> transfer::Completion {
         .unwrap()
         .expect("proposed");
     assert!(dir.release_zone("forest", "b", flipped).await.unwrap());
-    let done = dir
-        .complete_transfer("forest", "b", flipped, LONG)
+    dir.complete_transfer("forest", "b", flipped, LONG)
         .await
-        .unwrap();
-    done
+        .unwrap()
 }
 
 #[tokio::test]
