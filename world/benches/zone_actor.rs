@@ -310,6 +310,7 @@ async fn join(
         quit: false,
         out,
         wedged: false,
+        hearing: Default::default(),
         persist_id: row.persist_id.clone(),
         chat: Default::default(),
         commit: None,

@@ -33,6 +33,7 @@ pub mod env;
 pub mod events;
 mod frozen;
 pub mod handle;
+pub mod hearing;
 pub mod hosted;
 pub mod lease;
 mod leavers;

@@ -287,6 +287,7 @@ mod tests {
             quit: false,
             out: tx,
             wedged: false,
+            hearing: Default::default(),
             persist_id: "pid".into(),
             chat: Default::default(),
             commit: None,

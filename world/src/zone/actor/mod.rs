@@ -494,6 +494,9 @@ impl ZoneActor {
         self.rng = rng;
         self.touch();
         self.deliver(deliveries);
+        for m in self.sessions.values_mut() {
+            m.summarise_skipped();
+        }
         // A gate that stopped reading: reclaim the player (save, remove)
         // rather than buffer frames for it without bound.
         let wedged: Vec<String> = self

@@ -87,6 +87,7 @@ async fn claim(s: &Setup, name: &str, conn: &str) -> anyhow::Result<(Joining, Fr
         quit: false,
         out,
         wedged: false,
+        hearing: Default::default(),
         persist_id: claimed.row.persist_id.clone(),
         chat: Default::default(),
         commit: None,
