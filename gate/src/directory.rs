@@ -29,6 +29,8 @@ const EMPTY_REGISTRY_POLL: Duration = Duration::from_millis(100);
 pub struct DirectoryRegistry {
     target: RedisTarget,
     dir: OnceCell<Directory>,
+    /// This gate process in the shards' reachability marks.
+    gate_id: String,
 }
 
 impl DirectoryRegistry {
@@ -43,6 +45,7 @@ impl DirectoryRegistry {
         Ok(Self {
             target,
             dir: OnceCell::new(),
+            gate_id: format!("gate-{}-{:08x}", std::process::id(), rand::random::<u32>()),
         })
     }
 
@@ -132,6 +135,29 @@ impl ShardRegistry for DirectoryRegistry {
             tokio::time::timeout(REGISTRY_TIMEOUT, read)
                 .await
                 .map_err(|_| no_answer())?
+        })
+    }
+
+    fn report_reach(
+        &self,
+        shard: &str,
+        reached: bool,
+    ) -> BoxFuture<'_, Result<Duration, RegistryError>> {
+        let shard = shard.to_string();
+        Box::pin(async move {
+            let report = async {
+                let dir = self.connect().await?;
+                if reached {
+                    dir.clear_unreachable(&shard, &self.gate_id).await?;
+                    Ok(Duration::ZERO)
+                } else {
+                    dir.mark_unreachable(&shard, &self.gate_id).await
+                }
+            };
+            tokio::time::timeout(REGISTRY_TIMEOUT, report)
+                .await
+                .map_err(|_| no_answer())?
+                .map_err(|e: DirectoryError| RegistryError(e.to_string()))
         })
     }
 

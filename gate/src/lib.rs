@@ -32,6 +32,8 @@
 //! - [`shared`]: what every connection task shares.
 //! - [`admit`]: a new connection counted in every limit, any transport.
 //! - [`liveness`]: noticing a hung shard and condemning it.
+//! - [`reachability`]: telling the shards, through Redis, which of them this
+//!   gate cannot reach (a cut-off shard gives its zones up).
 //! - [`client`]: one player's connection: idle clock, how it ends.
 //! - [`hangup`]: a client that hung up with lines still to apply.
 //! - [`mud`]: the negotiated options applied to world output (NAWS
@@ -107,9 +109,11 @@ pub mod operator;
 pub mod operator_events;
 pub mod output;
 pub mod player_tls;
+pub mod probe;
 pub mod prompt;
 pub mod proxy;
 pub mod ratelimit;
+pub mod reachability;
 pub mod reader;
 pub mod readiness;
 pub mod registry;

@@ -1,4 +1,7 @@
-//! Noticing a shard that stopped answering (issue 11, defect 7).
+//! Noticing a shard that stopped answering (issue 11, defect 7), and
+//! telling the shards which of them this gate reaches
+//! ([`crate::reachability`], issue 30: a shard cut off from the gates but
+//! not from Redis still heartbeats, so it is never a suspect here).
 //!
 //! A hung shard (SIGSTOP, a wedged host) keeps its TCP connections open, so
 //! its players' streams neither end nor fail; the HTTP/2 keepalive
@@ -18,9 +21,9 @@
 //!    the gate's links may still reach the predecessor, and a probe could
 //!    reach either process behind the one address (issue 17).
 //! 2. A suspect is probed on the very HTTP/2 connection its players use: one
-//!    gRPC health check ([`HEALTH_CHECK`]; any gRPC answer, `Unimplemented`
+//!    gRPC health check ([`HEALTH_CHECK`](crate::probe::HEALTH_CHECK); any gRPC answer, `Unimplemented`
 //!    included, proves the process and the connection alive). Only a probe
-//!    with no answer in [`PROBE_TIMEOUT`] condemns the shard.
+//!    with no answer in [`PROBE_TIMEOUT`](crate::probe::PROBE_TIMEOUT) condemns the shard.
 //! 3. A condemned shard's links end at once: each session resumes
 //!    elsewhere, the world parks it until the zone is served again (or
 //!    redirects it there), and the gate replays from the durable watermark.
@@ -37,7 +40,7 @@
 //!
 //! Timing with the defaults: the registry entry lapses 2–3 s after the
 //! hang, is seen within a [`WATCH_PERIOD`], and the probe fails after
-//! [`PROBE_TIMEOUT`]: the players are resuming within ~5 s, before the
+//! [`PROBE_TIMEOUT`](crate::probe::PROBE_TIMEOUT): the players are resuming within ~5 s, before the
 //! peers can serve the zone (its lease outlives the hang by 4–6 s), so
 //! they wait in the world's park and get in as soon as it is served.
 
@@ -46,28 +49,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use tonic::Code;
-use tonic::codegen::http::uri::PathAndQuery;
-use tonic::transport::Channel;
 
 use crate::metrics as m;
+use crate::probe::answers;
+use crate::reachability::Reachability;
 use crate::registry::LiveShard;
 use crate::shared::Shared;
 
 /// How often the registry is read while the gate holds links: half the
 /// shards' heartbeat period, so an entry's lapse is seen soon after.
 pub const WATCH_PERIOD: Duration = Duration::from_millis(500);
-
-/// A suspect shard that gives no gRPC answer within this is condemned. A
-/// live shard answers in milliseconds even on a loaded machine; a suspect
-/// has also missed three heartbeats. Short enough that the players resume
-/// before their zone can be served elsewhere (see the module docs).
-pub const PROBE_TIMEOUT: Duration = Duration::from_millis(1500);
-
-/// The standard gRPC health check (`grpc.health.v1.Health/Check`), sent
-/// with an empty request (the whole server). Shards need not implement it:
-/// `Unimplemented` is an answer too.
-pub const HEALTH_CHECK: &str = "/grpc.health.v1.Health/Check";
 
 /// Watch the shards the gate has links to until `stop`; see the module docs.
 pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
@@ -78,6 +69,7 @@ pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
     // on a paused predecessor whose replacement is the first process that
     // read ever saw, and never be condemned.
     let mut incarnations: HashMap<String, u64> = HashMap::new();
+    let mut reach = Reachability::default();
     // The first read at once: the processes behind the first links are
     // known before a replacement can start.
     let mut period = tokio::time::interval(WATCH_PERIOD);
@@ -94,6 +86,7 @@ pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
             continue;
         };
         let replaced = replaced_at(&mut incarnations, &listed);
+        reach.look(&shared, &listed).await;
         if in_use.is_empty() {
             continue;
         }
@@ -179,41 +172,6 @@ fn replaced_at(seen: &mut HashMap<String, u64>, listed: &[LiveShard]) -> HashSet
     replaced
 }
 
-/// Whether the shard behind `channel` answers one gRPC call in time.
-async fn answers(channel: Channel) -> bool {
-    let mut grpc = tonic::client::Grpc::new(channel);
-    let call = async {
-        grpc.ready()
-            .await
-            .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
-        let codec = tonic_prost::ProstCodec::<(), ()>::default();
-        grpc.unary(
-            tonic::Request::new(()),
-            PathAndQuery::from_static(HEALTH_CHECK),
-            codec,
-        )
-        .await
-    };
-    match tokio::time::timeout(PROBE_TIMEOUT, call).await {
-        Err(_) => false,
-        Ok(Ok(_)) => true,
-        Ok(Err(status)) => answered(status.code()),
-    }
-}
-
-/// Whether a call that ended with `code` was answered by the shard itself,
-/// rather than failed in transport (no connection, a broken one, a reset).
-fn answered(code: Code) -> bool {
-    !matches!(
-        code,
-        Code::Unavailable
-            | Code::Unknown
-            | Code::Cancelled
-            | Code::DeadlineExceeded
-            | Code::Internal
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,14 +199,5 @@ mod tests {
         // Unknown incarnations (an old shard) say nothing.
         assert!(replaced_at(&mut seen, &[entry("10.0.0.1:7000", 0)]).is_empty());
         assert!(replaced_at(&mut seen, &[entry("10.0.0.1:7000", 5)]).is_empty());
-    }
-
-    #[test]
-    fn transport_failures_are_not_answers() {
-        assert!(answered(Code::Ok));
-        assert!(answered(Code::Unimplemented));
-        assert!(answered(Code::NotFound));
-        assert!(!answered(Code::Unavailable));
-        assert!(!answered(Code::Unknown));
     }
 }

@@ -29,6 +29,9 @@ pub const PROTOCOL_ERRORS_TOTAL: &str = "telos_gate_protocol_errors_total";
 /// Shards found hung (off the registry and no answer to a probe), whose
 /// links the gate ended (counter).
 pub const HUNG_SHARDS_TOTAL: &str = "telos_gate_hung_shards_total";
+/// Shards that heartbeat but did not answer this gate for the reachability
+/// bound, whose links the gate ended (counter; `crate::reachability`).
+pub const UNREACHABLE_SHARDS_TOTAL: &str = "telos_gate_unreachable_shards_total";
 /// Room chatter frames dropped for players reading slower than the room talks.
 pub const CHATTER_DROPPED_TOTAL: &str = "telos_gate_chatter_dropped_total";
 /// Floods of commands over a player's rate (`--commands-per-sec`): counted
@@ -78,6 +81,10 @@ pub fn install_prometheus(
     metrics::describe_counter!(
         HUNG_SHARDS_TOTAL,
         "Shards found hung, whose players the gate resumed elsewhere"
+    );
+    metrics::describe_counter!(
+        UNREACHABLE_SHARDS_TOTAL,
+        "Shards this gate could not reach while they heartbeat, whose players it resumed where their zones went"
     );
     metrics::describe_counter!(
         CHATTER_DROPPED_TOTAL,

@@ -36,6 +36,19 @@ pub trait ShardRegistry: Send + Sync + 'static {
         self.live_shards()
     }
 
+    /// This gate cannot reach `shard` (`reached` false: say so again) or
+    /// reaches it again (true: take the mark back); how long this gate
+    /// has said so ([`crate::reachability`]). A fixed list has nobody to
+    /// tell.
+    fn report_reach(
+        &self,
+        shard: &str,
+        reached: bool,
+    ) -> BoxFuture<'_, Result<std::time::Duration, RegistryError>> {
+        let _ = (shard, reached);
+        Box::pin(async { Ok(std::time::Duration::ZERO) })
+    }
+
     /// Players online on every shard, as anyone may see them (an admin's
     /// concealment counts them out): MSSP's `PLAYERS`. A fixed list knows
     /// of nobody.

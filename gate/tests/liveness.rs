@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use support::*;
-use telos_gate::liveness::{PROBE_TIMEOUT, WATCH_PERIOD};
+use telos_gate::liveness::WATCH_PERIOD;
+use telos_gate::probe::PROBE_TIMEOUT;
 use telos_gate::registry::{BoxFuture, RegistryError};
 use telos_gate::{LiveShard, ShardRegistry, serve};
 use telos_proto::v1::client_frame::Frame as C;

@@ -112,3 +112,9 @@ pub fn shard_settling(shard: &str) -> String {
 pub fn rebalance_leader() -> String {
     format!("{PREFIX}rebalance:leader")
 }
+
+/// A shard's reachability mark: hash gate id → `since_ms seen_ms` (the
+/// gates that cannot reach it; see [`super::reach`]).
+pub fn shard_unreachable(shard: &str) -> String {
+    format!("{PREFIX}shard:{shard}:unreachable")
+}

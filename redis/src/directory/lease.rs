@@ -15,11 +15,12 @@ use super::error::DirectoryError;
 use super::events::{Cause, EVENTS_MAXLEN};
 use super::handle::Directory;
 use super::key_names;
+use super::reach::reach_script;
 use super::registry::shard_from_fields;
 use super::types::{Claim, ShardInfo};
 
-static CLAIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease_claim.lua")));
-static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease_renew.lua")));
+static CLAIM: LazyLock<Script> = LazyLock::new(|| reach_script(include_str!("lease_claim.lua")));
+static RENEW: LazyLock<Script> = LazyLock::new(|| reach_script(include_str!("lease_renew.lua")));
 static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease_release.lua")));
 static FLIP: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lease_flip.lua")));
 static SHARD_FOR_ZONE: LazyLock<Script> =
@@ -49,6 +50,7 @@ impl Directory {
             .key(key_names::zone_lease(zone))
             .key(key_names::zone_gen(zone))
             .key(key_names::events())
+            .key(key_names::shard_unreachable(shard))
             .arg(shard)
             .arg(ttl_ms(ttl)?)
             .arg(self.incarnation())
@@ -79,6 +81,7 @@ impl Directory {
         check_zone(zone)?;
         let renewed: i64 = RENEW
             .key(key_names::zone_lease(zone))
+            .key(key_names::shard_unreachable(shard))
             .arg(shard)
             .arg(generation)
             .arg(ttl_ms(ttl)?)

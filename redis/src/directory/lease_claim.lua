@@ -5,6 +5,9 @@
 -- KEYS[3] event stream    ARGV[4] zone    ARGV[5] the stream's MAXLEN
 -- ARGV[6] 1: every earlier process of the claiming shard id is proven gone
 --         (it took the shard's lock file at once), 0: not proven
+-- KEYS[4] the claiming shard's reachability mark (reach_check.lua): a shard
+--         the gates have cut off claims nothing (answered as held, by no
+--         owner: '')
 -- Returns {1, gen, owner} when the caller now holds the lease (newly minted,
 -- or its own live lease refreshed at the same generation), {0, gen, owner}
 -- when another shard — or another process of the caller's own shard id —
@@ -19,8 +22,11 @@
 -- waits for the lease to lapse and then mints a generation of its own —
 -- unless it proved every earlier process gone (ARGV[6]): then a lease an
 -- earlier incarnation of its own shard holds is minted anew at once.
-local cause = 'claim'
 local owner = redis.call('HGET', KEYS[1], 'owner')
+if cut_off(KEYS[4]) then
+  return {0, redis.call('HGET', KEYS[1], 'gen') or '0', ''}
+end
+local cause = 'claim'
 if owner then
   local gen = redis.call('HGET', KEYS[1], 'gen')
   if owner ~= ARGV[1] then

@@ -16,6 +16,7 @@
 //! - [`lease`]: claim / renew / release / fenced flip of zone leases, `ShardForZone`.
 //! - [`registry`]: shard heartbeat and registry, known zones, per-zone player counts.
 //! - [`online`]: each shard's online-player list, merged for `who`.
+//! - [`reach`]: the gates' reachability marks, read where leases are decided.
 //! - [`events`]: the cluster's event stream (joins, drains, exits, moves
 //!   with their cause), for the operator page.
 //! - [`rebalance`]: zone homes, the rebalancer's leader lease and its
@@ -39,6 +40,7 @@
 //! | `telos:zones:instanced` | set | none | every instanced zone id (a template: no lease, never transferred) |
 //! | `telos:shard:{shard}` | hash `id addr state players capacity handoff_version`, `zone:{zone}` → players | presence TTL | a live shard and the players it hosts per zone, replaced whole by each heartbeat |
 //! | `telos:shards` | set | none | ids that may be live; dead ids pruned on read |
+//! | `telos:shard:{shard}:unreachable` | hash `{gate}` → `since_ms seen_ms` | 30 s after its last report | gates that cannot reach the live shard ([`reach`]) |
 //! | `telos:shard:{shard}:version` | string | none | the build version of the shard's latest process |
 //! | `telos:events` | stream, `XADD MAXLEN ~ 1000` | none | the cluster's events: `kind` and its fields ([`events::ClusterEvent`]) |
 //! | `telos:shard:{shard}:online` | string (JSON list) | presence TTL | players online on `shard` |
@@ -68,6 +70,7 @@ mod handle;
 pub mod key_names;
 pub mod lease;
 pub mod online;
+pub mod reach;
 pub mod rebalance;
 pub mod registry;
 mod sentinel_link;
@@ -82,6 +85,8 @@ mod events_tests;
 #[cfg(test)]
 mod incarnation_tests;
 #[cfg(test)]
+mod reach_tests;
+#[cfg(test)]
 mod tests;
 
 use connection::RedisConn;
@@ -91,7 +96,7 @@ use crate::target::RedisTarget;
 pub use drain_targets::DrainTarget;
 pub use error::DirectoryError;
 pub use handle::Directory;
-pub use types::{Claim, OnlinePlayer, ShardInfo, ShardState, ZoneStatus};
+pub use types::{Claim, OnlinePlayer, Reach, ShardInfo, ShardState, ZoneStatus};
 
 impl Directory {
     /// Connects to Redis at `target` (a URL such as `redis://host:port/db`,

@@ -17,9 +17,10 @@ use super::error::DirectoryError;
 use super::events::{ClusterEvent, EVENTS_MAXLEN};
 use super::handle::Directory;
 use super::key_names;
-use super::types::{ShardInfo, ZoneStatus};
+use super::reach::reach_script;
+use super::types::{Reach, ShardInfo, ZoneStatus};
 
-static HEARTBEAT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("heartbeat.lua")));
+static HEARTBEAT: LazyLock<Script> = LazyLock::new(|| reach_script(include_str!("heartbeat.lua")));
 static MINT_INCARNATION: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("incarnation_mint.lua")));
 static DEREGISTER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("deregister.lua")));
@@ -64,7 +65,7 @@ impl Directory {
     /// Publishes this shard's registry entry with no players counted in
     /// any zone (see [`Directory::heartbeat_with_zones`]).
     pub async fn heartbeat(&self, info: &ShardInfo, ttl: Duration) -> Result<(), DirectoryError> {
-        self.heartbeat_with_zones(info, &[], ttl).await
+        self.heartbeat_with_zones(info, &[], ttl).await.map(drop)
     }
 
     /// Publishes this shard's registry entry and how many players it hosts
@@ -75,16 +76,20 @@ impl Directory {
     /// [`Directory::deregister`], and a restarted shard's first entry
     /// replaces whatever its predecessor published. The caller counts
     /// `info.players` and the zones from one snapshot, so they agree.
+    /// A live shard the gates have cut off ([`super::reach`]) is published
+    /// as [`ShardState::CutOff`](super::types::ShardState::CutOff) and told
+    /// so ([`Reach::CutOff`]).
     pub async fn heartbeat_with_zones(
         &self,
         info: &ShardInfo,
         zone_players: &[(String, u64)],
         ttl: Duration,
-    ) -> Result<(), DirectoryError> {
+    ) -> Result<Reach, DirectoryError> {
         check_shard(&info.id)?;
         let mut script = HEARTBEAT.key(key_names::shard(&info.id));
         script
             .key(key_names::shards())
+            .key(key_names::shard_unreachable(&info.id))
             .arg(ttl_ms(ttl)?)
             .arg(&info.id)
             .arg(&info.addr)
@@ -104,7 +109,11 @@ impl Directory {
                 incarnation: self.incarnation(),
             });
         }
-        Ok(())
+        Ok(if published == 2 {
+            Reach::CutOff
+        } else {
+            Reach::Reached
+        })
     }
 
     /// Removes a shard's entry and online list at once (clean shutdown), so

@@ -23,6 +23,18 @@ pub enum ShardState {
     Live,
     /// Rejects fresh logins; still accepts inbound handoffs.
     Draining,
+    /// Live, but the gates cannot reach it ([`super::reach`]): it holds no
+    /// zone, and nothing is sent to it until a gate reaches it again.
+    CutOff,
+}
+
+/// What a heartbeat learned of the gates' view of the shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// No gate has said it cannot reach the shard for long.
+    Reached,
+    /// A gate has ([`super::reach`]): the shard must hold no zone.
+    CutOff,
 }
 
 impl ShardState {
@@ -30,6 +42,7 @@ impl ShardState {
         match self {
             ShardState::Live => "live",
             ShardState::Draining => "draining",
+            ShardState::CutOff => "cut_off",
         }
     }
 }
@@ -47,6 +60,7 @@ impl std::str::FromStr for ShardState {
         match s {
             "live" => Ok(ShardState::Live),
             "draining" => Ok(ShardState::Draining),
+            "cut_off" => Ok(ShardState::CutOff),
             other => Err(format!("unknown shard state {other:?}")),
         }
     }

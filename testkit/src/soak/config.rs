@@ -32,6 +32,14 @@ pub const ABANDON_AFTER: Duration = Duration::from_secs(60);
 /// shard paused longer than this loses its zones to its peers.
 pub const LEASE_TTL: Duration = Duration::from_secs(6);
 
+/// How long a gate takes, at most, to find a shard cut off from it (but
+/// not from Redis) and to have said so for the bound after which the
+/// shard gives its zones up: a watch period, a probe's timeout twice (the
+/// look that finds it and the one that keeps the mark fresh), and the
+/// mark's bound (`telos_redis::directory::reach::REACH_BOUND`). A
+/// `cut-service` fault's answers are judged from a window this long.
+pub const CUT_DETECTION: Duration = Duration::from_millis(500 + 2 * 1500 + 2000);
+
 /// How long a SIGTERMed shard may take to exit: its drain deadline
 /// (`--drain-deadline`, default 30 s) plus a margin for the final saves.
 pub const DRAIN_EXIT_TIMEOUT: Duration = Duration::from_secs(45);
@@ -144,7 +152,7 @@ impl Mode {
                 Gate,
                 RestartPaused,
             ],
-            Mode::Partition => vec![CutRedis, CutPeers, CutGate, OneWay, Slow, Reset],
+            Mode::Partition => vec![CutRedis, CutPeers, CutGate, CutService, OneWay, Slow, Reset],
         }
     }
 
@@ -183,6 +191,11 @@ pub enum FaultKind {
     CutPeers,
     /// Cut the gate from one shard (both ways).
     CutGate,
+    /// Cut one shard from the gate and every peer (both ways), Redis still
+    /// reachable, past the lease TTL: the one-sided cut (issue 30). The
+    /// gate marks it unreachable, its leases are refused and its players
+    /// are served by a peer within the cut's detection, not its length.
+    CutService,
     /// Hold one direction of one of a shard's links: requests land, their
     /// answers do not come back (or the other way round).
     OneWay,
@@ -200,7 +213,7 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 16] = [
+    pub const ALL: [FaultKind; 17] = [
         FaultKind::Drain,
         FaultKind::Kill,
         FaultKind::Stop,
@@ -212,6 +225,7 @@ impl FaultKind {
         FaultKind::CutRedis,
         FaultKind::CutPeers,
         FaultKind::CutGate,
+        FaultKind::CutService,
         FaultKind::OneWay,
         FaultKind::Slow,
         FaultKind::Reset,
@@ -232,6 +246,7 @@ impl FaultKind {
             FaultKind::CutRedis => "cut-redis",
             FaultKind::CutPeers => "cut-peers",
             FaultKind::CutGate => "cut-gate",
+            FaultKind::CutService => "cut-service",
             FaultKind::OneWay => "one-way",
             FaultKind::Slow => "slow",
             FaultKind::Reset => "reset",
@@ -340,7 +355,7 @@ impl SoakArgs {
             self.sentinel()
                 && matches!(
                     k,
-                    Redis | CutRedis | CutPeers | CutGate | OneWay | Slow | Reset
+                    Redis | CutRedis | CutPeers | CutGate | CutService | OneWay | Slow | Reset
                 )
         }) {
             anyhow::bail!(

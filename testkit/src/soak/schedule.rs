@@ -49,6 +49,9 @@ fn hold_range(kind: FaultKind) -> (u64, u64) {
         // Past the TTL: the shard must fence and its peers take over.
         FaultKind::CutRedis => (ttl + 2_000, ttl + 6_000),
         FaultKind::CutPeers | FaultKind::CutGate => (3_000, 10_000),
+        // Past the lease TTL, so that only the gates' marks can end it
+        // early for the players.
+        FaultKind::CutService => (ttl + 4_000, ttl + 10_000),
         FaultKind::OneWay => (2_000, ttl + 4_000),
         FaultKind::Slow => (5_000, 12_000),
         FaultKind::Reset => (200, 1_500),
@@ -76,7 +79,7 @@ fn expected_extra(kind: FaultKind) -> Duration {
         FaultKind::Gate => 2,
         FaultKind::Retransfer => 6,
         FaultKind::RestartPaused => 8,
-        FaultKind::CutRedis | FaultKind::OneWay => 6,
+        FaultKind::CutRedis | FaultKind::OneWay | FaultKind::CutService => 6,
         FaultKind::CutPeers | FaultKind::CutGate | FaultKind::Slow => 4,
         FaultKind::Reset => 3,
         FaultKind::Join => 10,

@@ -5,11 +5,12 @@
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-use tracing::{error, warn};
+use tracing::{error, info, warn};
 
 use super::shard::Shard;
 use crate::model::ids::{is_instance_id, template_of};
-use telos_redis::directory::{DirectoryError, ShardInfo, ShardState};
+use telos_redis::directory::reach::REACH_BOUND;
+use telos_redis::directory::{DirectoryError, Reach, ShardInfo, ShardState};
 
 /// Registry heartbeat period.
 const HEARTBEAT: Duration = Duration::from_secs(1);
@@ -69,7 +70,10 @@ impl Shard {
             .heartbeat_with_zones(&info, &zone_players, PRESENCE_TTL)
             .await
         {
-            Ok(()) => self.ready.heartbeat(true),
+            Ok(reach) => {
+                self.ready.heartbeat(true);
+                self.reached(reach);
+            }
             Err(e @ DirectoryError::Superseded { .. }) => {
                 error!(error = %e, "superseded by a newer process of this shard id: stopping");
                 self.superseded.cancel();
@@ -79,6 +83,25 @@ impl Shard {
                 metrics::counter!("telos_redis_errors_total", "op" => "heartbeat").increment(1);
                 warn!(error = %e, "registry heartbeat failed");
             }
+        }
+    }
+
+    /// Say when the gates' view of this shard changes: cut off, its zones
+    /// fence at their next renew and go to peers (`reach` in the
+    /// directory); reached again, it claims and takes players again.
+    fn reached(&self, reach: Reach) {
+        let cut_off = reach == Reach::CutOff;
+        if !self.ready.cut_off(cut_off) {
+            return;
+        }
+        metrics::gauge!("telos_shard_cut_off").set(f64::from(u8::from(cut_off)));
+        if cut_off {
+            error!(
+                "a gate has not reached this shard for {} s while it reaches others: giving every zone up to the peers (their leases are refused from now) until the gates reach it again",
+                REACH_BOUND.as_secs()
+            );
+        } else {
+            info!("the gates reach this shard again: it takes zones and players again");
         }
     }
 

@@ -2,7 +2,8 @@
 //! `grpc.health.v1` say: not while it drains (a drain flips readiness
 //! first of all), not before its boot zones were claimed once, and not
 //! while its registry heartbeat to Redis fails (the leases it renews the
-//! same way are then at risk).
+//! same way are then at risk), nor while the gates cannot reach it (it
+//! holds no zone then: `telos_redis::directory::reach`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -15,6 +16,8 @@ pub struct Readiness {
     registry_ok: AtomicBool,
     /// A stop signal came (SIGTERM, SIGINT, superseded): never ready again.
     stopping: AtomicBool,
+    /// The last heartbeat found the shard cut off from the gates.
+    cut_off: AtomicBool,
 }
 
 impl Readiness {
@@ -24,6 +27,11 @@ impl Readiness {
 
     pub fn heartbeat(&self, ok: bool) {
         self.registry_ok.store(ok, Ordering::Relaxed);
+    }
+
+    /// The gates' view, as the last heartbeat found it; whether it changed.
+    pub fn cut_off(&self, cut_off: bool) -> bool {
+        self.cut_off.swap(cut_off, Ordering::Relaxed) != cut_off
     }
 
     /// Never ready again (a stop signal came).
@@ -44,6 +52,9 @@ impl Readiness {
         }
         if !self.registry_ok.load(Ordering::Relaxed) {
             return Err("its registry heartbeat does not reach Redis".into());
+        }
+        if self.cut_off.load(Ordering::Relaxed) {
+            return Err("no gate can reach it".into());
         }
         Ok(())
     }

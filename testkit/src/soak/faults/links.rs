@@ -6,7 +6,8 @@
 
 use crate::proxy::LinkMode;
 
-use super::super::config::FaultKind;
+use super::super::clock::Ms;
+use super::super::config::{CUT_DETECTION, FaultKind};
 use super::super::history::FaultRecord;
 use super::super::probe::View;
 use super::super::schedule::{Planned, slow_delay};
@@ -21,6 +22,8 @@ enum Link {
     Gate,
     /// The shard's connections to and from every peer.
     Peers,
+    /// The gate's and every peer's: the shard reaches Redis only.
+    Service,
     /// All of them.
     All,
 }
@@ -31,6 +34,7 @@ impl Link {
             Link::Redis => "redis link",
             Link::Gate => "gate link",
             Link::Peers => "peer links",
+            Link::Service => "gate and peer links",
             Link::All => "every link",
         }
     }
@@ -42,6 +46,7 @@ fn plan(p: &Planned) -> (Link, LinkMode) {
         FaultKind::CutRedis => (Link::Redis, LinkMode::Blackhole),
         FaultKind::CutPeers => (Link::Peers, LinkMode::Blackhole),
         FaultKind::CutGate => (Link::Gate, LinkMode::Blackhole),
+        FaultKind::CutService => (Link::Service, LinkMode::Blackhole),
         // Down: the client's requests land, their answers are held (a
         // lease renewed in Redis that the shard never hears of; a move
         // applied whose answer the gate never gets). Up: the other way.
@@ -92,6 +97,11 @@ impl Driver<'_> {
         rec.target = format!("{} {}", rec.target, link.name());
         rec.notes.push(format!("{mode:?}"));
         self.set_link(i, link, mode);
+        if p.kind == FaultKind::CutService {
+            // Its players wait for the cut's detection, not its length:
+            // their answers are judged from a window that ends there.
+            rec.window_end = Some(rec.start + CUT_DETECTION.as_millis() as Ms);
+        }
         tokio::time::sleep(p.hold).await;
         self.heal_links();
         tokio::time::sleep(held_after_heal(mode)).await;
@@ -105,16 +115,24 @@ impl Driver<'_> {
         match link {
             Link::Redis => me.redis_link.set(mode),
             Link::Gate => me.front.set_for("gate", mode),
-            Link::Peers => {
-                for (j, peer) in shards.iter().enumerate().filter(|(j, _)| *j != i) {
-                    me.front.set_for(&peer.id, mode);
-                    shards[j].front.set_for(&me.id, mode);
-                }
+            Link::Peers => self.set_peer_links(i, mode),
+            Link::Service => {
+                me.front.set_for("gate", mode);
+                self.set_peer_links(i, mode);
             }
             Link::All => {
                 me.redis_link.set(mode);
                 me.front.set(mode);
             }
+        }
+    }
+
+    /// Shard `i`'s links to and from every peer.
+    fn set_peer_links(&self, i: usize, mode: LinkMode) {
+        let shards = &self.cluster.shards;
+        for (j, peer) in shards.iter().enumerate().filter(|(j, _)| *j != i) {
+            shards[i].front.set_for(&peer.id, mode);
+            shards[j].front.set_for(&shards[i].id, mode);
         }
     }
 

@@ -100,6 +100,7 @@ impl Driver<'_> {
             FaultKind::CutRedis
             | FaultKind::CutPeers
             | FaultKind::CutGate
+            | FaultKind::CutService
             | FaultKind::OneWay
             | FaultKind::Slow
             | FaultKind::Reset => self.link(p, &view, &mut rec).await,

@@ -59,7 +59,8 @@ pub async fn view(dir: &Directory, handoff_version: u32) -> Result<View, Directo
             .into_iter()
             .filter(|s| s.handoff_version == handoff_version)
             .map(|s| plan::ShardView {
-                draining: s.state == ShardState::Draining,
+                // A cut-off shard (the gates cannot reach it) is no target either.
+                draining: s.state != ShardState::Live,
                 id: s.id,
                 players: s.players,
                 capacity: s.capacity,
