@@ -46,7 +46,7 @@ use opentelemetry_sdk::trace::{
 };
 use tracing::{Metadata, Subscriber, warn};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
-use tracing_subscriber::filter::{EnvFilter, FilterFn, LevelFilter};
+use tracing_subscriber::filter::{EnvFilter, FilterExt, FilterFn, LevelFilter};
 use tracing_subscriber::layer::{Layer, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -121,7 +121,9 @@ pub fn init(service: &str) -> TelemetryGuard {
             Err(e) => (None, Some(e)),
         }
     };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info"))
+        .and(FilterFn::new(no_payloads));
     // Colour only for a terminal: log files and collectors get plain text.
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
@@ -151,6 +153,20 @@ pub fn init(service: &str) -> TelemetryGuard {
         tracing::info!(ratio = head_ratio(), "exporting traces over OTLP");
     }
     TelemetryGuard { provider }
+}
+
+/// Libraries that log what a player sent, whole, below INFO: the WebSocket
+/// library traces every frame and message (a web player's password, a
+/// resume token). Their events above DEBUG stay; none below, whatever
+/// `RUST_LOG` asks (issue 30: no credential at any log level).
+const PAYLOAD_LOGGERS: &[&str] = &["tungstenite", "tokio_tungstenite"];
+
+/// Whether an event may be logged: not a [`PAYLOAD_LOGGERS`] one below INFO.
+fn no_payloads(meta: &Metadata<'_>) -> bool {
+    *meta.level() <= tracing::Level::INFO
+        || !PAYLOAD_LOGGERS
+            .iter()
+            .any(|t| meta.target() == *t || meta.target().starts_with(&format!("{t}::")))
 }
 
 /// The standard switches: an endpoint turns export on; `OTEL_SDK_DISABLED`
