@@ -209,3 +209,59 @@ async fn the_page_shows_each_event_with_its_cause_and_each_shards_process() -> a
     );
     Ok(())
 }
+
+/// Guarded as the web listener is (issue 30, the edge): a request naming
+/// the page by another host (DNS rebinding: an attacker's name pointed at
+/// this address, read from a visitor's browser) is told 421, and a client
+/// that never finishes its headers is cut off at the header-read timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_answers_only_its_own_names_and_drops_a_slowloris() -> anyhow::Result<()> {
+    use std::io::{Read, Write};
+    let cluster = TwoShards::start(&[], &["--operator-listen", "127.0.0.1:0"])?;
+    let url = cluster
+        .gate
+        .printed("operator page on ")
+        .context("the gate printed no operator page")?;
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let port = addr
+        .rsplit_once(':')
+        .map(|(_, p)| p.to_string())
+        .unwrap_or_default();
+    let answer = |host: String| -> anyhow::Result<String> {
+        let mut tcp = std::net::TcpStream::connect(&addr)?;
+        tcp.set_read_timeout(Some(WAIT))?;
+        let req = format!("GET /status.json HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        tcp.write_all(req.as_bytes())?;
+        let mut raw = String::new();
+        tcp.read_to_string(&mut raw)?;
+        Ok(raw.lines().next().unwrap_or("").to_string())
+    };
+    for (host, want) in [
+        (addr.clone(), "200"),
+        (format!("localhost:{port}"), "200"),
+        (format!("evil.example:{port}"), "421"),
+        ("evil.example".to_string(), "421"),
+    ] {
+        let status = blocking(|| answer(host.clone()))?;
+        assert!(status.contains(want), "Host {host}: {status}");
+    }
+    // Headers a piece at a time, never finished: closed at the header
+    // timeout (10 s; hyper's own default, without it, is 30 s).
+    let slow = blocking(|| {
+        let mut tcp = std::net::TcpStream::connect(&addr)?;
+        tcp.set_read_timeout(Some(WAIT))?;
+        tcp.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n")?;
+        let started = std::time::Instant::now();
+        let mut rest = Vec::new();
+        let _ = tcp.read_to_end(&mut rest);
+        anyhow::Ok(started.elapsed())
+    })?;
+    assert!(
+        slow < Duration::from_secs(20),
+        "a slowloris held the page's connection {slow:?}"
+    );
+    Ok(())
+}

@@ -29,6 +29,9 @@ pub const PROTOCOL_ERRORS_TOTAL: &str = "telos_gate_protocol_errors_total";
 /// Shards found hung (off the registry and no answer to a probe), whose
 /// links the gate ended (counter).
 pub const HUNG_SHARDS_TOTAL: &str = "telos_gate_hung_shards_total";
+/// Operator page requests refused for naming it by another host (counter;
+/// DNS rebinding, `crate::operator`).
+pub const OPERATOR_REFUSED_TOTAL: &str = "telos_gate_operator_refused_total";
 /// Shards that heartbeat but did not answer this gate for the reachability
 /// bound, whose links the gate ended (counter; `crate::reachability`).
 pub const UNREACHABLE_SHARDS_TOTAL: &str = "telos_gate_unreachable_shards_total";
@@ -81,6 +84,10 @@ pub fn install_prometheus(
     metrics::describe_counter!(
         HUNG_SHARDS_TOTAL,
         "Shards found hung, whose players the gate resumed elsewhere"
+    );
+    metrics::describe_counter!(
+        OPERATOR_REFUSED_TOTAL,
+        "Operator page requests refused for naming the page by another host"
     );
     metrics::describe_counter!(
         UNREACHABLE_SHARDS_TOTAL,

@@ -14,11 +14,16 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use std::net::IpAddr;
+
 use axum::Router;
-use axum::extract::State;
-use axum::http::{HeaderValue, header};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use serde::Serialize;
 use telos_redis::directory::Directory;
 use telos_redis::status::{ShardRow, ZoneRow, cluster_status};
@@ -27,6 +32,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::operator_events::{Event, describe, lost_shards};
+use crate::web::listen::{HEADER_READ_TIMEOUT, HTTP_BUFFER};
 
 /// How often the registry is read (and the page refreshes).
 pub const POLL_EVERY: Duration = Duration::from_secs(1);
@@ -60,15 +66,79 @@ pub fn start(listener: TcpListener, target: RedisTarget, shutdown: CancellationT
     let app = Router::new()
         .route("/", get(page))
         .route("/status.json", get(status))
-        .with_state(snapshot);
-    tokio::spawn(async move {
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown.cancelled_owned())
-            .await;
-        if let Err(e) = served {
-            tracing::warn!(error = %e, "operator page listener failed");
+        .with_state(snapshot)
+        .layer(axum::middleware::from_fn(own_host_only));
+    tokio::spawn(serve(listener, app, shutdown));
+}
+
+/// Each connection as the web listener serves one: HTTP/1.1 with a
+/// header-read timeout and a bounded buffer (a client that sends its
+/// headers a byte at a time, or never, holds nothing for long), until
+/// `shutdown`.
+async fn serve(listener: TcpListener, app: Router, shutdown: CancellationToken) {
+    loop {
+        let stream = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "operator page: accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let (app, shutdown) = (app.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .max_buf_size(HTTP_BUFFER);
+            let conn =
+                builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app));
+            tokio::select! {
+                _ = conn => {}
+                _ = shutdown.cancelled() => {}
+            }
+        });
+    }
+}
+
+/// DNS rebinding: a web page whose name an attacker points at this
+/// address would otherwise read the page from a visitor's browser. Only a
+/// request naming the page by an address (`127.0.0.1:9300`, `[::1]`) or
+/// `localhost` is answered; any other `Host` is told 421. Behind a reverse
+/// proxy under a name, the proxy passes the upstream address as `Host`.
+async fn own_host_only(request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if host_is_local_name(host) {
+        return next.run(request).await;
+    }
+    metrics::counter!(crate::metrics::OPERATOR_REFUSED_TOTAL).increment(1);
+    (
+        StatusCode::MISDIRECTED_REQUEST,
+        "name this page by its address or localhost\n",
+    )
+        .into_response()
+}
+
+/// Whether a `Host` header names an address or `localhost` (with or
+/// without a port).
+fn host_is_local_name(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => {
+            return v6
+                .split_once(']')
+                .is_some_and(|(ip, _)| ip.parse::<IpAddr>().is_ok());
         }
-    });
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost") || name.parse::<IpAddr>().is_ok()
 }
 
 async fn page() -> Response {
@@ -210,5 +280,34 @@ impl Reader {
         }
         self.last_id = cursor;
         Ok((status.shards, status.zones, events))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_is_local_name;
+
+    #[test]
+    fn only_addresses_and_localhost_name_the_page() {
+        for ok in [
+            "127.0.0.1:9300",
+            "127.0.0.1",
+            "[::1]:9300",
+            "[::1]",
+            "localhost:9300",
+            "LOCALHOST",
+            "10.0.0.5:9300",
+        ] {
+            assert!(host_is_local_name(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:9300",
+            "",
+            "[evil]:1",
+            "127.0.0.1.evil:80",
+        ] {
+            assert!(!host_is_local_name(bad), "{bad}");
+        }
     }
 }
