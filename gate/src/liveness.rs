@@ -52,7 +52,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics as m;
 use crate::probe::answers;
-use crate::reachability::Reachability;
 use crate::registry::LiveShard;
 use crate::shared::Shared;
 
@@ -69,7 +68,6 @@ pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
     // on a paused predecessor whose replacement is the first process that
     // read ever saw, and never be condemned.
     let mut incarnations: HashMap<String, u64> = HashMap::new();
-    let mut reach = Reachability::default();
     // The first read at once: the processes behind the first links are
     // known before a replacement can start.
     let mut period = tokio::time::interval(WATCH_PERIOD);
@@ -86,7 +84,6 @@ pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
             continue;
         };
         let replaced = replaced_at(&mut incarnations, &listed);
-        reach.look(&shared, &listed).await;
         if in_use.is_empty() {
             continue;
         }

@@ -240,6 +240,7 @@ pub async fn serve_all(
         shared.clone(),
         shutdown.clone(),
     ));
+    tokio::spawn(crate::reachability::watch(shared.clone(), shutdown.clone()));
     tokio::spawn(count_players(shared.clone(), shutdown.clone()));
     // Memory back to the system after a crowd leaves (glibc only).
     if shared.cfg.edge.malloc_trim {

@@ -27,9 +27,12 @@ use super::error::DirectoryError;
 use super::handle::Directory;
 use super::key_names;
 
-/// How long a gate must have found a shard unreachable before the shard
-/// gives its zones up (`REACH_BOUND_MS` in `reach_check.lua`).
-pub const REACH_BOUND: Duration = Duration::from_millis(2000);
+/// How long a gate must have found a shard unreachable, at every probe,
+/// before the shard gives its zones up (`REACH_BOUND_MS` in
+/// `reach_check.lua`): at least three probes in a row with no answer in
+/// 1.5 s each — a shard that answers nothing that long holds its players
+/// hostage whatever the cause.
+pub const REACH_BOUND: Duration = Duration::from_millis(3000);
 
 /// A gate's mark counts while the gate said it this recently
 /// (`REACH_STALE_MS` in `reach_check.lua`): a gate that died, or no longer

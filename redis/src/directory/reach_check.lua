@@ -10,7 +10,7 @@
 -- between: an answer takes the field back) cuts the shard off, so one slow
 -- probe never does; a gate that stopped saying so (it reaches the shard
 -- again, or it died) no longer counts.
-local REACH_BOUND_MS = 2000
+local REACH_BOUND_MS = 3000
 local REACH_STALE_MS = 4000
 
 local function reach_now_ms()
@@ -26,7 +26,7 @@ local function cut_off(mark_key)
   local now = reach_now_ms()
   for i = 2, #marks, 2 do
     local since, seen = string.match(marks[i], '^(%d+) (%d+)$')
-    if since and now - tonumber(seen) <= REACH_STALE_MS
+    if since and tonumber(seen) <= now and now - tonumber(seen) <= REACH_STALE_MS
        and tonumber(seen) - tonumber(since) >= REACH_BOUND_MS then
       return true
     end

@@ -91,3 +91,20 @@ async fn a_draining_shard_cut_off_stays_draining_in_the_registry() {
     );
     assert_eq!(state_of(&dir).await, ShardState::Draining);
 }
+
+/// A field left behind (a lost reply, a shard that left the registry while
+/// marked) never lengthens a later run: a report after the last one went
+/// stale starts a new run, and one report alone cuts nobody off.
+#[tokio::test]
+async fn a_stale_report_starts_a_new_run() {
+    let (_server, dir) = setup().await;
+    dir.mark_unreachable("shard-a", "gate-1").await.unwrap();
+    tokio::time::sleep(super::reach::REACH_STALE + Duration::from_millis(300)).await;
+    let held = dir.mark_unreachable("shard-a", "gate-1").await.unwrap();
+    assert!(held < Duration::from_millis(100), "{held:?}");
+    let live = entry(ShardState::Live);
+    assert_eq!(
+        dir.heartbeat_with_zones(&live, &[], TTL).await.unwrap(),
+        Reach::Reached
+    );
+}

@@ -35,6 +35,11 @@ for i = 1, #entry, 2 do
   field[entry[i]] = entry[i + 1]
 end
 local version = field['handoff_version'] or '0'
+-- A shard the gates have cut off gives its zones up (reach_check.lua):
+-- between owners, as a zone whose lease is moving.
+if field['state'] == 'cut_off' then
+  return {'none', ''}
+end
 -- Never mint for an entry the caller cannot use: a malformed one is
 -- reported without raising the epoch under the staying session.
 local usable = field['id'] and field['addr'] and tonumber(field['players'])

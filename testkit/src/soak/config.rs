@@ -34,11 +34,12 @@ pub const LEASE_TTL: Duration = Duration::from_secs(6);
 
 /// How long a gate takes, at most, to find a shard cut off from it (but
 /// not from Redis) and to have said so for the bound after which the
-/// shard gives its zones up: a watch period, a probe's timeout twice (the
-/// look that finds it and the one that keeps the mark fresh), and the
-/// mark's bound (`telos_redis::directory::reach::REACH_BOUND`). A
-/// `cut-service` fault's answers are judged from a window this long.
-pub const CUT_DETECTION: Duration = Duration::from_millis(500 + 2 * 1500 + 2000);
+/// shard gives its zones up: a watch period and a probe's timeout (the
+/// look that finds it), the mark's bound
+/// (`telos_redis::directory::reach::REACH_BOUND`), and one more round (a
+/// watch period and a probe's timeout: the report that crosses the bound).
+/// A `cut-service` fault's answers are judged from a window this long.
+pub const CUT_DETECTION: Duration = Duration::from_millis(500 + 1500 + 3000 + 500 + 1500);
 
 /// How long a SIGTERMed shard may take to exit: its drain deadline
 /// (`--drain-deadline`, default 30 s) plus a margin for the final saves.

@@ -56,6 +56,15 @@ impl Hearing {
         false
     }
 
+    /// A line (`text`) or event of chatter was left out elsewhere (the
+    /// stream was as full as chatter may make it): counted for the
+    /// summary too.
+    pub fn left_out(&mut self, text: bool) {
+        if text {
+            self.skipped += 1;
+        }
+    }
+
     /// How many lines were left out, once there is room to say so (the
     /// summary costs a line of the allowance): `None` if none were or the
     /// room is still too loud.

@@ -101,8 +101,9 @@ fn chatter(frame: &Frame) -> Option<bool> {
     }
 }
 
-/// The end of a stream whose channel is full: it waits for room off the
-/// actor, bounded, so a session's `Goodbye.` (or its "reconnect") is never
+/// The end of a stream whose channel is full (a `Closed`, or the
+/// `Redirect` that moves it): it waits for room off the actor, bounded, so
+/// a session's `Goodbye.` (or its "reconnect", or where it went) is never
 /// dropped because the stream was full.
 fn deliver_end(out: mpsc::Sender<ServerFrame>, frame: ServerFrame) {
     /// A gate that reads nothing this long is gone; its connection's end
@@ -165,7 +166,9 @@ impl SessionMeta {
     /// there is room to (the zone's tick asks).
     pub fn summarise_skipped(&mut self) {
         if let Some(skipped) = self.hearing.summary(Instant::now()) {
-            let line = crate::zone::events::output(&summary_line(skipped), true);
+            // Not chatter itself: a gate must not drop the one line that
+            // says what was dropped.
+            let line = crate::zone::events::output(&summary_line(skipped), false);
             self.held.0.push(ServerFrame {
                 frame: Some(Frame::Output(line)),
             });
@@ -186,19 +189,22 @@ impl SessionMeta {
     }
 
     /// Queue a frame without ever blocking the actor. Chatter takes only
-    /// what leaves [`OUT_RESERVE`] free and is otherwise left out; anything
-    /// else finding the channel full marks the session wedged and is
-    /// dropped (the actor reclaims the player) — except the end of the
-    /// stream, which is always delivered (see [`deliver_end`]).
+    /// what leaves [`OUT_RESERVE`] free and is otherwise left out (and
+    /// summarised); anything else finding the channel full marks the
+    /// session wedged and is dropped (the actor reclaims the player) —
+    /// except the end of the stream, which is always delivered (see
+    /// [`deliver_end`]).
     fn push(&mut self, frame: ServerFrame) {
-        let is_chatter = frame.frame.as_ref().and_then(chatter).is_some();
-        if is_chatter && self.out.capacity() <= OUT_RESERVE {
+        if let Some(text) = frame.frame.as_ref().and_then(chatter)
+            && self.out.capacity() <= OUT_RESERVE
+        {
+            self.hearing.left_out(text);
             return metrics::counter!(CHATTER_SKIPPED_TOTAL).increment(1);
         }
         match self.out.try_send(frame) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(frame)) => {
-                if matches!(frame.frame, Some(Frame::Closed(_))) {
+                if matches!(frame.frame, Some(Frame::Closed(_) | Frame::Redirect(_))) {
                     deliver_end(self.out.clone(), frame);
                 }
                 self.wedged = true;

@@ -131,7 +131,15 @@ async fn step(
 ) -> Result<(), StepError> {
     let dir = &shard.env.directory;
     let transfers = dir.transfers().await?;
-    let live: Vec<String> = dir.shards().await?.into_iter().map(|s| s.id).collect();
+    // A cut-off target (the gates cannot reach it) can never open the
+    // zone: gone, as far as a transfer goes.
+    let live: Vec<String> = dir
+        .shards()
+        .await?
+        .into_iter()
+        .filter(|s| s.state != telos_redis::directory::ShardState::CutOff)
+        .map(|s| s.id)
+        .collect();
     missing_since.retain(|z, _| transfers.iter().any(|t| &t.zone == z));
     for t in transfers {
         if t.from == shard.id() {

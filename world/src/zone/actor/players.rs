@@ -266,7 +266,7 @@ impl ZoneActor {
             }
             m.chatter(line.text.clone());
             for event in &line.events {
-                m.event(event.clone());
+                m.chatter_event(event.clone());
             }
         }
     }
