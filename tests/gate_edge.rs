@@ -229,6 +229,56 @@ async fn creating_characters_is_limited_per_address_while_logins_work() -> anyho
     Ok(())
 }
 
+/// Creation is limited per network and for the whole gate too (issue 30:
+/// per address alone, a script spread over a /24's addresses, or twenty
+/// /24s, minted 2000 characters in under a minute). Four addresses of one
+/// /24, each with its own allowance to spare, create two characters
+/// between them; an address of another /24 creates still, until the gate's
+/// own budget is spent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creating_characters_is_limited_per_network_and_per_gate() -> anyhow::Result<()> {
+    let s = stack(&[
+        "--create-ip-burst",
+        "5",
+        "--create-network-per-hour",
+        "2",
+        "--create-per-hour",
+        "15",
+    ])?;
+    let mut refused = 0;
+    for (i, name) in ["Neta", "Netb", "Netc", "Netd"].iter().enumerate() {
+        let from: std::net::IpAddr = format!("127.0.0.{}", i + 1).parse()?;
+        let mut bot = Bot::open_from(&s.gate.addr, from).await?;
+        match bot.login("create", name, PASSWORD).await? {
+            LoginReply::Welcome { .. } => bot.quit().await?,
+            LoginReply::Refused(line) => {
+                assert!(line.starts_with("Character creation refused"), "{line}");
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!(
+        refused, 2,
+        "one /24 (127.0.0.*) creates two, whatever its addresses"
+    );
+    // Another network: its own two, then the gate's budget (a fifth of 15
+    // at once: three) is spent.
+    let other: std::net::IpAddr = "127.0.1.1".parse()?;
+    let mut made = 0;
+    for name in ["Otha", "Othb"] {
+        let mut bot = Bot::open_from(&s.gate.addr, other).await?;
+        if let LoginReply::Welcome { .. } = bot.login("create", name, PASSWORD).await? {
+            made += 1;
+            bot.quit().await?;
+        }
+    }
+    assert_eq!(
+        made, 1,
+        "the gate's three at once: two of one network, one of the other"
+    );
+    Ok(())
+}
+
 /// A create the real world refuses (a weak password, a taken name) makes
 /// nothing and spends none of the address's creation allowance (issue 20:
 /// three weak tries used to lock a new player out for the hour). With an

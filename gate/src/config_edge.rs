@@ -61,6 +61,35 @@ pub const DEFAULT_CREATE_IP_BURST: u32 = 5;
 /// hash and a stored record) slow.
 pub const DEFAULT_CREATE_IP_PER_HOUR: f64 = 5.0;
 
+/// New characters one network (IPv4 /24, IPv6 /48) may create at once,
+/// and then per hour: a campus or a household's neighbours, not a script
+/// spread over a /24's addresses.
+pub const DEFAULT_CREATE_NETWORK_PER_HOUR: u32 = 20;
+/// New characters through one gate, every address together, per hour (a
+/// fifth of it at once): far above a launch day's newcomers, far below a
+/// script spread over many networks (issue 30: 2000 characters in 34–49 s
+/// from 20 /24s).
+pub const DEFAULT_CREATE_PER_HOUR: u32 = 1000;
+
+/// How many characters may be created beyond one address's own budget
+/// (`--create-ip-burst`, `--create-ip-per-hour`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CreateCaps {
+    /// Per network (IPv4 /24, IPv6 /48): at once, then per hour.
+    pub per_network_per_hour: u32,
+    /// Every address together: a fifth at once, then per hour.
+    pub per_hour: u32,
+}
+
+impl Default for CreateCaps {
+    fn default() -> Self {
+        CreateCaps {
+            per_network_per_hour: DEFAULT_CREATE_NETWORK_PER_HOUR,
+            per_hour: DEFAULT_CREATE_PER_HOUR,
+        }
+    }
+}
+
 /// The edge limits, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EdgeLimits {
@@ -83,6 +112,8 @@ pub struct EdgeLimits {
     /// Give freed memory back to the system after a crowd leaves
     /// (`--malloc-trim`, [`crate::trim`]).
     pub malloc_trim: bool,
+    /// Character creation beyond one address.
+    pub create: CreateCaps,
 }
 
 impl Default for EdgeLimits {
@@ -96,6 +127,7 @@ impl Default for EdgeLimits {
             command_burst: DEFAULT_COMMAND_BURST,
             commands_per_sec: DEFAULT_COMMANDS_PER_SEC,
             malloc_trim: true,
+            create: CreateCaps::default(),
         }
     }
 }
@@ -148,6 +180,14 @@ pub struct EdgeCli {
     /// connections has left: true or false [default: true].
     #[arg(long, value_name = "BOOL", env = "TELOS_GATE_MALLOC_TRIM")]
     pub malloc_trim: Option<String>,
+    /// Character creations per network (IPv4 /24, IPv6 /48), however many
+    /// addresses it spreads them over: at once, then per hour [default: 20].
+    #[arg(long, value_name = "N", env = "TELOS_GATE_CREATE_NETWORK_PER_HOUR")]
+    pub create_network_per_hour: Option<String>,
+    /// Character creations through this gate, every address together: a
+    /// fifth at once, then per hour [default: 1000].
+    #[arg(long, value_name = "N", env = "TELOS_GATE_CREATE_PER_HOUR")]
+    pub create_per_hour: Option<String>,
 }
 
 impl EdgeCli {
@@ -214,6 +254,26 @@ impl EdgeCli {
                 file.malloc_trim,
             )?
             .unwrap_or(d.malloc_trim),
+            create: self.create_caps(file, d.create)?,
+        })
+    }
+
+    fn create_caps(&self, file: &FileConfig, d: CreateCaps) -> Result<CreateCaps, ConfigError> {
+        Ok(CreateCaps {
+            per_network_per_hour: positive_pick(
+                "create_network_per_hour",
+                "TELOS_GATE_CREATE_NETWORK_PER_HOUR",
+                self.create_network_per_hour.as_ref(),
+                file.create_network_per_hour,
+                d.per_network_per_hour,
+            )?,
+            per_hour: positive_pick(
+                "create_per_hour",
+                "TELOS_GATE_CREATE_PER_HOUR",
+                self.create_per_hour.as_ref(),
+                file.create_per_hour,
+                d.per_hour,
+            )?,
         })
     }
 }

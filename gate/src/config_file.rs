@@ -45,6 +45,8 @@ pub struct FileConfig {
     pub upstream_connections: Option<usize>,
     pub command_burst: Option<u32>,
     pub commands_per_sec: Option<u32>,
+    pub create_network_per_hour: Option<u32>,
+    pub create_per_hour: Option<u32>,
     pub malloc_trim: Option<bool>,
     pub tls_listen: Option<String>,
     pub tls_cert: Option<PathBuf>,

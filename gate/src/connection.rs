@@ -153,8 +153,9 @@ async fn login(conn: &mut Conn) -> Result<(String, Established), End> {
 
 /// Whether the address still has a creation to spend (nothing is taken).
 fn may_create(conn: &Conn) -> bool {
-    let ip = ip_bucket(conn.peer.ip());
-    conn.shared.create_limiter.has_token(ip, Instant::now())
+    conn.shared
+        .create_limiter
+        .has_token(conn.peer.ip(), Instant::now())
 }
 
 /// A password prompt, echo off for a telnet client (back on when the line
@@ -186,7 +187,11 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
     let ip = ip_bucket(conn.peer.ip());
     let create = creds.create;
     // Checked first: a refused creation spends no login token.
-    if create && !shared.create_limiter.try_acquire(ip, Instant::now()) {
+    if create
+        && !shared
+            .create_limiter
+            .try_acquire(conn.peer.ip(), Instant::now())
+    {
         metrics::counter!(m::LOGINS_TOTAL, "outcome" => "create_limited").increment(1);
         audit::login(
             conn.peer,
@@ -199,7 +204,7 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
     }
     if !shared.ip_limiter.try_acquire(ip, Instant::now()) {
         if create {
-            shared.create_limiter.release(ip);
+            shared.create_limiter.release(conn.peer.ip());
         }
         metrics::counter!(m::LOGINS_TOTAL, "outcome" => "rate_limited").increment(1);
         audit::login(
@@ -294,7 +299,7 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
         // The world made nothing (unreachable, busy, the name taken, the
         // password refused): the creation budget is not spent. Only a
         // created character spends it.
-        shared.create_limiter.release(ip);
+        shared.create_limiter.release(conn.peer.ip());
     }
     Ok(result)
 }

@@ -94,6 +94,7 @@ pub mod config_file;
 pub mod config_tls;
 pub mod config_web;
 pub mod connection;
+pub mod create_limit;
 pub mod directory;
 pub mod grace;
 pub mod handover;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::admission::{PreLogin, Seats};
 use crate::config::GateConfig;
+use crate::create_limit::CreateLimits;
 use crate::handover::Handover;
 use crate::ratelimit::{ConnectionCounter, IpLimiter};
 use crate::registry::ShardRegistry;
@@ -19,8 +20,9 @@ pub struct Shared {
     pub pool: ChannelPool,
     /// Login attempts per address.
     pub ip_limiter: IpLimiter,
-    /// `create` attempts per address: slower, and separate from logins.
-    pub create_limiter: IpLimiter,
+    /// `create` attempts per address, per network and for the gate:
+    /// slower, and separate from logins.
+    pub create_limiter: CreateLimits,
     /// Connections open per address.
     pub per_ip: ConnectionCounter,
     /// Connections open per network (IPv4 /24, IPv6 /48).
@@ -36,9 +38,6 @@ pub struct Shared {
     pub mssp: Arc<MsspStatus>,
 }
 
-/// Seconds in an hour: `create` refills are configured per hour.
-const SECS_PER_HOUR: f64 = 3600.0;
-
 impl Shared {
     /// `port`: the player port crawlers are told.
     pub fn new(cfg: GateConfig, registry: Arc<dyn ShardRegistry>, port: u16) -> Self {
@@ -46,10 +45,7 @@ impl Shared {
             mssp: Arc::new(MsspStatus::new(cfg.mssp.clone(), port)),
             pool: ChannelPool::new(cfg.clone()),
             ip_limiter: IpLimiter::new(cfg.login_ip_burst, cfg.login_ip_per_sec),
-            create_limiter: IpLimiter::new(
-                cfg.create_ip_burst,
-                cfg.create_ip_per_hour / SECS_PER_HOUR,
-            ),
+            create_limiter: CreateLimits::new(&cfg),
             per_ip: ConnectionCounter::new(cfg.max_connections_per_ip),
             per_prefix: ConnectionCounter::per_family(
                 cfg.edge.max_connections_per_ipv4_24,
