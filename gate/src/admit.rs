@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 
 use crate::admission::{PreLoginFull, PreLoginPlace};
-use crate::ratelimit::{ConnectionSlot, ip_bucket, prefix_bucket};
+use crate::ratelimit::{AddressPlaces, ip_bucket, prefix_bucket};
 use crate::shared::Shared;
 
 const GATE_FULL: &[u8] = b"The gate is full; please try again later.\r\n";
@@ -32,8 +32,7 @@ fn per_prefix_refusal(cap: usize) -> String {
 /// pre-login place.
 pub struct Admitted {
     pub pre_login: PreLoginPlace,
-    pub(crate) _ip: ConnectionSlot,
-    pub(crate) _prefix: ConnectionSlot,
+    pub places: AddressPlaces,
 }
 
 /// A connection the limits refused: the metric's reason and the line the
@@ -81,8 +80,7 @@ pub fn admit_client(shared: &Shared, client: SocketAddr) -> Result<Admitted, Ref
             Ok(place) => {
                 return Ok(Admitted {
                     pre_login: place,
-                    _ip: ip,
-                    _prefix: net,
+                    places: AddressPlaces::new(ip, net),
                 });
             }
             Err(PreLoginFull) => ("pre_login_full", PRE_LOGIN_FULL),

@@ -11,12 +11,14 @@ use telos_proto::v1::ColourMode;
 use tokio_util::sync::CancellationToken;
 
 use crate::admission::{PreLoginPlace, Seat};
+use crate::admit::Admitted;
 use crate::config::GateConfig;
 use crate::config_edge::PRE_LOGIN_BYTE_BURST;
 use crate::lines::LineEvent;
 use crate::metrics as m;
 use crate::output::{Output, SlowClient};
 use crate::prompt::PromptState;
+use crate::ratelimit::AddressPlaces;
 use crate::reader::{ByteBudget, ReadError, Reader};
 use crate::shared::Shared;
 use crate::stream::PlayerIo;
@@ -96,6 +98,9 @@ pub struct Conn {
     /// Held until the login; then a seat instead.
     pre_login: Option<PreLoginPlace>,
     seat: Option<Seat>,
+    /// Its places in the per-address and per-network counts (a resumed
+    /// session's are its newest connection's).
+    places: Option<AddressPlaces>,
     /// The status prompt after each command ([`crate::mud`]).
     pub prompt: PromptState,
     /// The player's colour choice, as the world last told it (kept here
@@ -110,6 +115,18 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// Its places in the address counts, handed to the session it
+    /// resumes ([`crate::grace`]).
+    pub(crate) fn take_places(&mut self) -> Option<AddressPlaces> {
+        self.places.take()
+    }
+
+    /// Counted from now where `places` say (a resumed session: its new
+    /// connection's); the places held before are given back.
+    pub(crate) fn set_places(&mut self, places: Option<AddressPlaces>) {
+        self.places = places;
+    }
+
     /// Take over an accepted stream (plain or TLS, see [`PlayerIo`]): start
     /// its writer and reader and give the connection its id.
     /// `first_input`: bytes already read (past a PROXY header), parsed
@@ -119,7 +136,7 @@ impl Conn {
         peer: SocketAddr,
         shared: Arc<Shared>,
         cancel: CancellationToken,
-        pre_login: PreLoginPlace,
+        admitted: Admitted,
         first_input: Vec<u8>,
     ) -> Conn {
         let PlayerIo { rd, wr } = io;
@@ -146,7 +163,8 @@ impl Conn {
             last_input: Instant::now(),
             warned: false,
             login_deadline: tokio::time::Instant::now() + shared_timeout,
-            pre_login: Some(pre_login),
+            pre_login: Some(admitted.pre_login),
+            places: Some(admitted.places),
             seat: None,
             prompt: PromptState::default(),
             colour: ColourMode::Auto,

@@ -9,7 +9,7 @@ use std::time::Instant;
 use rand::seq::SliceRandom;
 use tokio_util::sync::CancellationToken;
 
-use crate::admission::PreLoginPlace;
+use crate::admit::Admitted;
 use crate::audit;
 use crate::client::{Conn, End};
 use crate::grace::{knock, resume_line};
@@ -36,10 +36,10 @@ pub async fn run(
     peer: SocketAddr,
     shared: Arc<Shared>,
     cancel: CancellationToken,
-    pre_login: PreLoginPlace,
+    admitted: Admitted,
     first_input: Vec<u8>,
 ) {
-    let conn = Conn::open(io, peer, shared, cancel, pre_login, first_input);
+    let conn = Conn::open(io, peer, shared, cancel, admitted, first_input);
     run_conn(conn).await
 }
 

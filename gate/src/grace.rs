@@ -112,6 +112,7 @@ pub async fn knock(conn: &mut Conn, token: &str) -> Result<(), &'static str> {
         reader: std::mem::replace(&mut conn.reader, reader),
         out: std::mem::replace(&mut conn.out, out),
         peer: conn.peer,
+        places: conn.take_places(),
         answer,
     };
     if let Err(back) = door.send(handover).await {
@@ -119,13 +120,15 @@ pub async fn knock(conn: &mut Conn, token: &str) -> Result<(), &'static str> {
         let back = back.0;
         conn.reader = back.reader;
         conn.out = back.out;
+        conn.set_places(back.places);
         return refused(REFUSED);
     }
     match answered.await {
         Ok(Answer::Refused(back)) => {
-            let (reader, out) = *back;
+            let (reader, out, places) = *back;
             conn.reader = reader;
             conn.out = out;
+            conn.set_places(places);
             refused(LIVE_REFUSED)
         }
         Ok(Answer::Resumed) => {
@@ -365,10 +368,11 @@ impl Grace {
             reader,
             out,
             peer,
+            places,
             answer,
         } = *probe.handover;
         tracing::info!(conn_id = %conn.conn_id, from = %peer, "telnet connection answered the probe; resume refused");
-        let _ = answer.send(Answer::Refused(Box::new((reader, out))));
+        let _ = answer.send(Answer::Refused(Box::new((reader, out, places))));
         conn.out
             .line(&format!("{TOLD_REFUSED} (From {}.)", peer.ip()))?;
         Ok(self.offer(conn)?)
@@ -382,6 +386,7 @@ impl Grace {
             mut reader,
             out,
             peer,
+            places,
             answer,
         } = *h;
         reader.lift_budget();
@@ -392,6 +397,9 @@ impl Grace {
         let _ = answer.send(Answer::Resumed);
         tracing::info!(conn_id = %conn.conn_id, from = %conn.peer, to = %peer, "telnet session resumed");
         conn.peer = peer;
+        // Counted where its socket is now: the first connection's places
+        // go back (issue 30: 32 sockets held against a cap of 16).
+        conn.set_places(places);
         conn.touch();
         // The old socket, if it still reads, is told; then closed.
         let _ = old_out.line(TAKEN_OVER);

@@ -10,12 +10,16 @@ use std::net::SocketAddr;
 use tokio::sync::oneshot;
 
 use crate::output::Output;
+use crate::ratelimit::AddressPlaces;
 use crate::reader::Reader;
 
 pub struct Handover {
     pub reader: Reader,
     pub out: Output,
     pub peer: SocketAddr,
+    /// The new connection's places in the address counts: the resumed
+    /// session is counted there from now.
+    pub places: Option<AddressPlaces>,
     pub answer: oneshot::Sender<Answer>,
 }
 
@@ -23,6 +27,7 @@ pub struct Handover {
 /// answers has told the client so and closed its socket.)
 pub enum Answer {
     Resumed,
-    /// Refused: the session's own connection is live. The socket back.
-    Refused(Box<(Reader, Output)>),
+    /// Refused: the session's own connection is live. The socket (and its
+    /// places) back.
+    Refused(Box<(Reader, Output, Option<AddressPlaces>)>),
 }

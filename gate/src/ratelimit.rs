@@ -125,6 +125,24 @@ impl IpLimiter {
     }
 }
 
+/// A connection's places in the per-address and per-network counts. A
+/// session resumed from another address takes the new connection's and
+/// gives its first connection's back (`crate::grace`): it is counted
+/// where its socket is.
+pub struct AddressPlaces {
+    _ip: ConnectionSlot,
+    _prefix: ConnectionSlot,
+}
+
+impl AddressPlaces {
+    pub fn new(ip: ConnectionSlot, prefix: ConnectionSlot) -> Self {
+        AddressPlaces {
+            _ip: ip,
+            _prefix: prefix,
+        }
+    }
+}
+
 /// Open connections per [`IpBucket`] (an address, or a network: the
 /// counter counts whatever buckets it is given). An entry lives only while
 /// its bucket has a connection open, so the map never holds more entries

@@ -105,11 +105,6 @@ async fn run_connection(
     tls: Option<Arc<PlayerTls>>,
 ) {
     metrics::gauge!(m::CONNECTIONS_OPEN).increment(1.0);
-    let Admitted {
-        pre_login,
-        _ip,
-        _prefix,
-    } = admitted;
     let opened = match tls {
         None => Some((PlayerIo::tcp(stream), first_input)),
         Some(tls) => handshake(stream, client, &tls, &cancel, first_input)
@@ -117,7 +112,7 @@ async fn run_connection(
             .map(|io| (io, Vec::new())),
     };
     if let Some((io, first_input)) = opened {
-        connection::run(io, client, shared, cancel, pre_login, first_input).await;
+        connection::run(io, client, shared, cancel, admitted, first_input).await;
     }
     metrics::gauge!(m::CONNECTIONS_OPEN).decrement(1.0);
 }

@@ -7,6 +7,7 @@
 //! page's connection for the resume grace period ([`replay`], [`tokens`]).
 //! The protocol: docs/operations.md, "Playing in a browser".
 
+pub mod attach;
 pub mod frames;
 pub mod listen;
 pub mod park;
@@ -227,26 +228,33 @@ async fn open(
 ) {
     metrics::counter!(m::CONNECTIONS_TOTAL).increment(1);
     let proto = Proto::from_name(ws.protocol().and_then(|p| p.to_str().ok()));
+    let (mut pre_login, mut places) = admitted.map(|a| (a.pre_login, a.places)).unzip();
     if let (Some(token), Proto::Gmcp) = (resume.resume, proto) {
         let seen = resume.seen.unwrap_or(0);
         let (refused, back) = oneshot::channel();
-        let attach = Attach { ws, seen, refused };
+        let attach = Attach {
+            ws,
+            seen,
+            places: places.take(),
+            refused,
+        };
         let knock = match web.tokens.take(&token) {
-            Some(door) => door.send(attach).await.map_err(|e| e.0.ws),
-            None => Err(attach.ws),
+            Some(door) => door.send(attach).await.map_err(|e| (e.0.ws, e.0.places)),
+            None => Err((attach.ws, attach.places)),
         };
         let refused = match knock {
             // Resumed, unless the session's own page answered the probe or
             // the session ended meanwhile: its socket back either way.
             Ok(()) => back.await.ok(),
-            Err(ws) => Some((ws, None)),
+            Err((ws, places)) => Some((ws, None, places)),
         };
-        let Some((back, why)) = refused else {
+        let Some((back, why, back_places)) = refused else {
             metrics::counter!(m::WEB_RESUMES_TOTAL, "outcome" => "resumed").increment(1);
             return;
         };
         metrics::counter!(m::WEB_RESUMES_TOTAL, "outcome" => "refused").increment(1);
         ws = back;
+        places = back_places;
         if let Some(why) = why {
             let line = Message::Binary(why.as_bytes().to_vec().into());
             if ws.send(line).await.is_err() {
@@ -258,7 +266,11 @@ async fn open(
             return;
         }
     }
-    let admitted = match admitted.map_or_else(|| admit_client(&web.shared, peer), Ok) {
+    let admitted = match pre_login.take().zip(places.take()) {
+        Some((pre_login, places)) => Ok(Admitted { pre_login, places }),
+        None => admit_client(&web.shared, peer),
+    };
+    let admitted = match admitted {
         Ok(a) => a,
         Err(refused) => {
             m::disconnect(refused.reason);
@@ -275,10 +287,12 @@ async fn open(
         peer,
         web.shared.clone(),
         web.shutdown.child_token(),
-        admitted.pre_login,
+        admitted,
         Vec::new(),
     );
-    // The bridge keeps the session across the page's drops.
+    // The bridge keeps the session across the page's drops, and its page
+    // holds the places in the address counts: a page resumed from another
+    // address is counted there.
     conn.resumable = false;
     let park = Park::new(
         web.tokens.clone(),
@@ -287,13 +301,12 @@ async fn open(
         park_end,
         conn.seated.clone(),
         web.who.clone(),
-    );
-    let slots = (admitted._ip, admitted._prefix);
+    )
+    .counted_at(conn.take_places());
     web.tracker.spawn(async move {
         metrics::gauge!(m::CONNECTIONS_OPEN).increment(1.0);
         connection::run_conn(conn).await;
         metrics::gauge!(m::CONNECTIONS_OPEN).decrement(1.0);
-        drop(slots);
     });
     web.tracker.spawn(park.run(ws));
 }

@@ -13,16 +13,20 @@ use std::time::Duration;
 
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config_web::WebConfig;
+use crate::ratelimit::AddressPlaces;
 
 use super::frames::{Msg, OutSplitter, Proto, gmcp_input, input_bytes, naws_input};
 use super::replay::{Input, Replay};
 use super::who::WhoFeed;
 use crate::tokens::Tokens;
+
+pub use super::attach::{Attach, LIVE_REFUSED, PROBE_BOUND, Refused, TOLD_REFUSED};
+use super::attach::{PROBE_PENDING_BYTES, PROBE_PING, send};
 
 /// Bytes per read of the connection task's output.
 const CHUNK: usize = 4096;
@@ -38,34 +42,6 @@ pub const SILENT_LIMIT: Duration = Duration::from_secs(45);
 /// fresh `look`.
 pub const MISSED_NOTICE: &str =
     "*** You missed some output while you were away; here is where you are.\r\n";
-
-/// How long a page whose WebSocket looks live has to answer a ping when
-/// its session's token is presented elsewhere, before the resume takes it
-/// over: a browser answers within a round trip.
-pub const PROBE_BOUND: Duration = Duration::from_secs(5);
-const PROBE_PING: &[u8] = b"telos-probe";
-/// Input a page may send while its probe waits (held, not yet passed to
-/// the session, and going with it): past this the probe gives up on the
-/// page, as the telnet side does (a page that dropped with a burst in the
-/// gate's receive buffer is read only now, and must not look live).
-const PROBE_PENDING_BYTES: usize = 64 * 1024;
-
-/// What a page presenting the token of a session in play is told (its
-/// socket then goes on to a fresh login).
-pub const LIVE_REFUSED: &str = "*** That session is in play on a live connection: a resume token resumes a session only after its connection dropped. Its player has been told.\r\n";
-/// ...and what that player is told.
-pub const TOLD_REFUSED: &str = "\r\n*** Someone presented this session's resume token from another connection; refused: this page is in play.\r\n";
-
-/// A page resuming this session: its WebSocket, how many numbered
-/// messages it has, and where its socket goes back if the session's own
-/// page answers a liveness probe (dropped unused: resumed).
-pub struct Attach {
-    pub ws: WebSocket,
-    pub seen: u64,
-    /// The page's socket back, when it is not resumed, with the line that
-    /// says why (none: the session ended meanwhile).
-    pub refused: oneshot::Sender<(WebSocket, Option<&'static str>)>,
-}
 
 /// How an attached page's connection ended.
 enum Detach {
@@ -96,6 +72,9 @@ pub struct Park {
     /// Who is online, for a logged-in GMCP page ([`super::who`]); `None`
     /// once the feed ended (the gate is stopping).
     who: Option<WhoFeed>,
+    /// The attached page's places in the address counts (its first page's,
+    /// then each resumed one's).
+    places: Option<AddressPlaces>,
 }
 
 impl Park {
@@ -125,7 +104,14 @@ impl Park {
             knocks,
             chunk: vec![0; CHUNK],
             who: (proto == Proto::Gmcp).then_some(who),
+            places: None,
         }
+    }
+
+    /// Counted in the address limits as `places` say (the first page's).
+    pub fn counted_at(mut self, places: Option<AddressPlaces>) -> Self {
+        self.places = places;
+        self
     }
 
     /// Bridge `ws` and every page that resumes the session, to its end.
@@ -158,7 +144,7 @@ impl Park {
         // told so (dropped, it would read as resumed).
         self.knocks.close();
         while let Ok(knock) = self.knocks.try_recv() {
-            let _ = knock.refused.send((knock.ws, None));
+            let _ = knock.refused.send((knock.ws, None, knock.places));
         }
         // The connection task reads the end of its input (the client hung
         // up) and ends; what it still writes is read and thrown away.
@@ -265,6 +251,39 @@ impl Park {
         }
     }
 
+    /// No page: keep the session's output (within the bound) and write
+    /// what the page sent before it dropped, until a page resumes, the
+    /// grace period ends or the connection task does.
+    async fn detached(&mut self) -> Option<Attach> {
+        let until = Instant::now() + self.grace;
+        loop {
+            tokio::select! {
+                knock = self.knocks.recv() => return knock,
+                _ = tokio::time::sleep_until(until) => {
+                    tracing::debug!("web session not resumed within the grace period; ending it");
+                    return None;
+                }
+                r = self.from_gate.read(&mut self.chunk) => {
+                    let n = match r {
+                        Ok(0) | Err(_) => return None,
+                        Ok(n) => n,
+                    };
+                    let mut msgs = Vec::new();
+                    self.splitter.feed(&self.chunk[..n], &mut msgs);
+                    for msg in msgs {
+                        self.replay.push(msg);
+                    }
+                }
+                r = self.to_gate.write(&self.pending), if !self.pending.is_empty() => {
+                    match r {
+                        Ok(n) => { self.pending.drain(..n); }
+                        Err(_) => self.pending.clear(),
+                    }
+                }
+            }
+        }
+    }
+
     /// The session's token was presented elsewhere while this page looks
     /// live: whether it answers a ping within [`PROBE_BOUND`]. What it
     /// sends meanwhile is taken as ever (messages it had sent before are
@@ -305,7 +324,9 @@ impl Park {
     /// (the presented one is spent).
     async fn refuse(&mut self, ws: &mut WebSocket, knock: Attach) -> Result<(), ()> {
         tracing::info!("web page answered the probe; resume refused");
-        let _ = knock.refused.send((knock.ws, Some(LIVE_REFUSED)));
+        let _ = knock
+            .refused
+            .send((knock.ws, Some(LIVE_REFUSED), knock.places));
         self.token = Some(self.tokens.issue(self.door.clone()));
         let told = Msg::Binary(TOLD_REFUSED.as_bytes().to_vec());
         self.replay.push(told.clone());
@@ -313,43 +334,17 @@ impl Park {
         send(ws, self.session_msg(self.replay.next())).await
     }
 
-    /// No page: keep the session's output (within the bound) and write
-    /// what the page sent before it dropped, until a page resumes, the
-    /// grace period ends or the connection task does.
-    async fn detached(&mut self) -> Option<Attach> {
-        let until = Instant::now() + self.grace;
-        loop {
-            tokio::select! {
-                knock = self.knocks.recv() => return knock,
-                _ = tokio::time::sleep_until(until) => {
-                    tracing::debug!("web session not resumed within the grace period; ending it");
-                    return None;
-                }
-                r = self.from_gate.read(&mut self.chunk) => {
-                    let n = match r {
-                        Ok(0) | Err(_) => return None,
-                        Ok(n) => n,
-                    };
-                    let mut msgs = Vec::new();
-                    self.splitter.feed(&self.chunk[..n], &mut msgs);
-                    for msg in msgs {
-                        self.replay.push(msg);
-                    }
-                }
-                r = self.to_gate.write(&self.pending), if !self.pending.is_empty() => {
-                    match r {
-                        Ok(n) => { self.pending.drain(..n); }
-                        Err(_) => self.pending.clear(),
-                    }
-                }
-            }
-        }
-    }
-
     /// A page came back with the token: a fresh token, then what it missed
     /// (or, past the bound, a notice and a fresh `look`).
     async fn resume(&mut self, knock: Attach) -> Option<WebSocket> {
-        let Attach { mut ws, seen, .. } = knock;
+        let Attach {
+            mut ws,
+            seen,
+            places,
+            ..
+        } = knock;
+        // Counted where the page is now (issue 30).
+        self.places = places;
         self.token = Some(self.tokens.issue(self.door.clone()));
         let next = self.replay.next();
         let (from, replay, missed) = match self.replay.since(seen) {
@@ -465,19 +460,3 @@ async fn who_changed(feed: &mut Option<WhoFeed>) -> Option<Msg> {
     let msg = who.borrow_and_update().clone();
     (!msg.is_empty()).then(|| Msg::Text(msg.to_string()))
 }
-
-/// Send one message; a page that takes none for the stall timeout counts
-/// as dropped (its session waits for a resume).
-async fn send(ws: &mut WebSocket, msg: Msg) -> Result<(), ()> {
-    let m = match msg {
-        Msg::Text(t) => Message::Text(Utf8Bytes::from(t)),
-        Msg::Binary(b) => Message::Binary(b.into()),
-    };
-    match tokio::time::timeout(SEND_TIMEOUT, ws.send(m)).await {
-        Ok(Ok(())) => Ok(()),
-        _ => Err(()),
-    }
-}
-
-/// See [`send`].
-pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);

@@ -1,0 +1,62 @@
+//! What a page presenting a session's resume token brings ([`Attach`]),
+//! what it is told when refused, and how anything is sent to a page
+//! ([`send`], bounded).
+
+use std::time::Duration;
+
+use axum::extract::ws::{Message, Utf8Bytes, WebSocket};
+use tokio::sync::oneshot;
+
+use super::frames::Msg;
+use crate::ratelimit::AddressPlaces;
+
+/// How long a page whose WebSocket looks live has to answer a ping when
+/// its session's token is presented elsewhere, before the resume takes it
+/// over: a browser answers within a round trip.
+pub const PROBE_BOUND: Duration = Duration::from_secs(5);
+pub(super) const PROBE_PING: &[u8] = b"telos-probe";
+/// Input a page may send while its probe waits (held, not yet passed to
+/// the session, and going with it): past this the probe gives up on the
+/// page, as the telnet side does (a page that dropped with a burst in the
+/// gate's receive buffer is read only now, and must not look live).
+pub(super) const PROBE_PENDING_BYTES: usize = 64 * 1024;
+
+/// What a page presenting the token of a session in play is told (its
+/// socket then goes on to a fresh login).
+pub const LIVE_REFUSED: &str = "*** That session is in play on a live connection: a resume token resumes a session only after its connection dropped. Its player has been told.\r\n";
+/// ...and what that player is told.
+pub const TOLD_REFUSED: &str = "\r\n*** Someone presented this session's resume token from another connection; refused: this page is in play.\r\n";
+
+/// A page resuming this session: its WebSocket, how many numbered
+/// messages it has, and where its socket goes back if the session's own
+/// page answers a liveness probe (dropped unused: resumed).
+pub struct Attach {
+    pub ws: WebSocket,
+    pub seen: u64,
+    /// The new page's places in the address counts: the resumed session is
+    /// counted there from now (its first page's go back).
+    pub places: Option<AddressPlaces>,
+    /// The page's socket back, when it is not resumed, with the line that
+    /// says why (none: the session ended meanwhile).
+    pub refused: oneshot::Sender<Refused>,
+}
+
+/// A page's socket back, with the line that says why (none: the session
+/// ended meanwhile), and its places in the address counts.
+pub type Refused = (WebSocket, Option<&'static str>, Option<AddressPlaces>);
+
+/// Send one message; a page that takes none for the stall timeout counts
+/// as dropped (its session waits for a resume).
+pub(super) async fn send(ws: &mut WebSocket, msg: Msg) -> Result<(), ()> {
+    let m = match msg {
+        Msg::Text(t) => Message::Text(Utf8Bytes::from(t)),
+        Msg::Binary(b) => Message::Binary(b.into()),
+    };
+    match tokio::time::timeout(SEND_TIMEOUT, ws.send(m)).await {
+        Ok(Ok(())) => Ok(()),
+        _ => Err(()),
+    }
+}
+
+/// See [`send`].
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
