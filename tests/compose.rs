@@ -70,7 +70,7 @@ fn compose_file_validates_and_drains_before_it_kills() {
 }
 
 /// The Sentinel override (`deploy/docker-compose.sentinel.yml`, merged over
-/// the base file as docs/operations.md runs it): a replica of `redis`,
+/// the base file as docs/operations.md runs it): two replicas of `redis`,
 /// three Sentinels monitoring it with quorum 2, and every Telos process
 /// finding the primary through all three.
 #[test]
@@ -91,6 +91,7 @@ fn sentinel_override_adds_a_replica_three_sentinels_and_points_telos_at_them() {
     let config = String::from_utf8_lossy(&out.stdout);
     for service in [
         "redis-replica:",
+        "redis-replica-2:",
         "sentinel-1:",
         "sentinel-2:",
         "sentinel-3:",

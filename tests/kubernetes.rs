@@ -1,6 +1,6 @@
 //! The Kubernetes example (`deploy/kubernetes/`) checked as far as it can
 //! be without a cluster: every YAML document parses and names its kind;
-//! Redis is a primary and a replica with three Sentinels; every flag and
+//! Redis is a primary and two replicas with three Sentinels; every flag and
 //! `TELOS_*` variable a Telos container (or the start script it runs) uses
 //! is one the built binary's `--help` lists, so a renamed flag fails here;
 //! every `$(VAR)` an argument expands is defined; every Telos container has
@@ -186,11 +186,12 @@ fn selects(selector: &Yaml, labels: &Yaml) -> bool {
 }
 
 #[test]
-fn redis_is_a_primary_a_replica_and_three_sentinels() {
+fn redis_is_a_primary_two_replicas_and_three_sentinels() {
     let docs = documents();
+    // Two replicas: one lost (or promoted) leaves one for `WAIT 1`.
     assert_eq!(
         find(&docs, "StatefulSet", "redis")["spec"]["replicas"].as_i64(),
-        Some(2)
+        Some(3)
     );
     assert_eq!(
         find(&docs, "StatefulSet", "sentinel")["spec"]["replicas"].as_i64(),

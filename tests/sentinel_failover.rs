@@ -396,6 +396,11 @@ async fn a_shard_left_with_an_isolated_primary_stops_writing() -> anyhow::Result
     let mut opts = WorldOpts::new("shard-a", &url, &["forest"]);
     opts.extra = vec!["--lease-ttl-ms".into(), TTL_MS.to_string()];
     let world = start_world(opts)?;
+    // One replica, and every fenced write waits for one: none to spare,
+    // said at start (issue 30).
+    world
+        .wait_log("the Redis primary has no replica to spare", WAIT)
+        .await?;
     let dir = Directory::connect(url.as_str()).await?;
     let until = Instant::now() + WAIT;
     while dir.zone_owner("forest").await?.is_none() {

@@ -332,3 +332,62 @@ async fn telosctl_finds_the_primary_through_sentinel() -> anyhow::Result<()> {
     assert!(started.elapsed() < Duration::from_secs(5));
     Ok(())
 }
+
+/// The documented Sentinel ACL (issue 30): the Telos user may look the
+/// primary up and nothing else. Set on three real Sentinels (and the data
+/// nodes' own line on the data nodes), a Telos client finds the primary
+/// and claims a lease through them, and the same password is refused
+/// `SENTINEL SET` and `SENTINEL REMOVE`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_documented_sentinel_acl_finds_the_primary_and_nothing_more() -> anyhow::Result<()> {
+    const PASSWORD: &str = "sentinel-acl-test";
+    let cluster = blocking(SentinelCluster::start)?;
+    let on = |port: u16, line: String| -> anyhow::Result<()> {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{port}/"))?;
+        let mut conn = client.get_connection()?;
+        let args: Vec<&str> = line.split(' ').collect();
+        let mut cmd = redis::cmd(args[0]);
+        cmd.arg(&args[1..]);
+        let () = cmd.query(&mut conn)?;
+        Ok(())
+    };
+    for port in cluster.node_ports() {
+        blocking(|| on(port, telos_redis::acl::setuser_line("telos", PASSWORD)))?;
+    }
+    for port in cluster.sentinel_ports() {
+        blocking(|| {
+            on(
+                port,
+                telos_redis::acl::sentinel_setuser_line("telos", PASSWORD),
+            )
+        })?;
+    }
+    let url = cluster.url().replacen(
+        "redis+sentinel://",
+        &format!("redis+sentinel://telos:{PASSWORD}@"),
+        1,
+    );
+    let dir = Directory::connect(url.as_str()).await?;
+    let claim = dir.claim_zone("forest", "shard-a", TTL).await?;
+    assert!(matches!(claim, Claim::Acquired { .. }), "{claim:?}");
+
+    let port = cluster.sentinel_ports()[0];
+    let refused = blocking(|| {
+        let client = redis::Client::open(format!("redis://telos:{PASSWORD}@127.0.0.1:{port}/"))?;
+        let mut conn = client.get_connection()?;
+        let masters: redis::Value = redis::cmd("SENTINEL").arg("MASTERS").query(&mut conn)?;
+        anyhow::ensure!(matches!(masters, redis::Value::Array(ref m) if !m.is_empty()));
+        let set = redis::cmd("SENTINEL")
+            .arg(&["SET", "telos", "down-after-milliseconds", "1"][..])
+            .query::<()>(&mut conn);
+        let remove = redis::cmd("SENTINEL")
+            .arg(&["REMOVE", "telos"][..])
+            .query::<()>(&mut conn);
+        anyhow::Ok([set, remove])
+    })?;
+    for r in refused {
+        let e = r.expect_err("refused");
+        assert!(e.to_string().contains("no permissions"), "{e}");
+    }
+    Ok(())
+}

@@ -102,6 +102,30 @@ pub fn setuser_line(user: &str, password: &str) -> String {
     format!("ACL SETUSER {user} on >{password} {}", rules().join(" "))
 }
 
+/// What Telos asks a Sentinel (redis-rs's lookup: `SENTINEL MASTERS`,
+/// and `SENTINEL SLAVES` for replicas; `ROLE`, the check that the node
+/// answering is what it was asked for), and nothing else: with these rules
+/// the password every Telos process holds cannot reconfigure the
+/// Sentinels (`SENTINEL SET`, `REMOVE`, `MONITOR`, `FAILOVER`,
+/// `CONFIG`, `ACL`) — issue 30.
+pub const SENTINEL_COMMANDS: &[&str] = &[
+    "ping",
+    "role",
+    "sentinel|get-master-addr-by-name",
+    "sentinel|masters",
+    "sentinel|slaves",
+];
+
+/// `ACL SETUSER <user> on ><password> ...` for each Sentinel: the line
+/// docs/operations.md gives operators.
+pub fn sentinel_setuser_line(user: &str, password: &str) -> String {
+    let grants: Vec<String> = SENTINEL_COMMANDS.iter().map(|c| format!("+{c}")).collect();
+    format!(
+        "ACL SETUSER {user} on >{password} -@all {}",
+        grants.join(" ")
+    )
+}
+
 /// The ACL name of `cmd` (`get`, `script|load`), if it has a name.
 pub fn acl_name(cmd: &Cmd) -> Option<String> {
     let mut args = cmd.args_iter().filter_map(|a| match a {

@@ -152,12 +152,22 @@ fn the_documented_line_is_the_generated_one() {
     let doc = std::fs::read_to_string(repo().join("docs/operations.md")).expect("the docs");
     let lines: Vec<_> = doc
         .lines()
-        .filter(|l| l.starts_with("ACL SETUSER telos on >"))
+        .filter(|l| l.starts_with("ACL SETUSER telos on >") && !l.contains("+sentinel|"))
         .collect();
     assert_eq!(
         lines,
         [setuser_line("telos", "CHANGE-ME").as_str()],
         "docs/operations.md's ACL line is not telos_redis::acl::setuser_line"
+    );
+}
+
+#[test]
+fn the_documented_sentinel_line_is_the_generated_one() {
+    let doc = std::fs::read_to_string(repo().join("docs/operations.md")).expect("the docs");
+    let line = sentinel_setuser_line("telos", "CHANGE-ME");
+    assert!(
+        doc.contains(&line),
+        "docs/operations.md's Sentinel ACL line is not telos_redis::acl::sentinel_setuser_line:\n{line}"
     );
 }
 

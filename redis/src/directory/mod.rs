@@ -73,6 +73,7 @@ pub mod online;
 pub mod reach;
 pub mod rebalance;
 pub mod registry;
+pub mod replicas;
 mod sentinel_link;
 mod timeouts;
 pub mod transfer;

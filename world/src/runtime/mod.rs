@@ -26,6 +26,7 @@ pub mod readiness;
 pub mod rebalance;
 pub mod shard;
 pub(crate) mod subscription;
+pub mod topology;
 
 use std::sync::Arc;
 

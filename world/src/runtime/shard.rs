@@ -109,6 +109,7 @@ impl Shard {
     ) -> anyhow::Result<Arc<Shard>> {
         // The errors name the (redacted) URL themselves.
         let directory = Directory::connect(&cfg.redis).await?;
+        super::topology::say(&directory, cfg.redis.is_sentinel()).await;
         // One fencing token per process (issue 17, defect 2): every lease
         // this process claims, renews or releases and every heartbeat is
         // bound to it, so a process restarted with this shard id never
