@@ -180,7 +180,8 @@ impl Conn {
         let seat = self.shared.seats.take().ok_or(End::Full)?;
         self.seat = Some(seat);
         self.pre_login = None;
-        self.reader.lift_budget();
+        self.reader
+            .player_budget(self.shared.cfg.edge.input_bytes_per_sec);
         self.seated.cancel();
         Ok(())
     }

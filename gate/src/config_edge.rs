@@ -37,6 +37,20 @@ pub const DEFAULT_PRE_LOGIN_BYTES_PER_SEC: u32 = 1024;
 /// negotiation and a pasted login line.
 pub const PRE_LOGIN_BYTE_BURST: u32 = 4096;
 
+/// Input a logged-in player's connection may send, bytes per second
+/// (`--input-bytes-per-sec`), after a burst of [`INPUT_BURST_SECS`] of
+/// it: every byte counts — lines, telnet
+/// commands (`IAC NOP`), subnegotiations (GMCP `Core.Supports.Set`,
+/// CHARSET), a web page's own messages — over every transport (issue 30:
+/// after login no byte rate applied; 48 sockets of `IAC NOP` sent 10.8 GB
+/// in 15 s). Far above what a player types or a client negotiates; a flood
+/// is read this slowly (TCP backpressure) and costs the gate next to
+/// nothing.
+pub const DEFAULT_INPUT_BYTES_PER_SEC: u32 = 16 * 1024;
+/// Bytes a player may send at once before the rate applies, in seconds of
+/// the rate: 64 KiB at the default, a large paste.
+pub const INPUT_BURST_SECS: u32 = 4;
+
 /// Commands a player may send at once before the rate applies
 /// ([`crate::command_rate`]): a long
 /// speedwalk or a pasted alias list.
@@ -114,6 +128,8 @@ pub struct EdgeLimits {
     pub malloc_trim: bool,
     /// Character creation beyond one address.
     pub create: CreateCaps,
+    /// A logged-in player's input, bytes per second (`--input-bytes-per-sec`).
+    pub input_bytes_per_sec: u32,
 }
 
 impl Default for EdgeLimits {
@@ -128,6 +144,7 @@ impl Default for EdgeLimits {
             commands_per_sec: DEFAULT_COMMANDS_PER_SEC,
             malloc_trim: true,
             create: CreateCaps::default(),
+            input_bytes_per_sec: DEFAULT_INPUT_BYTES_PER_SEC,
         }
     }
 }
@@ -188,6 +205,11 @@ pub struct EdgeCli {
     /// fifth at once, then per hour [default: 1000].
     #[arg(long, value_name = "N", env = "TELOS_GATE_CREATE_PER_HOUR")]
     pub create_per_hour: Option<String>,
+    /// Input a logged-in player may send, bytes per second, every byte
+    /// counted (telnet commands, GMCP, a web page's own messages), after a
+    /// burst of four seconds of it [default: 16384].
+    #[arg(long, value_name = "BYTES", env = "TELOS_GATE_INPUT_BYTES_PER_SEC")]
+    pub input_bytes_per_sec: Option<String>,
 }
 
 impl EdgeCli {
@@ -255,6 +277,13 @@ impl EdgeCli {
             )?
             .unwrap_or(d.malloc_trim),
             create: self.create_caps(file, d.create)?,
+            input_bytes_per_sec: positive_pick(
+                "input_bytes_per_sec",
+                "TELOS_GATE_INPUT_BYTES_PER_SEC",
+                self.input_bytes_per_sec.as_ref(),
+                file.input_bytes_per_sec,
+                d.input_bytes_per_sec,
+            )?,
         })
     }
 

@@ -47,6 +47,7 @@ pub struct FileConfig {
     pub commands_per_sec: Option<u32>,
     pub create_network_per_hour: Option<u32>,
     pub create_per_hour: Option<u32>,
+    pub input_bytes_per_sec: Option<u32>,
     pub malloc_trim: Option<bool>,
     pub tls_listen: Option<String>,
     pub tls_cert: Option<PathBuf>,

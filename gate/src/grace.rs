@@ -389,7 +389,7 @@ impl Grace {
             places,
             answer,
         } = *h;
-        reader.lift_budget();
+        reader.player_budget(conn.shared.cfg.edge.input_bytes_per_sec);
         reader.take_lines_of(&mut conn.reader);
         let old_reader = std::mem::replace(&mut conn.reader, reader);
         let mut old_out = std::mem::replace(&mut conn.out, out);

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
+use crate::config_edge::INPUT_BURST_SECS;
 use crate::lines::{LineEvent, LineFramer};
 use crate::output::{Output, SlowClient};
 use crate::stream::ReadHalf;
@@ -53,6 +54,11 @@ pub struct ByteBudget {
 const MIN_GRANT: f64 = 256.0;
 
 impl ByteBudget {
+    /// A logged-in player's: `per_sec`, after [`INPUT_BURST_SECS`] of it.
+    pub fn player(per_sec: u32) -> Self {
+        Self::new(per_sec, per_sec.saturating_mul(INPUT_BURST_SECS))
+    }
+
     pub fn new(per_sec: u32, burst: u32) -> Self {
         Self {
             per_sec: f64::from(per_sec),
@@ -81,14 +87,24 @@ impl ByteBudget {
         self.tokens as usize
     }
 
-    fn spend(&mut self, n: usize) {
+    pub fn spend(&mut self, n: usize) {
         self.tokens = (self.tokens - n as f64).max(0.0);
+    }
+
+    /// When `cost` bytes may be taken; `None`: now. For a caller that
+    /// waits in a `select!` rather than in [`grant`](Self::grant).
+    pub fn ready_at(&mut self, cost: usize) -> Option<Instant> {
+        self.refill();
+        let want = (cost as f64).min(self.burst);
+        (self.tokens < want)
+            .then(|| self.last + Duration::from_secs_f64((want - self.tokens) / self.per_sec))
     }
 }
 
 pub struct Reader {
     rd: ReadHalf,
-    /// Set until login: input is read no faster than this.
+    /// Input is read no faster than this: a stranger's budget until login,
+    /// a player's after.
     budget: Option<ByteBudget>,
     /// Bytes read before the reader took over (past a PROXY header),
     /// parsed before the socket's.
@@ -190,9 +206,11 @@ impl Reader {
         self.queued_bytes += std::mem::take(&mut old.queued_bytes);
     }
 
-    /// The player logged in: read at its own pace from now on.
-    pub fn lift_budget(&mut self) {
-        self.budget = None;
+    /// The player logged in: read at a player's pace, `bytes_per_sec`
+    /// (`--input-bytes-per-sec`: every byte, telnet commands included),
+    /// from now on.
+    pub fn player_budget(&mut self, bytes_per_sec: u32) {
+        self.budget = Some(ByteBudget::player(bytes_per_sec));
     }
 
     /// One read into `chunk`, within the budget if there is one; 0 at the

@@ -399,13 +399,14 @@ pub fn keyed_gate_command(listen: &str, redis_url: &str, keys: &Path, extra: &[&
 /// applied, as before the grace period for telnet resumes: tests of hang-ups,
 /// counts and storms expect that; the resume tests pass
 /// `--telnet-resume-grace-secs`.
-pub const GATE_TEST_EDGE_ENV: [(&str, &str); 13] = [
+pub const GATE_TEST_EDGE_ENV: [(&str, &str); 14] = [
     ("TELOS_GATE_TELNET_RESUME_GRACE", "0"),
     ("TELOS_GATE_MAX_CONNECTIONS_PER_IP", "100000"),
     ("TELOS_GATE_MAX_CONNECTIONS_PER_IPV4_24", "100000"),
     ("TELOS_GATE_MAX_CONNECTIONS_PER_IPV6_48", "100000"),
     ("TELOS_GATE_MAX_PRE_LOGIN", "100000"),
     ("TELOS_GATE_PRE_LOGIN_BYTES_PER_SEC", "100000000"),
+    ("TELOS_GATE_INPUT_BYTES_PER_SEC", "100000000"),
     ("TELOS_GATE_CREATE_IP_BURST", "1000000"),
     ("TELOS_GATE_CREATE_IP_PER_HOUR", "1000000000"),
     ("TELOS_GATE_CREATE_NETWORK_PER_HOUR", "1000000000"),

@@ -1,6 +1,6 @@
 //! What a page presenting a session's resume token brings ([`Attach`]),
-//! what it is told when refused, and how anything is sent to a page
-//! ([`send`], bounded).
+//! what it is told when refused, how anything is sent to a page ([`send`],
+//! bounded), and what a page may send ([`PageBudget`]).
 
 use std::time::Duration;
 
@@ -8,7 +8,12 @@ use axum::extract::ws::{Message, Utf8Bytes, WebSocket};
 use tokio::sync::oneshot;
 
 use super::frames::Msg;
+use crate::config_edge::{
+    DEFAULT_INPUT_BYTES_PER_SEC, DEFAULT_PRE_LOGIN_BYTES_PER_SEC, PRE_LOGIN_BYTE_BURST,
+};
 use crate::ratelimit::AddressPlaces;
+use crate::reader::ByteBudget;
+use tokio::time::Instant;
 
 /// How long a page whose WebSocket looks live has to answer a ping when
 /// its session's token is presented elsewhere, before the resume takes it
@@ -60,3 +65,57 @@ pub(super) async fn send(ws: &mut WebSocket, msg: Msg) -> Result<(), ()> {
 
 /// See [`send`].
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What a page may send: every message counted, the bridge's own too
+/// (pings, `Telos.Seen`, `Telos.Size`) — a stranger's budget until login,
+/// a player's after, as a telnet connection's (issue 30).
+#[derive(Debug)]
+pub struct PageBudget {
+    budget: ByteBudget,
+    /// The player's rate, until the page's session is seated.
+    player: Option<u32>,
+}
+
+impl Default for PageBudget {
+    fn default() -> Self {
+        Self::new(DEFAULT_PRE_LOGIN_BYTES_PER_SEC, DEFAULT_INPUT_BYTES_PER_SEC)
+    }
+}
+
+impl PageBudget {
+    pub fn new(stranger: u32, player: u32) -> Self {
+        PageBudget {
+            budget: ByteBudget::new(stranger, PRE_LOGIN_BYTE_BURST),
+            player: Some(player),
+        }
+    }
+
+    /// The session logged in: a player's budget from now on.
+    pub fn seated(&mut self) {
+        if let Some(rate) = self.player.take() {
+            self.budget = ByteBudget::player(rate);
+        }
+    }
+
+    /// When the next message may be read; `None`: now.
+    pub fn ready_at(&mut self) -> Option<Instant> {
+        self.budget.ready_at(MESSAGE_COST)
+    }
+
+    pub fn spend(&mut self, m: &Message) {
+        self.budget.spend(message_cost(m));
+    }
+}
+
+/// What one message of the page costs of its budget: its payload and a
+/// frame's overhead, so that empty pings are not free.
+const MESSAGE_COST: usize = 64;
+
+fn message_cost(m: &Message) -> usize {
+    MESSAGE_COST
+        + match m {
+            Message::Text(t) => t.len(),
+            Message::Binary(b) | Message::Ping(b) | Message::Pong(b) => b.len(),
+            Message::Close(_) => 0,
+        }
+}

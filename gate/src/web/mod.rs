@@ -302,7 +302,11 @@ async fn open(
         conn.seated.clone(),
         web.who.clone(),
     )
-    .counted_at(conn.take_places());
+    .counted_at(conn.take_places())
+    .reading_at(
+        web.shared.cfg.edge.pre_login_bytes_per_sec,
+        web.shared.cfg.edge.input_bytes_per_sec,
+    );
     web.tracker.spawn(async move {
         metrics::gauge!(m::CONNECTIONS_OPEN).increment(1.0);
         connection::run_conn(conn).await;

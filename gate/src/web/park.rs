@@ -26,7 +26,7 @@ use super::who::WhoFeed;
 use crate::tokens::Tokens;
 
 pub use super::attach::{Attach, LIVE_REFUSED, PROBE_BOUND, Refused, TOLD_REFUSED};
-use super::attach::{PROBE_PENDING_BYTES, PROBE_PING, send};
+use super::attach::{PROBE_PENDING_BYTES, PROBE_PING, PageBudget, send};
 
 /// Bytes per read of the connection task's output.
 const CHUNK: usize = 4096;
@@ -75,6 +75,8 @@ pub struct Park {
     /// The attached page's places in the address counts (its first page's,
     /// then each resumed one's).
     places: Option<AddressPlaces>,
+    /// What the page may send, every message counted (issue 30).
+    budget: PageBudget,
 }
 
 impl Park {
@@ -105,7 +107,16 @@ impl Park {
             chunk: vec![0; CHUNK],
             who: (proto == Proto::Gmcp).then_some(who),
             places: None,
+            budget: PageBudget::default(),
         }
+    }
+
+    /// Read as a telnet connection is: `stranger` bytes a second before
+    /// login (`--pre-login-bytes-per-sec`), `player` after
+    /// (`--input-bytes-per-sec`).
+    pub fn reading_at(mut self, stranger: u32, player: u32) -> Self {
+        self.budget = PageBudget::new(stranger, player);
+        self
     }
 
     /// Counted in the address limits as `places` say (the first page's).
@@ -177,6 +188,10 @@ impl Park {
         loop {
             let issue = self.token.is_none() && self.proto == Proto::Gmcp;
             let seated = self.seated.is_cancelled();
+            if seated {
+                self.budget.seated();
+            }
+            let throttled = self.budget.ready_at();
             tokio::select! {
                 biased;
                 knock = self.knocks.recv() => {
@@ -230,13 +245,19 @@ impl Park {
                         Err(_) => self.pending.clear(),
                     }
                 }
-                m = ws.recv(), if self.pending.is_empty() => {
+                // Over its budget the page is not read (its messages wait in
+                // the socket, TCP backpressure) until the budget allows.
+                _ = tokio::time::sleep_until(throttled.unwrap_or_else(Instant::now)), if throttled.is_some() => {}
+                m = ws.recv(), if self.pending.is_empty() && throttled.is_none() => {
                     heard = Instant::now();
                     match m {
                         Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return Detach::Dropped,
-                        Some(Ok(m)) => if self.on_page_message(&mut ws, m).await.is_err() {
-                            return Detach::Dropped;
-                        },
+                        Some(Ok(m)) => {
+                            self.budget.spend(&m);
+                            if self.on_page_message(&mut ws, m).await.is_err() {
+                                return Detach::Dropped;
+                            }
+                        }
                     }
                 }
                 _ = ping.tick() => {
