@@ -196,10 +196,17 @@ impl Output {
         self.queue(self.mccp.encode(bytes))
     }
 
-    /// Queue bytes exactly as the socket must carry them.
-    fn queue(&self, bytes: Vec<u8>) -> Result<(), SlowClient> {
+    /// Queue bytes exactly as the socket must carry them. A chunk holds
+    /// no more memory than it is charged: one with room to spare (a
+    /// compressed reply in a buffer sized for its input, issue 30) gives
+    /// the room back first, so the bound on what is queued bounds what the
+    /// queue holds.
+    fn queue(&self, mut bytes: Vec<u8>) -> Result<(), SlowClient> {
         if bytes.is_empty() {
             return Ok(());
+        }
+        if bytes.capacity() > bytes.len() + CHUNK_OVERHEAD {
+            bytes.shrink_to_fit();
         }
         let queued = self.queued();
         let cost = bytes.len() + CHUNK_OVERHEAD;
