@@ -6,13 +6,13 @@
 //! the prompt's end marked with EOR or GA.
 
 use telos_proto::v1::event::Kind;
-use telos_proto::v1::{ColourMode, Event, Span};
+use telos_proto::v1::{ColourMode, Event};
 
 use crate::client::Conn;
 use crate::colour::{self, Look};
 use crate::output::SlowClient;
 use crate::telnet::gmcp;
-use crate::wrap::{wrap, wrap_width};
+use crate::wrap::{CHATTER_INDENT, wrap, wrap_indented, wrap_width};
 
 impl Conn {
     /// How text reads on this client: what it negotiated, under the
@@ -23,10 +23,21 @@ impl Conn {
     }
 
     /// World text and its styles for the player: rendered for the client,
-    /// then wrapped to its width.
-    pub fn show_output(&mut self, text: &str, spans: &[Span]) -> Result<(), SlowClient> {
-        let look = self.look();
-        self.show_text(&colour::render(text, spans, look))
+    /// then wrapped to its width. What others caused (`chatter`: their
+    /// speech, their emotes) wraps with a hanging indent, so a line another
+    /// player wrote can never start a line of its own on this screen — a
+    /// padded emote cannot put a forged `Bob tells you, '...'` at the left
+    /// margin (issue 30).
+    pub fn show_output(&mut self, o: &telos_proto::v1::Output) -> Result<(), SlowClient> {
+        let text = colour::render(&o.text, &o.spans, self.look());
+        if !o.chatter {
+            return self.show_text(&text);
+        }
+        if self.prompt.take_pending() {
+            self.out.text("\n")?;
+        }
+        self.out
+            .text(&wrap_indented(&text, self.width(), CHATTER_INDENT))
     }
 
     /// Text for the player, wrapped to its width.

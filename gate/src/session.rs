@@ -324,7 +324,7 @@ impl Session {
                     return Ok(());
                 }
                 self.tell_dropped_chatter(conn)?;
-                conn.show_output(&o.text, &o.spans)?;
+                conn.show_output(&o)?;
                 if let Some(last) = o.text.lines().rev().find(|l| !l.trim().is_empty()) {
                     self.last_line = last.trim().chars().take(LAST_LINE_CHARS).collect();
                 }
@@ -414,7 +414,7 @@ impl Session {
             self.who.credential = est.credential.clone();
         }
         for o in &est.early_output {
-            conn.show_output(&o.text, &o.spans)?;
+            conn.show_output(o)?;
         }
         let replayed = self.replay_from(conn, est.attached.ack_input_seq);
         if let Some(kind) = kind {

@@ -20,10 +20,19 @@ pub fn wrap_width(naws: u16) -> usize {
     }
 }
 
+/// Where the continuation lines of another player's words start: never at
+/// the left margin, where a line of its own would.
+pub const CHATTER_INDENT: &str = "  ";
+
 /// Each line longer than `width` broken at spaces; a word longer than the
 /// line (a resume token, a URL) gets a line of its own and is never split;
 /// shorter lines and line ends kept as they are.
 pub fn wrap(text: &str, width: usize) -> std::borrow::Cow<'_, str> {
+    wrap_indented(text, width, "")
+}
+
+/// [`wrap`], each continuation line starting with `indent`.
+pub fn wrap_indented<'t>(text: &'t str, width: usize, indent: &str) -> std::borrow::Cow<'t, str> {
     // No line can be wider than the text has bytes (a character is never
     // wider than its UTF-8 bytes): most output is shorter than a line.
     if text.len() <= width {
@@ -33,7 +42,8 @@ pub fn wrap(text: &str, width: usize) -> std::borrow::Cow<'_, str> {
     // (a URL, `state-of-the-art`: the default splitter breaks there).
     let options = textwrap::Options::new(width)
         .break_words(false)
-        .word_splitter(textwrap::WordSplitter::NoHyphenation);
+        .word_splitter(textwrap::WordSplitter::NoHyphenation)
+        .subsequent_indent(indent);
     let mut out = String::with_capacity(text.len() + text.len() / width.max(1));
     for line in text.split_inclusive('\n') {
         let (body, end) = match line.strip_suffix('\n') {

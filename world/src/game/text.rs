@@ -2,18 +2,58 @@
 //! type passes through here before it is stored or echoed, so none of these
 //! may panic on any input (multi-byte UTF-8, control bytes, huge lines).
 
-/// Removes every control character (C0, DEL, C1): they could rewrite a
-/// terminal, forge line breaks in another player's output or smuggle ANSI
-/// escapes into durable state. Also every format character (general
-/// category Cf: the bidi controls U+202A–U+202E and U+2066–U+2069, which
-/// reorder the rest of another player's line, the zero-width characters
-/// U+200B–U+200F and U+2060, which make look-alike text, soft hyphens, tag
-/// characters) and the line and paragraph separators U+2028/U+2029 (line
-/// breaks to some terminals). Emoji sequences joined by U+200D come apart
-/// into their pieces; nothing else visible changes.
+/// What a player may show other players: every string a player can type
+/// passes through here. The text is composed (NFC: one way to write each
+/// letter, so look-alikes built from combining pieces read as what they
+/// are), and only visible characters are kept — an allow-list by general
+/// category: letters, marks, numbers, punctuation, symbols, and spaces
+/// (every kind of space becomes a plain one). Gone:
+/// - control characters (C0, DEL, C1): they could rewrite a terminal,
+///   forge line breaks in another player's output or smuggle ANSI escapes
+///   into durable state;
+/// - format characters (Cf: the bidi controls that reorder the rest of
+///   another player's line, the zero-width ones that make look-alike text,
+///   soft hyphens, tag characters), line and paragraph separators, private
+///   use, surrogates and unassigned code points;
+/// - the characters that draw nothing though they are letters, marks or
+///   symbols ([`is_blank`]: the Hangul fillers, the braille blank, the
+///   combining grapheme joiner, variation selectors), issue 30;
+/// - combining marks beyond [`MAX_MARKS`] on one character (a "Zalgo"
+///   flood that draws over the lines above and below).
+///
+/// Emoji sequences joined by U+200D come apart into their pieces; nothing
+/// else visible changes.
 pub fn strip_control(s: &str) -> String {
-    s.chars().filter(|&c| !is_hidden(c)).collect()
+    use unicode_normalization::UnicodeNormalization;
+    use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
+    let mut out = String::with_capacity(s.len());
+    let mut marks = 0usize;
+    for c in s.nfc() {
+        if is_hidden(c) || is_blank(c) {
+            continue;
+        }
+        match c.general_category_group() {
+            GeneralCategoryGroup::Mark => {
+                marks += 1;
+                if marks > MAX_MARKS {
+                    continue;
+                }
+            }
+            GeneralCategoryGroup::Separator => {
+                marks = 0;
+                out.push(' ');
+                continue;
+            }
+            _ => marks = 0,
+        }
+        out.push(c);
+    }
+    out
 }
+
+/// Combining marks kept on one character: enough for any script's
+/// accents (Vietnamese stacks two), not for a flood.
+pub const MAX_MARKS: usize = 3;
 
 /// A character a player may not send to other players: see
 /// [`strip_control`].
@@ -25,7 +65,26 @@ fn is_hidden(c: char) -> bool {
             GeneralCategory::Format
                 | GeneralCategory::LineSeparator
                 | GeneralCategory::ParagraphSeparator
+                | GeneralCategory::PrivateUse
+                | GeneralCategory::Surrogate
+                | GeneralCategory::Unassigned
         )
+}
+
+/// A letter, mark or symbol that draws nothing: text that looks empty, or
+/// a name that looks like another with an invisible piece in it.
+fn is_blank(c: char) -> bool {
+    matches!(
+        c,
+        '\u{034F}' // combining grapheme joiner
+            | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' // Hangul fillers
+            | '\u{17B4}' | '\u{17B5}' // Khmer inherent vowels
+            | '\u{180B}'..='\u{180F}' // Mongolian variation selectors
+            | '\u{2800}' // braille pattern blank
+            | '\u{FE00}'..='\u{FE0F}' // variation selectors
+            | '\u{E0100}'..='\u{E01EF}' // variation selectors supplement
+            | '\u{1D173}'..='\u{1D17A}' // musical format characters
+    )
 }
 
 /// The longest prefix of `s` that is at most `max` bytes and ends on a char
@@ -134,5 +193,28 @@ mod tests {
         assert_eq!(split_word("  say  hello  there "), ("say", "hello  there "));
         assert_eq!(split_word("look"), ("look", ""));
         assert_eq!(split_word(""), ("", ""));
+    }
+
+    #[test]
+    fn blanks_and_look_alikes_are_gone_and_marks_are_bounded() {
+        // Hangul filler, braille blank, CGJ: nothing visible.
+        assert_eq!(strip_control("\u{3164}\u{2800}\u{034F}"), "");
+        assert_eq!(strip_control("Bo\u{034F}b"), "Bob");
+        // Composed: e + combining acute is é.
+        assert_eq!(strip_control("e\u{0301}"), "\u{e9}");
+        // A flood of marks keeps three.
+        let zalgo = format!("a{}", "\u{0300}\u{0301}\u{0302}".repeat(20));
+        assert_eq!(strip_control(&zalgo).chars().count(), 1 + MAX_MARKS);
+        // Every space is a plain one; private use is gone.
+        assert_eq!(strip_control("a\u{3000}b\u{E000}"), "a b");
+        // Ordinary text in any script is kept.
+        for ok in [
+            "Tiếng Việt",
+            "日本語のテキスト",
+            "Ελληνικά",
+            "smile :) <3 €",
+        ] {
+            assert_eq!(strip_control(ok), ok);
+        }
     }
 }
