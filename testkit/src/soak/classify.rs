@@ -84,14 +84,28 @@ pub fn classify(
         // Logins are read by the client itself (no marker before login).
         Kind::Login => None,
     };
-    let Some(answer) = answer else {
-        return (marker_at, Answer::Unrecognised);
+    let answer = match answer {
+        Some(answer) => answer,
+        None => match taken_over(own, map) {
+            Some(at) => return (at, Answer::TakenOver),
+            None => return (marker_at, Answer::Unrecognised),
+        },
     };
     let at = window
         .iter()
         .find(|(_, line)| says(&answer, line, map))
         .map_or(marker_at, |(at, _)| *at);
     (at, answer)
+}
+
+/// A line whose answer was lost with its link: the gate resumed the
+/// session (its notice) and the takeover showed the room after it; when.
+fn taken_over(own: &[(Ms, String)], map: &WorldMap) -> Option<Ms> {
+    let resumed = own.iter().position(|(_, l)| l == RESUMING)?;
+    own[resumed..]
+        .iter()
+        .find(|(_, l)| map.room_named(l).is_some())
+        .map(|(at, _)| *at)
 }
 
 /// Whether `line` is one of the answers to `get all` / `drop all`.
@@ -338,6 +352,25 @@ mod tests {
                 9
             ),
             (100, Answer::Looked)
+        );
+    }
+
+    #[test]
+    fn an_answer_lost_with_its_link_is_answered_by_the_takeover() {
+        let map = WorldMap::starter();
+        let said = Kind::Say {
+            text: "hello".into(),
+        };
+        let lost = seg(&[RESUMING, "Foot of the Hills", "Exits: north east west"]);
+        assert_eq!(
+            classify(&said, &lost, 0, &map, 900),
+            (101, Answer::TakenOver)
+        );
+        // No resume: nothing answered it.
+        let silent = seg(&["Foot of the Hills", "Exits: north east west"]);
+        assert_eq!(
+            classify(&said, &silent, 0, &map, 900),
+            (900, Answer::Unrecognised)
         );
     }
 }

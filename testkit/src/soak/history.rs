@@ -94,6 +94,12 @@ pub enum Answer {
     LoginRefused {
         line: String,
     },
+    /// Its answer was lost with the link it was sent on (a shard the gate
+    /// could not reach, whose links it ended): the session resumed and the
+    /// takeover showed the room the player stands in, which answers a line
+    /// applied before the link failed (docs/operations.md, "A world shard
+    /// hangs"; issue 30's one-sided cut).
+    TakenOver,
     /// The world took the line (its marker was answered) but printed none
     /// of the shapes the contract gives this command.
     Unrecognised,

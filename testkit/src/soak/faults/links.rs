@@ -7,7 +7,7 @@
 use crate::proxy::LinkMode;
 
 use super::super::clock::Ms;
-use super::super::config::{CUT_DETECTION, FaultKind};
+use super::super::config::{CUT_DETECTION, FaultKind, LEASE_TTL};
 use super::super::history::FaultRecord;
 use super::super::probe::View;
 use super::super::schedule::{Planned, slow_delay};
@@ -98,9 +98,13 @@ impl Driver<'_> {
         rec.notes.push(format!("{mode:?}"));
         self.set_link(i, link, mode);
         if p.kind == FaultKind::CutService {
-            // Its players wait for the cut's detection, not its length:
-            // their answers are judged from a window that ends there.
-            rec.window_end = Some(rec.start + CUT_DETECTION.as_millis() as Ms);
+            // Its players wait for the cut's detection and for its zones
+            // to be served elsewhere (the shard's next renew is refused,
+            // then a peer's orphan look claims: half a lease TTL), not for
+            // its length: their answers are judged from a window that ends
+            // there.
+            let served = CUT_DETECTION + LEASE_TTL / 2;
+            rec.window_end = Some(rec.start + served.as_millis() as Ms);
         }
         tokio::time::sleep(p.hold).await;
         self.heal_links();
