@@ -279,6 +279,45 @@ async fn creating_characters_is_limited_per_network_and_per_gate() -> anyhow::Re
     Ok(())
 }
 
+/// Pre-login places a thousand networks cannot hold against returning
+/// players (issue 30: one connection from each of 1000 /24s filled every
+/// place, and no login and no telnet `resume` got in). With four places
+/// held by four unknown /24s, a stranger from a fifth is refused, and a
+/// player from a network someone logged in from gets in and plays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strangers_from_many_networks_keep_out_only_strangers() -> anyhow::Result<()> {
+    use tokio::io::AsyncReadExt;
+    let s = stack(&["--max-pre-login", "4"])?;
+    let home: std::net::IpAddr = "127.0.9.1".parse()?;
+    Bot::open_from(&s.gate.addr, home)
+        .await?
+        .create("Regular", PASSWORD)
+        .await?;
+    let mut held = Vec::new();
+    for i in 1..=4 {
+        held.push(Bot::open_from(&s.gate.addr, format!("127.0.{i}.1").parse()?).await?);
+    }
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind("127.0.5.1:0".parse()?)?;
+    let mut stranger = socket.connect(s.gate.addr.parse()?).await?;
+    let mut told = String::new();
+    let mut buf = [0u8; 512];
+    while !told.contains("not logged in") && !told.contains("create <name>") {
+        let n = tokio::time::timeout(Duration::from_secs(10), stranger.read(&mut buf)).await??;
+        anyhow::ensure!(n > 0, "closed: {told:?}");
+        told.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(
+        told.contains("busy with connections that have not logged in"),
+        "{told:?}"
+    );
+    let mut back = Bot::open_from(&s.gate.addr, home).await?;
+    back.connect("Regular", PASSWORD).await?;
+    back.command("look").await?;
+    drop(held);
+    Ok(())
+}
+
 /// A create the real world refuses (a weak password, a taken name) makes
 /// nothing and spends none of the address's creation allowance (issue 20:
 /// three weak tries used to lock a new player out for the hour). With an

@@ -13,11 +13,18 @@
 //! of that network, whose connection is told so and closed: a few networks
 //! holding every place cannot keep everyone else out; they end up with an
 //! even share. Only a newcomer whose network already holds as many places
-//! as any is refused.
+//! as any is refused — unless a player logged in from its network lately
+//! ([`KNOWN_FOR`]): a known network's newcomer takes the oldest place of a
+//! network nobody logged in from (issue 30: one connection from each of a
+//! thousand /24s held every place, and no login, no returning player and
+//! no telnet `resume` got in). A flood from unknown networks keeps out only
+//! the unknown; players who were here before — a dropped one coming back
+//! to resume included — still get in.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
@@ -30,12 +37,53 @@ pub struct PreLogin {
     inner: Mutex<Places>,
 }
 
+/// How long a network a player logged in from counts as known.
+pub const KNOWN_FOR: Duration = Duration::from_secs(24 * 3600);
+
+/// Networks remembered at most (the oldest forgotten first): a bound on
+/// memory whatever the number of players.
+pub const MAX_KNOWN: usize = 65_536;
+
 #[derive(Debug, Default)]
 struct Places {
     held: usize,
     next_id: u64,
     /// Oldest first.
     by_prefix: HashMap<IpBucket, VecDeque<Place>>,
+    /// Networks a player logged in from, and when last.
+    known: HashMap<IpBucket, Instant>,
+}
+
+impl Places {
+    fn is_known(&self, prefix: &IpBucket) -> bool {
+        self.known
+            .get(prefix)
+            .is_some_and(|at| at.elapsed() < KNOWN_FOR)
+    }
+
+    /// The network whose place is to go to a newcomer from `prefix`: the
+    /// one holding the most, if it would still hold at least as many;
+    /// else, for a known newcomer, the unknown network holding the oldest
+    /// place.
+    fn victim(&self, prefix: &IpBucket) -> Option<IpBucket> {
+        let mine = self.by_prefix.get(prefix).map_or(0, VecDeque::len);
+        let heaviest = self
+            .by_prefix
+            .iter()
+            .map(|(k, q)| (*k, q.len()))
+            .max_by_key(|(_, n)| *n)
+            .filter(|(_, n)| *n > mine + 1)
+            .map(|(k, _)| k);
+        if heaviest.is_some() || !self.is_known(prefix) {
+            return heaviest;
+        }
+        self.by_prefix
+            .iter()
+            .filter(|(k, _)| !self.is_known(k))
+            .filter_map(|(k, q)| q.front().map(|place| (place.id, *k)))
+            .min_by_key(|(id, _)| *id)
+            .map(|(_, k)| k)
+    }
 }
 
 #[derive(Debug)]
@@ -73,14 +121,7 @@ impl PreLogin {
     pub fn admit(self: &Arc<Self>, prefix: IpBucket) -> Result<PreLoginPlace, PreLoginFull> {
         let mut p = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if p.held >= self.cap {
-            let mine = p.by_prefix.get(&prefix).map_or(0, VecDeque::len);
-            let heaviest = p
-                .by_prefix
-                .iter()
-                .map(|(k, q)| (*k, q.len()))
-                .max_by_key(|(_, n)| *n)
-                .filter(|(_, n)| *n > mine + 1);
-            let Some((victim, _)) = heaviest else {
+            let Some(victim) = p.victim(&prefix) else {
                 return Err(PreLoginFull);
             };
             let queue = p.by_prefix.get_mut(&victim).expect("the heaviest is held");
@@ -105,6 +146,23 @@ impl PreLogin {
             evicted,
             owner: self.clone(),
         })
+    }
+
+    /// A player logged in from network `prefix`: its newcomers are known
+    /// for [`KNOWN_FOR`].
+    pub fn remember(&self, prefix: IpBucket) {
+        let mut p = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if p.known.len() >= MAX_KNOWN && !p.known.contains_key(&prefix) {
+            // Forget the expired, else the least recent quarter.
+            p.known.retain(|_, at| at.elapsed() < KNOWN_FOR);
+            if p.known.len() >= MAX_KNOWN {
+                let mut ages: Vec<Instant> = p.known.values().copied().collect();
+                ages.sort_unstable();
+                let cut = ages[MAX_KNOWN / 4];
+                p.known.retain(|_, at| *at > cut);
+            }
+        }
+        p.known.insert(prefix, Instant::now());
     }
 
     /// Places held now.
@@ -214,6 +272,32 @@ mod tests {
         assert_eq!(pre.held(), 3, "evicted places were counted once");
         drop((honest, second, third));
         assert_eq!(pre.held(), 0);
+    }
+
+    #[test]
+    fn a_thousand_networks_keep_out_only_the_unknown() {
+        let pre = PreLogin::new(4);
+        pre.remember(net("192.0.2.9"));
+        let flood: Vec<_> = (1..=4)
+            .map(|i| pre.admit(net(&format!("10.0.{i}.1"))).unwrap())
+            .collect();
+        // One place each: an unknown newcomer is refused...
+        assert_eq!(pre.admit(net("10.0.99.1")).unwrap_err(), PreLoginFull);
+        // ...a known network's takes the oldest unknown place.
+        let player = pre
+            .admit(net("192.0.2.77"))
+            .expect("a known network gets in");
+        assert!(flood[0].evicted().is_cancelled());
+        assert!(!flood[1].evicted().is_cancelled());
+        // Known places are never taken for a known newcomer while unknown
+        // ones remain; once every place is known, it is refused too.
+        let more: Vec<_> = (0..3)
+            .map(|_| pre.admit(net("192.0.2.78")).unwrap())
+            .collect();
+        assert!(flood.iter().all(|f| f.evicted().is_cancelled()));
+        assert!(!player.evicted().is_cancelled());
+        assert_eq!(pre.admit(net("192.0.2.79")).unwrap_err(), PreLoginFull);
+        drop(more);
     }
 
     #[test]

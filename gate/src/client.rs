@@ -179,6 +179,11 @@ impl Conn {
     pub fn seat(&mut self) -> Result<(), End> {
         let seat = self.shared.seats.take().ok_or(End::Full)?;
         self.seat = Some(seat);
+        // Its network is known from now: a flood of strangers cannot keep
+        // its players (or this one, dropped and resuming) out.
+        self.shared
+            .pre_login
+            .remember(crate::ratelimit::prefix_bucket(self.peer.ip()));
         self.pre_login = None;
         self.reader
             .player_budget(self.shared.cfg.edge.input_bytes_per_sec);
