@@ -25,6 +25,17 @@ use support::two_shards::{CITY_SHARD, REST_SHARD, TwoShards, rest_zones};
 const WAIT: Duration = Duration::from_secs(60);
 const NO_FLAGS: &[&str] = &[];
 
+/// The operator page's address the gate printed (`host:port`).
+fn page_addr(gate: &telos_testkit::process::Proc) -> anyhow::Result<String> {
+    let url = gate
+        .printed("operator page on ")
+        .context("the gate printed no operator page")?;
+    Ok(url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string())
+}
+
 fn status(addr: &str) -> anyhow::Result<Value> {
     let (head, body) = http_get(addr, "/status.json")?;
     if !head.starts_with("HTTP/1.1 200") {
@@ -75,14 +86,7 @@ fn is(e: &Value, kind: &str, key: &str, value: &str) -> bool {
 async fn the_page_shows_each_event_with_its_cause_and_each_shards_process() -> anyhow::Result<()> {
     let mut cluster = TwoShards::start(&[], &["--operator-listen", "127.0.0.1:0"])?;
     let others = rest_zones();
-    let url = cluster
-        .gate
-        .printed("operator page on ")
-        .context("the gate printed no operator page")?;
-    let addr = url
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
+    let addr = page_addr(&cluster.gate)?;
     let (head, page) = blocking(|| http_get(&addr, "/"))?;
     assert!(head.contains("content-security-policy"), "{head}");
     assert!(page.contains("<table id=\"zones\""), "{page}");
@@ -196,7 +200,7 @@ async fn the_page_shows_each_event_with_its_cause_and_each_shards_process() -> a
     let shots = repo_root().join("target/browser-screenshots");
     let run = Command::new("node")
         .arg("operator.mjs")
-        .arg(&url)
+        .arg(format!("http://{addr}/"))
         .arg(&shots)
         .current_dir(repo_root().join("tests/browser"))
         .output()
@@ -218,14 +222,7 @@ async fn the_page_shows_each_event_with_its_cause_and_each_shards_process() -> a
 async fn the_page_answers_only_its_own_names_and_drops_a_slowloris() -> anyhow::Result<()> {
     use std::io::{Read, Write};
     let cluster = TwoShards::start(&[], &["--operator-listen", "127.0.0.1:0"])?;
-    let url = cluster
-        .gate
-        .printed("operator page on ")
-        .context("the gate printed no operator page")?;
-    let addr = url
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
+    let addr = page_addr(&cluster.gate)?;
     let port = addr
         .rsplit_once(':')
         .map(|(_, p)| p.to_string())

@@ -59,6 +59,25 @@ async fn let_in(gate: &str, from: &str) -> anyhow::Result<(bool, TcpStream)> {
     Ok((!text.contains(PER_IP), tcp))
 }
 
+/// With a cap of two per address: 127.0.0.1 (where the session was) lets
+/// two new connections in, 127.0.0.2 (where it is now) one.
+async fn counted_at_the_new_address(gate: &str) -> anyhow::Result<()> {
+    let (a1, _k1) = let_in(gate, "127.0.0.1").await?;
+    let (a2, _k2) = let_in(gate, "127.0.0.1").await?;
+    assert!(
+        a1 && a2,
+        "127.0.0.1 is still charged for the session it no longer holds"
+    );
+    let (b1, _k3) = let_in(gate, "127.0.0.2").await?;
+    let (b2, _k4) = let_in(gate, "127.0.0.2").await?;
+    assert!(
+        b1,
+        "127.0.0.2 holds the resumed session and room for one more"
+    );
+    assert!(!b2, "127.0.0.2 holds three sockets against a cap of two");
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_telnet_session_resumed_from_another_address_is_counted_there() -> anyhow::Result<()> {
     let gw = GateWorld::start(&[
@@ -87,20 +106,7 @@ async fn a_telnet_session_resumed_from_another_address_is_counted_there() -> any
         .await?;
     read_until(&mut second, "Session resumed").await?;
 
-    let (a1, _k1) = let_in(&gate, "127.0.0.1").await?;
-    let (a2, _k2) = let_in(&gate, "127.0.0.1").await?;
-    assert!(
-        a1 && a2,
-        "127.0.0.1 is still charged for the session it no longer holds"
-    );
-    let (b1, _k3) = let_in(&gate, "127.0.0.2").await?;
-    let (b2, _k4) = let_in(&gate, "127.0.0.2").await?;
-    assert!(
-        b1,
-        "127.0.0.2 holds the resumed session and room for one more"
-    );
-    assert!(!b2, "127.0.0.2 holds three sockets against a cap of two");
-    Ok(())
+    counted_at_the_new_address(&gate).await
 }
 
 /// The same for a web page: a page dropped at 127.0.0.1 and resumed from
@@ -129,15 +135,5 @@ async fn a_web_page_resumed_from_another_address_is_counted_there() -> anyhow::R
     back.line("journal moved").await?;
     back.expect("Noted.").await?;
 
-    let (a1, _k1) = let_in(&gate, "127.0.0.1").await?;
-    let (a2, _k2) = let_in(&gate, "127.0.0.1").await?;
-    assert!(
-        a1 && a2,
-        "127.0.0.1 is still charged for the page it no longer holds"
-    );
-    let (b1, _k3) = let_in(&gate, "127.0.0.2").await?;
-    let (b2, _k4) = let_in(&gate, "127.0.0.2").await?;
-    assert!(b1, "127.0.0.2 holds the resumed page and room for one more");
-    assert!(!b2, "127.0.0.2 holds three sockets against a cap of two");
-    Ok(())
+    counted_at_the_new_address(&gate).await
 }
