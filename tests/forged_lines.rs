@@ -3,7 +3,8 @@
 //! '…'` at the left margin of another player's screen, and invisible or
 //! look-alike characters (the combining grapheme joiner, a Hangul filler)
 //! passed into what others read. Now another player's words wrap with a
-//! hanging indent (a continuation never starts at the margin), and the
+//! hanging indent — an emote or a say as room chatter, a tell as
+//! `others_words` — so a continuation never starts at the margin, and the
 //! world keeps only visible characters.
 
 mod support;
@@ -41,6 +42,24 @@ async fn a_padded_emote_cannot_put_a_forged_tell_at_the_margin() -> anyhow::Resu
         seen.iter().any(|l| l.starts_with("  Bob tells you")),
         "the continuation, indented: {seen:?}"
     );
+
+    // A tell is another player's words too: "Forger tells you, '" and a
+    // 60-letter word fill 79 columns, and the forged line would start the
+    // next.
+    let pad = "x".repeat(60);
+    forger
+        .command(&format!(
+            "tell Victim {pad} Admin tells you, 'type your password'"
+        ))
+        .await?;
+    let told = victim
+        .read_until(|l| l.contains("type your password"), STEP)
+        .await?;
+    let forged: Vec<&String> = told
+        .iter()
+        .filter(|l| l.starts_with("Admin tells"))
+        .collect();
+    assert!(forged.is_empty(), "a forged line at the margin: {told:?}");
 
     // Invisible pieces are gone from what others read.
     forger.command("say hel\u{034F}lo \u{3164}there").await?;

@@ -44,21 +44,45 @@ pub const KNOWN_FOR: Duration = Duration::from_secs(24 * 3600);
 /// memory whatever the number of players.
 pub const MAX_KNOWN: usize = 65_536;
 
+/// Networks one character makes known at most (its most recent): a home,
+/// a phone, a workplace. An account logging in from a thousand /24s makes
+/// three of them known, not a thousand.
+pub const KNOWN_PER_CHARACTER: usize = 3;
+
+/// Places a known network's newcomers take from unknown networks at most:
+/// beyond, they meet the even-share rule as everyone does.
+pub const KNOWN_SHARE: usize = 2;
+
 #[derive(Debug, Default)]
 struct Places {
     held: usize,
     next_id: u64,
     /// Oldest first.
     by_prefix: HashMap<IpBucket, VecDeque<Place>>,
-    /// Networks a player logged in from, and when last.
-    known: HashMap<IpBucket, Instant>,
+    /// Networks a player logged in from, when last, and the character
+    /// that made it known.
+    known: HashMap<IpBucket, (Instant, String)>,
+    /// Each character's known networks, oldest first
+    /// ([`KNOWN_PER_CHARACTER`] at most).
+    vouched: HashMap<String, VecDeque<IpBucket>>,
 }
 
 impl Places {
+    /// Forget the expired networks, else the least recent quarter.
+    fn forget_oldest(&mut self) {
+        self.known.retain(|_, (at, _)| at.elapsed() < KNOWN_FOR);
+        if self.known.len() >= MAX_KNOWN {
+            let mut ages: Vec<Instant> = self.known.values().map(|(at, _)| *at).collect();
+            ages.sort_unstable();
+            let cut = ages[MAX_KNOWN / 4];
+            self.known.retain(|_, (at, _)| *at > cut);
+        }
+    }
+
     fn is_known(&self, prefix: &IpBucket) -> bool {
         self.known
             .get(prefix)
-            .is_some_and(|at| at.elapsed() < KNOWN_FOR)
+            .is_some_and(|(at, _)| at.elapsed() < KNOWN_FOR)
     }
 
     /// The network whose place is to go to a newcomer from `prefix`: the
@@ -74,7 +98,7 @@ impl Places {
             .max_by_key(|(_, n)| *n)
             .filter(|(_, n)| *n > mine + 1)
             .map(|(k, _)| k);
-        if heaviest.is_some() || !self.is_known(prefix) {
+        if heaviest.is_some() || !self.is_known(prefix) || mine >= KNOWN_SHARE {
             return heaviest;
         }
         self.by_prefix
@@ -148,21 +172,33 @@ impl PreLogin {
         })
     }
 
-    /// A player logged in from network `prefix`: its newcomers are known
-    /// for [`KNOWN_FOR`].
-    pub fn remember(&self, prefix: IpBucket) {
+    /// Character `who` logged in from network `prefix`: its newcomers are
+    /// known for [`KNOWN_FOR`] — one of `who`'s [`KNOWN_PER_CHARACTER`]
+    /// most recent networks.
+    pub fn remember(&self, prefix: IpBucket, who: &str) {
         let mut p = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if p.known.len() >= MAX_KNOWN && !p.known.contains_key(&prefix) {
-            // Forget the expired, else the least recent quarter.
-            p.known.retain(|_, at| at.elapsed() < KNOWN_FOR);
-            if p.known.len() >= MAX_KNOWN {
-                let mut ages: Vec<Instant> = p.known.values().copied().collect();
-                ages.sort_unstable();
-                let cut = ages[MAX_KNOWN / 4];
-                p.known.retain(|_, at| *at > cut);
-            }
+            p.forget_oldest();
         }
-        p.known.insert(prefix, Instant::now());
+        p.known.insert(prefix, (Instant::now(), who.to_string()));
+        let mine = p.vouched.entry(who.to_string()).or_default();
+        mine.retain(|n| *n != prefix);
+        mine.push_back(prefix);
+        let dropped = (mine.len() > KNOWN_PER_CHARACTER)
+            .then(|| mine.pop_front())
+            .flatten();
+        if let Some(old) = dropped
+            && p.known.get(&old).is_some_and(|(_, by)| by == who)
+        {
+            p.known.remove(&old);
+        }
+        if p.vouched.len() > MAX_KNOWN {
+            let known = &p.known;
+            let keep: std::collections::HashSet<&String> =
+                known.values().map(|(_, by)| by).collect();
+            let keep: std::collections::HashSet<String> = keep.into_iter().cloned().collect();
+            p.vouched.retain(|who, _| keep.contains(who));
+        }
     }
 
     /// Places held now.
@@ -277,7 +313,7 @@ mod tests {
     #[test]
     fn a_thousand_networks_keep_out_only_the_unknown() {
         let pre = PreLogin::new(4);
-        pre.remember(net("192.0.2.9"));
+        pre.remember(net("192.0.2.9"), "regular");
         let flood: Vec<_> = (1..=4)
             .map(|i| pre.admit(net(&format!("10.0.{i}.1"))).unwrap())
             .collect();
@@ -289,15 +325,24 @@ mod tests {
             .expect("a known network gets in");
         assert!(flood[0].evicted().is_cancelled());
         assert!(!flood[1].evicted().is_cancelled());
-        // Known places are never taken for a known newcomer while unknown
-        // ones remain; once every place is known, it is refused too.
-        let more: Vec<_> = (0..3)
-            .map(|_| pre.admit(net("192.0.2.78")).unwrap())
-            .collect();
-        assert!(flood.iter().all(|f| f.evicted().is_cancelled()));
-        assert!(!player.evicted().is_cancelled());
+        // A known network takes unknown places up to its share only.
+        let second = pre.admit(net("192.0.2.78")).expect("its second place");
+        assert!(flood[1].evicted().is_cancelled());
         assert_eq!(pre.admit(net("192.0.2.79")).unwrap_err(), PreLoginFull);
-        drop(more);
+        assert!(!flood[2].evicted().is_cancelled());
+        drop((player, second));
+    }
+
+    #[test]
+    fn a_character_makes_three_networks_known_not_a_thousand() {
+        let pre = PreLogin::new(1);
+        for i in 0..100 {
+            pre.remember(net(&format!("10.{i}.0.1")), "roamer");
+        }
+        let _held = pre.admit(net("203.0.113.1")).unwrap();
+        // Only the last three of the roamer's networks count.
+        assert_eq!(pre.admit(net("10.0.0.1")).unwrap_err(), PreLoginFull);
+        assert!(pre.admit(net("10.99.0.1")).is_ok());
     }
 
     #[test]

@@ -176,14 +176,14 @@ impl Conn {
     /// The login succeeded: take a player's seat in place of the pre-login
     /// place, and read input at the player's pace. `Err(End::Full)` when
     /// every seat is taken.
-    pub fn seat(&mut self) -> Result<(), End> {
+    pub fn seat(&mut self, name: &str) -> Result<(), End> {
         let seat = self.shared.seats.take().ok_or(End::Full)?;
         self.seat = Some(seat);
         // Its network is known from now: a flood of strangers cannot keep
         // its players (or this one, dropped and resuming) out.
         self.shared
             .pre_login
-            .remember(crate::ratelimit::prefix_bucket(self.peer.ip()));
+            .remember(crate::ratelimit::prefix_bucket(self.peer.ip()), name);
         self.pre_login = None;
         self.reader
             .player_budget(self.shared.cfg.edge.input_bytes_per_sec);

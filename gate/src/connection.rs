@@ -130,7 +130,7 @@ async fn login(conn: &mut Conn) -> Result<(String, Established), End> {
                     Attempt::Attached(est) => {
                         // A seat for the player (dropping `est` on `Full`
                         // closes the new session, as a lost socket would).
-                        conn.seat()?;
+                        conn.seat(&name)?;
                         return Ok((name, est));
                     }
                     Attempt::Failed(reason) => {

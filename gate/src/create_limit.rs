@@ -127,12 +127,27 @@ mod tests {
     fn a_refusal_takes_nothing_and_a_release_gives_all_back() {
         let l = limits(1, 1_000_000);
         let now = Instant::now();
-        assert!(l.try_acquire(addr("192.0.2.1"), now));
-        // The network is spent: the address's own budget is not charged.
+        let ip = addr("192.0.2.1");
+        assert!(l.try_acquire(ip, now));
+        // The network is spent: the address's own budget (5) is not
+        // charged by the refusals, which the network's refused.
         for _ in 0..10 {
-            assert!(!l.try_acquire(addr("192.0.2.1"), now));
+            assert!(!l.try_acquire(ip, now));
         }
-        l.release(addr("192.0.2.1"));
+        let left = l.address.level(ip_bucket(ip), now);
+        assert!((3.9..4.1).contains(&left), "the address holds {left}");
+        l.release(ip);
+        assert!(l.try_acquire(ip, now));
+    }
+
+    #[test]
+    fn a_refusal_by_the_gates_budget_gives_the_others_back() {
+        let l = limits(1_000_000, 5); // the gate: one at once
+        let now = Instant::now();
         assert!(l.try_acquire(addr("192.0.2.1"), now));
+        assert!(!l.try_acquire(addr("198.51.100.1"), now));
+        let ip = addr("198.51.100.1");
+        assert!((4.9..5.1).contains(&l.address.level(ip_bucket(ip), now)));
+        assert!(l.network.level(prefix_bucket(ip), now) > 1_000_000.0 - 1.1);
     }
 }

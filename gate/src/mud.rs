@@ -23,14 +23,15 @@ impl Conn {
     }
 
     /// World text and its styles for the player: rendered for the client,
-    /// then wrapped to its width. What others caused (`chatter`: their
-    /// speech, their emotes) wraps with a hanging indent, so a line another
+    /// then wrapped to its width. What others caused or wrote (`chatter`:
+    /// their speech, their emotes; `others_words`: a tell) wraps with a
+    /// hanging indent, so a line another
     /// player wrote can never start a line of its own on this screen — a
     /// padded emote cannot put a forged `Bob tells you, '...'` at the left
     /// margin (issue 30).
     pub fn show_output(&mut self, o: &telos_proto::v1::Output) -> Result<(), SlowClient> {
         let text = colour::render(&o.text, &o.spans, self.look());
-        if !o.chatter {
+        if !o.chatter && !o.others_words {
             return self.show_text(&text);
         }
         if self.prompt.take_pending() {

@@ -111,11 +111,12 @@ async fn serve(listener: TcpListener, app: Router, shutdown: CancellationToken) 
 /// `localhost` is answered; any other `Host` is told 421. Behind a reverse
 /// proxy under a name, the proxy passes the upstream address as `Host`.
 async fn own_host_only(request: Request, next: Next) -> Response {
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("");
+    // No `Host` at all (HTTP/1.0: a balancer's health check) is not a
+    // browser's request: a browser always sends one.
+    let host = match request.headers().get(header::HOST) {
+        None => return next.run(request).await,
+        Some(h) => h.to_str().unwrap_or(""),
+    };
     if host_is_local_name(host) {
         return next.run(request).await;
     }

@@ -116,6 +116,15 @@ impl IpLimiter {
             .is_none_or(|b| b.level(self.burst, self.per_sec, now) >= 1.0)
     }
 
+    /// Tokens `ip` holds now (a full bucket if it has none yet).
+    #[cfg(test)]
+    pub fn level(&self, ip: IpBucket, now: Instant) -> f64 {
+        let mut map = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        map.get_mut(&ip).map_or(f64::from(self.burst), |b| {
+            b.level(self.burst, self.per_sec, now)
+        })
+    }
+
     /// The attempt succeeded: return its token.
     pub fn release(&self, ip: IpBucket) {
         let mut map = self.buckets.lock().unwrap_or_else(|p| p.into_inner());

@@ -91,6 +91,13 @@ impl ByteBudget {
         self.tokens = (self.tokens - n as f64).max(0.0);
     }
 
+    /// Spend `n` even beyond what is there: the debt is waited out before
+    /// the next read ([`ready_at`](Self::ready_at)). For reads that take a
+    /// whole message, however large, after a small check (a web page's).
+    pub fn owe(&mut self, n: usize) {
+        self.tokens -= n as f64;
+    }
+
     /// When `cost` bytes may be taken; `None`: now. For a caller that
     /// waits in a `select!` rather than in [`grant`](Self::grant).
     pub fn ready_at(&mut self, cost: usize) -> Option<Instant> {

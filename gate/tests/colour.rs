@@ -40,6 +40,7 @@ fn room_output() -> server_frame::Frame {
     server_frame::Frame::Output(Output {
         text: ROOM.into(),
         chatter: false,
+        others_words: false,
         spans: vec![
             span(0, 11, Style::RoomName),
             span(27, 32, Style::Decoration),

@@ -102,8 +102,11 @@ impl PageBudget {
         self.budget.ready_at(MESSAGE_COST)
     }
 
+    /// A message was read: its cost, in debt if it is more than the
+    /// budget held (a 16 KiB message read on 64 bytes of budget is waited
+    /// out before the next one).
     pub fn spend(&mut self, m: &Message) {
-        self.budget.spend(message_cost(m));
+        self.budget.owe(message_cost(m));
     }
 }
 
@@ -118,4 +121,22 @@ fn message_cost(m: &Message) -> usize {
             Message::Binary(b) | Message::Ping(b) | Message::Pong(b) => b.len(),
             Message::Close(_) => 0,
         }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A message larger than what the budget holds is read, and waited
+    /// out after: a page sending 16 KiB messages on a stranger's 1 KiB/s
+    /// gets one every 16 s, not one per 64 bytes of refill.
+    #[tokio::test(start_paused = true)]
+    async fn a_large_message_is_waited_out() {
+        let mut b = PageBudget::new(1024, 1_000_000);
+        assert!(b.ready_at().is_none());
+        let big = Message::Text("x".repeat(PRE_LOGIN_BYTE_BURST as usize + 16 * 1024).into());
+        b.spend(&big);
+        let wait = b.ready_at().expect("in debt") - Instant::now();
+        assert!(wait >= std::time::Duration::from_secs(15), "{wait:?}");
+    }
 }

@@ -326,6 +326,9 @@ impl Park {
             match m {
                 Message::Pong(p) if p.as_ref() == PROBE_PING => return true,
                 m => {
+                    // Counted as any message is: presenting one's own
+                    // token again buys no unmetered window.
+                    self.budget.spend(&m);
                     if self.on_page_message(ws, m).await.is_err() {
                         return false;
                     }
@@ -364,8 +367,12 @@ impl Park {
             places,
             ..
         } = knock;
-        // Counted where the page is now (issue 30).
-        self.places = places;
+        // Counted where the page is now (issue 30). A page behind a trusted
+        // HTTP proxy is counted nowhere at the upgrade: the session stays
+        // counted where it was.
+        if places.is_some() {
+            self.places = places;
+        }
         self.token = Some(self.tokens.issue(self.door.clone()));
         let next = self.replay.next();
         let (from, replay, missed) = match self.replay.since(seen) {

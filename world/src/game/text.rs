@@ -18,8 +18,9 @@
 /// - the characters that draw nothing though they are letters, marks or
 ///   symbols ([`is_blank`]: the Hangul fillers, the braille blank, the
 ///   combining grapheme joiner, variation selectors), issue 30;
-/// - combining marks beyond [`MAX_MARKS`] on one character (a "Zalgo"
-///   flood that draws over the lines above and below).
+/// - combining marks drawn over or under a letter beyond [`MAX_MARKS`] on
+///   one character (a "Zalgo" flood that draws over the lines above and
+///   below).
 ///
 /// Emoji sequences joined by U+200D come apart into their pieces; nothing
 /// else visible changes.
@@ -33,12 +34,13 @@ pub fn strip_control(s: &str) -> String {
             continue;
         }
         match c.general_category_group() {
-            GeneralCategoryGroup::Mark => {
+            GeneralCategoryGroup::Mark if !is_spacing_mark(c) => {
                 marks += 1;
                 if marks > MAX_MARKS {
                     continue;
                 }
             }
+            GeneralCategoryGroup::Mark => {}
             GeneralCategoryGroup::Separator => {
                 marks = 0;
                 out.push(' ');
@@ -51,9 +53,17 @@ pub fn strip_control(s: &str) -> String {
     out
 }
 
-/// Combining marks kept on one character: enough for any script's
-/// accents (Vietnamese stacks two), not for a flood.
-pub const MAX_MARKS: usize = 3;
+/// Combining marks that draw over or under their letter (Mn, Me) kept on
+/// one character: enough for any script's accents (Vietnamese stacks two,
+/// Biblical Hebrew's points and cantillation four), not for a flood.
+/// Spacing marks (Mc: Myanmar, Tibetan, Indic vowel signs) take their own
+/// room and are not counted.
+pub const MAX_MARKS: usize = 4;
+
+fn is_spacing_mark(c: char) -> bool {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+    c.general_category() == GeneralCategory::SpacingMark
+}
 
 /// A character a player may not send to other players: see
 /// [`strip_control`].

@@ -16,6 +16,7 @@ pub fn output(marked: &str, chatter: bool) -> wire::Output {
     wire::Output {
         text,
         chatter,
+        others_words: false,
         spans: spans
             .into_iter()
             .map(|(range, s)| wire::Span {

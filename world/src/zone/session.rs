@@ -221,6 +221,16 @@ impl SessionMeta {
         }
     }
 
+    /// Words another player wrote to this one (a `tell`): never dropped as
+    /// chatter is, but wrapped as chatter is (`Output.others_words`).
+    pub fn others_words(&mut self, text: String) {
+        if !text.is_empty() {
+            let mut o = crate::zone::events::output(&text, false);
+            o.others_words = true;
+            self.send(Frame::Output(o));
+        }
+    }
+
     /// What others in the room did or said (see `Output.chatter`).
     pub fn chatter(&mut self, text: String) {
         if !text.is_empty() {

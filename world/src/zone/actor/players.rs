@@ -250,7 +250,7 @@ impl ZoneActor {
         let Some(m) = self.sessions.get_mut(&d.to) else {
             return false;
         };
-        m.output(d.text);
+        m.others_words(d.text);
         for event in d.events {
             m.event(event);
         }
