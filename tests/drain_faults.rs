@@ -504,18 +504,31 @@ async fn wedged_client_is_a_client_fault_flushed_and_resumable() -> anyhow::Resu
             tokio::time::sleep(Duration::from_millis(next as u64)).await;
         }
         let flood_started = Instant::now();
-        // Each say reaches Wedge as one ~4 KB frame: 1800 of them overrun
-        // the HTTP/2 windows (2 MB client stream window, 400 KB server send
-        // buffer) and then the 512-frame out channel, with a wide margin.
+        // Wedge's own answers fill its stream: others' chatter never does
+        // (issue 30: it is bounded per recipient and never takes the last
+        // quarter of a stream), its own answers are what a client that
+        // stops reading leaves unread. Each say's echo is one ~4 KB frame:
+        // 1800 of them overrun the HTTP/2 windows (2 MB client stream
+        // window, 400 KB server send buffer) and then the 512-frame out
+        // channel, with a wide margin.
         let text = "x".repeat(4000);
         let mut said = 0;
+        let mut last = 0;
         while said < 1800 {
-            let mut last = 0;
-            for _ in 0..50 {
-                last = talker.send(&format!("say {text}")).await?;
-                said += 1;
-            }
-            talker.wait_ack(last).await?;
+            last = wedged.send(&format!("say {text}")).await?;
+            said += 1;
+        }
+        // Applied (its row's watermark, saved every 200 ms, says so).
+        while store
+            .load("wedge")
+            .await?
+            .is_none_or(|row| row.applied_seq < last)
+        {
+            ensure!(
+                flood_started.elapsed() < TICK,
+                "Wedge's flood was not applied within a tick"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let flood = flood_started.elapsed();
         a.signal(SIGTERM);

@@ -222,6 +222,8 @@ pub fn test_config() -> GateConfig {
     };
     cfg.edge.command_burst = u32::MAX;
     cfg.edge.commands_per_sec = u32::MAX;
+    // Tests send megabytes at once; the input budget has tests of its own.
+    cfg.edge.input_bytes_per_sec = u32::MAX / 8;
     cfg
 }
 
