@@ -71,7 +71,10 @@ async fn cut_and_heal(cut: Cut) -> anyhow::Result<()> {
         b.front.set_for(&a.id, LinkMode::Blackhole);
     }
     let cut_at = Instant::now();
-    let look = bot.command("look").await?;
+    let look = bot
+        .command("look")
+        .await
+        .map_err(|e| e.context(logs(&cluster)))?;
     let answered_in = cut_at.elapsed();
     eprintln!(
         "{cut:?}: `look` answered {answered_in:?} into a {:?} cut",
@@ -113,6 +116,16 @@ async fn cut_and_heal(cut: Cut) -> anyhow::Result<()> {
     );
     bot.command("look").await?;
     Ok(())
+}
+
+/// Every process's log, for a failure's message.
+fn logs(cluster: &Cluster) -> String {
+    format!(
+        "gate:\n{}\nshard-a:\n{}\nshard-b:\n{}",
+        cluster.gate_log(),
+        cluster.shard_log(0),
+        cluster.shard_log(1)
+    )
 }
 
 /// Never two writers: shard-a's fence of the zone is logged before

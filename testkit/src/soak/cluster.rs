@@ -365,6 +365,14 @@ impl Cluster {
         std::fs::read_to_string(path).unwrap_or_default()
     }
 
+    /// The text of the gate's current (or last) incarnation's log.
+    pub fn gate_log(&self) -> String {
+        let path = self
+            .logs_dir()
+            .join(format!("gate.{}.log", self.gate_incarnation));
+        std::fs::read_to_string(path).unwrap_or_default()
+    }
+
     /// Start (or restart) the gate on its pinned address, dialling the
     /// keyed shards with mutual TLS (its gate certificate).
     pub fn start_gate(&mut self) -> anyhow::Result<()> {
