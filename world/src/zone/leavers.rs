@@ -172,8 +172,12 @@ impl Quits {
 /// connection, an error reply) before it settles as failed...
 const FINAL_SAVE_TRIES: u32 = 3;
 
-/// ...a try starting only this long after the first did, so that a sick
-/// Redis holds a seal or a waiting login little longer than one save.
+/// ...a try starting only this long after the first one *ended*, so that a
+/// sick Redis holds a seal or a waiting login little longer than two saves.
+/// Counted from the first try's end, not its start: a try that timed out
+/// took [`SAVE_TIMEOUT`](crate::zone::persist::SAVE_TIMEOUT), longer than
+/// this window, and counted from its start it was never tried again — the
+/// very case the retry is for (below).
 const FINAL_SAVE_RETRY_WITHIN: Duration = Duration::from_millis(1500);
 
 /// The pause before the second try (doubled for the third).
@@ -184,16 +188,20 @@ const FINAL_SAVE_BACKOFF: Duration = Duration::from_millis(200);
 /// moment reads their replies late, past the client's response timeout,
 /// though Redis wrote them (the 2000-quitter test: 40 quits closed
 /// not-final on the first try, their gates resuming to be told
-/// `Goodbye.`). A retry of a save that did land is refused at our own
-/// epoch and claim, adopts the version it wrote (`LostReply`) and writes
-/// the same state again: no line is applied twice, and a first try that
-/// lands late is refused on its version.
+/// `Goodbye.`; and again on a fresh CI machine, one quit whose first try
+/// timed out and, the window counted from its start, was never retried).
+/// A retry of a save that did land is refused at our own epoch and claim,
+/// adopts the version it wrote (`LostReply`) and writes the same state
+/// again: no line is applied twice, and a first try that lands late is
+/// refused on its version.
 async fn final_save(store: &Store, zone: &str, leaver: &mut Leaver) -> Saved {
-    let until = tokio::time::Instant::now() + FINAL_SAVE_RETRY_WITHIN;
+    let mut until = None;
     let mut pause = FINAL_SAVE_BACKOFF;
     let mut tries = 1;
     loop {
         let saved = save_player(store, zone, &*leaver.character, &mut leaver.meta).await;
+        let until =
+            *until.get_or_insert_with(|| tokio::time::Instant::now() + FINAL_SAVE_RETRY_WITHIN);
         let late = tokio::time::Instant::now() + pause >= until;
         if !matches!(saved, Saved::Failed) || tries == FINAL_SAVE_TRIES || late {
             return saved;

@@ -26,6 +26,8 @@ mod stop;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_final_save;
+#[cfg(test)]
 mod tests_quits;
 
 use super::awaiting::Awaiting;

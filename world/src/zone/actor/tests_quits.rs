@@ -20,16 +20,16 @@ use crate::zone::session::{Joining, OUT_CHANNEL, SessionMeta};
 const PHC: &str = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA";
 
 /// The store as the test sees it (direct), the zone's store behind `proxy`.
-struct Setup {
+pub(super) struct Setup {
     _redis: RedisServer,
-    proxy: Proxy,
-    store: Store,
+    pub(super) proxy: Proxy,
+    pub(super) store: Store,
     zone: ZoneHandle,
     game: std::sync::Arc<dyn Game>,
     roster: Roster,
 }
 
-async fn setup() -> anyhow::Result<Setup> {
+pub(super) async fn setup() -> anyhow::Result<Setup> {
     let redis = RedisServer::start()?;
     let proxy = Proxy::start("127.0.0.1:0", &format!("127.0.0.1:{}", redis.port), None).await?;
     let (zone, game, roster) = city(&redis, &format!("redis://{}/", proxy.addr)).await?;
@@ -46,11 +46,11 @@ async fn setup() -> anyhow::Result<Setup> {
 
 /// What a session was sent, read as it comes (as a gate reads: a crowd's
 /// room chatter never fills the out channel and wedges the session).
-type Frames = mpsc::UnboundedReceiver<ServerFrame>;
+pub(super) type Frames = mpsc::UnboundedReceiver<ServerFrame>;
 
 /// Create `name`'s row, claim it as a login does, and join it (connection
 /// `conn`); its frames.
-async fn login(s: &Setup, name: &str, conn: &str) -> anyhow::Result<Frames> {
+pub(super) async fn login(s: &Setup, name: &str, conn: &str) -> anyhow::Result<Frames> {
     let (joining, frames) = claim(s, name, conn).await?;
     s.zone.join(joining).await?;
     Ok(frames)
@@ -108,7 +108,7 @@ async fn claim(s: &Setup, name: &str, conn: &str) -> anyhow::Result<(Joining, Fr
     Ok((joining, frames))
 }
 
-async fn say(s: &Setup, name: &str, conn: &str, seq: u64, line: &str) -> InputReply {
+pub(super) async fn say(s: &Setup, name: &str, conn: &str, seq: u64, line: &str) -> InputReply {
     let key = name.to_lowercase();
     tokio::time::timeout(WAIT, s.zone.input(&key, conn, seq, line.into()))
         .await
@@ -118,7 +118,7 @@ async fn say(s: &Setup, name: &str, conn: &str, seq: u64, line: &str) -> InputRe
 
 /// Read `frames` (after `seen`, read before) up to the session's
 /// `Closed`: it, and the highest `DurableAck` before it.
-async fn until_closed(frames: &mut Frames, seen: Vec<ServerFrame>) -> (Closed, u64) {
+pub(super) async fn until_closed(frames: &mut Frames, seen: Vec<ServerFrame>) -> (Closed, u64) {
     let mut durable = 0;
     let mut seen = seen.into_iter();
     loop {
