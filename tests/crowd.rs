@@ -357,11 +357,19 @@ async fn a_crowd_logging_in_or_quitting_at_once_cuts_off_no_one() -> anyhow::Res
         &metrics,
         &format!("{}{{kind=\"resume\"}}", telos_gate::metrics::REATTACH_TOTAL),
     );
+    // What the world said about a session it closed not-final (a quit
+    // whose save did not land, a commit refused): the cause of a resume.
+    let closed_why: Vec<&str> = world_log
+        .lines()
+        .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+        .take(20)
+        .collect();
     assert!(
         lost.is_empty() && resumes == 0.0,
-        "{} sessions lost the shard and {resumes} resumed; the first: {}",
+        "{} sessions lost the shard and {resumes} resumed; the first: {}\nthe world's warnings:\n{}",
         lost.len(),
-        lost.first().unwrap_or(&"")
+        lost.first().unwrap_or(&""),
+        closed_why.join("\n")
     );
     assert!(
         unanswered.is_empty(),
