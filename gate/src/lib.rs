@@ -31,6 +31,8 @@
 //!   attach, redirects).
 //! - [`shared`]: what every connection task shares.
 //! - [`admit`]: a new connection counted in every limit, any transport.
+//! - [`registry_feed`]: one read of the registry a watch period, shared by
+//!   the two watchers below.
 //! - [`liveness`]: noticing a hung shard and condemning it.
 //! - [`reachability`]: telling the shards, through Redis, which of them this
 //!   gate cannot reach (a cut-off shard gives its zones up).
@@ -70,8 +72,8 @@
 //!    `stream` → `output` → `reader`: the socket halves (the reader answers
 //!    telnet negotiation through the output); `output` → `command_rate`;
 //!    `reader` → `handover` (a resuming telnet client's socket).
-//! 3. `watch` → `upstream` → `upstream_state`, `shared` → `liveness`, `admit`: links to
-//!    the shards.
+//! 3. `watch` → `upstream` → `upstream_state`, `shared` → `registry_feed` →
+//!    `liveness`, `reachability`, `admit`: links to the shards.
 //!    A link holds a watch; the pool of links is shared by every
 //!    connection; the hung-shard watch reads the shared registry and pool.
 //! 4. `client` → `grace` → `mud` → `session` → `connection` → `web`: one
@@ -118,6 +120,7 @@ pub mod reachability;
 pub mod reader;
 pub mod readiness;
 pub mod registry;
+pub mod registry_feed;
 pub mod server;
 pub mod session;
 pub mod shared;

@@ -10,7 +10,8 @@
 //! 6 s + up to one orphan-loop period): players stalled twice as long as
 //! their zones. The gate now watches the shards it has links to:
 //!
-//! 1. Every [`WATCH_PERIOD`] it reads the registry. A shard still
+//! 1. At every read of the registry ([`crate::registry_feed`], every
+//!    [`WATCH_PERIOD`]). A shard still
 //!    heartbeating (listed, whatever its state: a draining shard is busy,
 //!    not hung) is fine. A shard with links that is *not* listed has not
 //!    heartbeated for a presence TTL (3 s): suspect.
@@ -46,21 +47,19 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics as m;
 use crate::probe::answers;
 use crate::registry::LiveShard;
+use crate::registry_feed::{self, Feed};
 use crate::shared::Shared;
 
-/// How often the registry is read while the gate holds links: half the
-/// shards' heartbeat period, so an entry's lapse is seen soon after.
-pub const WATCH_PERIOD: Duration = Duration::from_millis(500);
+pub use crate::registry_feed::WATCH_PERIOD;
 
-/// Watch the shards the gate has links to until `stop`; see the module docs.
-pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
+/// Watch the shards the gate has links to, at every listing of `feed`,
+/// until `stop`; see the module docs.
+pub async fn watch_shards(shared: Arc<Shared>, mut feed: Feed, stop: CancellationToken) {
     let liveness = shared.pool.liveness();
     // The process last seen publishing at each address, kept current while
     // no link is in use too: a link made while the gate has no view of the
@@ -68,26 +67,14 @@ pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
     // on a paused predecessor whose replacement is the first process that
     // read ever saw, and never be condemned.
     let mut incarnations: HashMap<String, u64> = HashMap::new();
-    // The first read at once: the processes behind the first links are
-    // known before a replacement can start.
-    let mut period = tokio::time::interval(WATCH_PERIOD);
-    period.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = period.tick() => {}
-        }
+    while let Some(listing) = registry_feed::next(&mut feed, &stop).await {
+        let replaced = replaced_at(&mut incarnations, &listing.shards);
         let in_use = liveness.in_use();
-        let read_at = Instant::now();
-        // Unreadable registry (Redis down): no evidence either way.
-        let Ok(listed) = shared.registry.heartbeating().await else {
-            continue;
-        };
-        let replaced = replaced_at(&mut incarnations, &listed);
         if in_use.is_empty() {
             continue;
         }
-        let listed: HashSet<&str> = listed.iter().map(|s| s.addr.as_str()).collect();
+        let read_at = listing.read_at;
+        let listed: HashSet<&str> = listing.shards.iter().map(|s| s.addr.as_str()).collect();
         // Not probed: behind one address some connections reach the new
         // process (it answers) and the links may sit on the old one. Every
         // link made before this read may reach the predecessor (the
@@ -111,39 +98,45 @@ pub async fn watch_shards(shared: Arc<Shared>, stop: CancellationToken) {
             .into_iter()
             .filter(|a| !listed.contains(a.as_str()) && !replaced.contains(a))
             .collect();
-        // Concurrently: after a Redis restart every shard is a suspect.
-        let mut probes = tokio::task::JoinSet::new();
-        for addr in suspects {
-            // Any one connection: a hung shard answers on none.
-            let channel = shared.pool.channel(&addr, 0);
-            probes.spawn(async move {
-                let answered = match channel {
-                    Ok(channel) => answers(channel).await,
-                    Err(_) => false,
-                };
-                (addr, answered)
-            });
-        }
-        while let Some(probed) = probes.join_next().await {
-            let Ok((addr, answered)) = probed else {
-                continue;
+        probe_suspects(&shared, suspects).await;
+    }
+}
+
+/// Probe every suspect at once (after a Redis restart every shard is a
+/// suspect) and condemn the links of each that does not answer.
+async fn probe_suspects(shared: &Arc<Shared>, suspects: Vec<String>) {
+    let liveness = shared.pool.liveness();
+    let mut probes = tokio::task::JoinSet::new();
+    for addr in suspects {
+        // Any one connection: a hung shard answers on none.
+        let channel = shared.pool.channel(&addr, 0);
+        probes.spawn(async move {
+            let answered = match channel {
+                Ok(channel) => answers(channel).await,
+                Err(_) => false,
             };
-            if answered {
-                tracing::debug!(
-                    addr,
-                    "shard missing from the registry still answers; keeping its links"
-                );
-                continue;
-            }
-            shared.pool.evict(&addr);
-            let links = liveness.condemn(&addr);
-            metrics::counter!(m::HUNG_SHARDS_TOTAL).increment(1);
-            tracing::warn!(
+            (addr, answered)
+        });
+    }
+    while let Some(probed) = probes.join_next().await {
+        let Ok((addr, answered)) = probed else {
+            continue;
+        };
+        if answered {
+            tracing::debug!(
                 addr,
-                links,
-                "shard stopped answering (no heartbeat, no answer to a probe); resuming its players elsewhere"
+                "shard missing from the registry still answers; keeping its links"
             );
+            continue;
         }
+        shared.pool.evict(&addr);
+        let links = liveness.condemn(&addr);
+        metrics::counter!(m::HUNG_SHARDS_TOTAL).increment(1);
+        tracing::warn!(
+            addr,
+            links,
+            "shard stopped answering (no heartbeat, no answer to a probe); resuming its players elsewhere"
+        );
     }
 }
 

@@ -3,9 +3,9 @@
 //! A shard cut off from the gates but not from Redis goes on renewing its
 //! leases: nobody may serve its zones, and the gate cannot reach it — its
 //! players wait for the whole cut. [`crate::liveness`] only suspects a
-//! shard that stopped heartbeating, and this one has not. So every
-//! [`crate::liveness::WATCH_PERIOD`] the gate probes every shard the
-//! registry lists, and for one that gives no answer while another does
+//! shard that stopped heartbeating, and this one has not. So at every read
+//! of the registry ([`crate::registry_feed`]) the gate probes every shard it
+//! lists, and for one that gives no answer while another does
 //! (this gate's own network is fine: it is that shard it cannot reach) it
 //! says so in the shard's reachability mark
 //! (`telos_redis::directory::reach`). Once a mark has stood for
@@ -26,26 +26,19 @@ use std::sync::Arc;
 use telos_redis::directory::reach::REACH_BOUND;
 use tokio_util::sync::CancellationToken;
 
-use crate::liveness::WATCH_PERIOD;
 use crate::metrics as m;
 use crate::probe::answers;
 use crate::registry::LiveShard;
+use crate::registry_feed::{self, Feed};
 use crate::shared::Shared;
 
-/// Probe every listed shard every [`WATCH_PERIOD`] until `stop`.
-pub async fn watch(shared: Arc<Shared>, stop: CancellationToken) {
+/// Probe every listed shard at every listing of `feed` until `stop` (an
+/// unreadable registry, Redis down, sends none: nothing to say, nowhere to
+/// say it).
+pub async fn watch(shared: Arc<Shared>, mut feed: Feed, stop: CancellationToken) {
     let mut reach = Reachability::default();
-    let mut period = tokio::time::interval(WATCH_PERIOD);
-    period.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = period.tick() => {}
-        }
-        // Unreadable registry (Redis down): nothing to say, nowhere to say it.
-        if let Ok(listed) = shared.registry.heartbeating().await {
-            reach.look(&shared, &listed).await;
-        }
+    while let Some(listing) = registry_feed::next(&mut feed, &stop).await {
+        reach.look(&shared, &listing.shards).await;
     }
 }
 

@@ -231,11 +231,18 @@ pub async fn serve_all(
         crate::web::start(web, shared.clone(), tracker.clone(), shutdown.clone());
     }
     // Ends when `shutdown` does; not on the tracker, which counts players.
+    // One registry read a period, for both watchers.
+    let feed = crate::registry_feed::start(shared.clone(), shutdown.clone());
     tokio::spawn(crate::liveness::watch_shards(
         shared.clone(),
+        feed.clone(),
         shutdown.clone(),
     ));
-    tokio::spawn(crate::reachability::watch(shared.clone(), shutdown.clone()));
+    tokio::spawn(crate::reachability::watch(
+        shared.clone(),
+        feed,
+        shutdown.clone(),
+    ));
     tokio::spawn(count_players(shared.clone(), shutdown.clone()));
     // Memory back to the system after a crowd leaves (glibc only).
     if shared.cfg.edge.malloc_trim {
