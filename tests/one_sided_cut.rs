@@ -43,6 +43,19 @@ enum Cut {
     Gate,
 }
 
+/// The soak's (and this test's) detection bound is the sum of the real
+/// constants it names: a watch period and a probe's timeout (the look that
+/// finds the cut), the mark's bound, and one more round (the report that
+/// crosses the bound). A change to any of them must move the bound.
+#[test]
+fn cut_detection_is_the_gate_s_rounds_and_the_mark_s_bound() {
+    let round = telos_gate::liveness::WATCH_PERIOD + telos_gate::probe::PROBE_TIMEOUT;
+    assert_eq!(
+        CUT_DETECTION,
+        round + telos_redis::directory::reach::REACH_BOUND + round
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shard_cut_from_the_gate_and_its_peers_gives_its_zones_up() -> anyhow::Result<()> {
     cut_and_heal(Cut::GateAndPeers).await
@@ -77,7 +90,7 @@ async fn cut_and_heal(cut: Cut) -> anyhow::Result<()> {
         .map_err(|e| e.context(logs(&cluster)))?;
     let answered_in = cut_at.elapsed();
     eprintln!(
-        "{cut:?}: `look` answered {answered_in:?} into a {:?} cut",
+        "{cut:?}: `look` answered {answered_in:?} into a {:?} cut: {look:?}",
         cut_for()
     );
     anyhow::ensure!(look.contains("Market Square"), "look: {look:?}");

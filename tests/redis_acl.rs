@@ -13,18 +13,20 @@
 //! admin user) must show no command, key or channel denied, scripts
 //! included.
 
+mod support;
+
 use std::time::Duration;
 
+use support::acl::{ACL_USER, documented_acl_rules};
 use telos_testkit::RedisServer;
 use telos_testkit::bot::{Bot, LoginReply};
 use telos_testkit::cli::{EXIT_TIMEOUT, Finished, clean_command, run_to_exit};
 use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{Proc, repo_root, start_keyed_gate, start_keyed_world};
+use telos_testkit::process::{Proc, start_keyed_gate, start_keyed_world};
 use telos_testkit::redis::{RedisAcl, RedisOptions};
 use telos_testkit::world::{path_to_zone, start_room, starter_zones, zone_of};
 use tokio::time::Instant;
 
-const ACL_USER: &str = "telos";
 const REDIS_PASSWORD: &str = "pw-acl-paths-0c1d";
 const PASSWORD: &str = "correct horse";
 
@@ -32,23 +34,6 @@ const PASSWORD: &str = "correct horse";
 /// coming back take seconds.
 const SETTLE: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(200);
-
-/// The words after `ACL SETUSER telos on >…` in docs/operations.md.
-fn documented_acl_rules() -> Vec<String> {
-    let doc = std::fs::read_to_string(repo_root().join("docs/operations.md"))
-        .expect("docs/operations.md");
-    let line = doc
-        .lines()
-        .find(|l| {
-            l.starts_with(&format!("ACL SETUSER {ACL_USER} on >")) && !l.contains("+sentinel|")
-        })
-        .expect("docs/operations.md has an `ACL SETUSER telos on >…` line");
-    line.split_whitespace()
-        .skip(4)
-        .filter(|word| !word.starts_with('>'))
-        .map(String::from)
-        .collect()
-}
 
 fn telosctl(url: &str, args: &[&str]) -> anyhow::Result<Finished> {
     let mut cmd = clean_command("telosctl");

@@ -9,40 +9,23 @@
 //! - a wrong password: every binary stops at start with a line that says
 //!   so and does not contain the password.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
+use support::acl::{ACL_USER, documented_acl_rules};
 use telos_testkit::RedisServer;
 use telos_testkit::bot::Bot;
 use telos_testkit::cli::{EXIT_TIMEOUT, Finished, clean_command, run_to_exit};
 use telos_testkit::keys::TempKeys;
-use telos_testkit::process::{repo_root, start_keyed_gate, start_keyed_world};
+use telos_testkit::process::{start_keyed_gate, start_keyed_world};
 use telos_testkit::redis::{RedisAcl, RedisOptions};
 use telos_testkit::world::starter_zones;
 
 /// The ACL user's password: distinctive, so a leak into any output is found.
 const REDIS_PASSWORD: &str = "pw-7f3a9c-never-printed";
 const WRONG_PASSWORD: &str = "pw-wrong-5d1e-never-printed";
-const ACL_USER: &str = "telos";
 const PLAYER_PASSWORD: &str = "correct horse";
-
-/// What docs/operations.md's `ACL SETUSER telos on >… RULES…` line grants,
-/// as the words after the password: the server under test gets exactly
-/// these, so the documented line is the one tested.
-fn documented_acl_rules() -> Vec<String> {
-    let doc = std::fs::read_to_string(repo_root().join("docs/operations.md"))
-        .expect("docs/operations.md");
-    let line = doc
-        .lines()
-        .find(|l| {
-            l.starts_with(&format!("ACL SETUSER {ACL_USER} on >")) && !l.contains("+sentinel|")
-        })
-        .expect("docs/operations.md has an `ACL SETUSER telos on >…` line");
-    line.split_whitespace()
-        .skip(4) // ACL SETUSER telos on
-        .filter(|word| !word.starts_with('>'))
-        .map(String::from)
-        .collect()
-}
 
 fn acl() -> Option<RedisAcl> {
     Some(RedisAcl {

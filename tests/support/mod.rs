@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod acl;
 pub mod browser;
 pub mod gate_world;
 pub mod handoff;
