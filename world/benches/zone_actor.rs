@@ -35,7 +35,7 @@ use telos_world::game::{
 use telos_world::runtime::shard::Shard;
 use telos_world::zone::lease::{LeaseState, renew_loop};
 use telos_world::zone::session::OUT_CHANNEL;
-use telos_world::zone::{InputReply, Joining, SessionMeta, ZoneHandle, spawn_zone};
+use telos_world::zone::{GateStream, InputReply, Joining, SessionMeta, ZoneHandle, spawn_zone};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -308,13 +308,10 @@ async fn join(
         saved_seq: 0,
         dirty: false,
         quit: false,
-        out,
-        wedged: false,
-        hearing: Default::default(),
+        stream: GateStream::new(out),
         persist_id: row.persist_id.clone(),
         chat: Default::default(),
         commit: None,
-        held: Default::default(),
     };
     let attached = Attached {
         ack_input_seq: 0,

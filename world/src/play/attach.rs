@@ -16,7 +16,7 @@ use crate::handoff::fence::{SETTLE_BOUND, WriteAs};
 use crate::model::ids::{is_instance_id, zone_of};
 use crate::model::{Arrival, Player, Tier};
 use crate::runtime::shard::Shard;
-use crate::zone::{JoinError, Joining, SessionMeta, ZoneHandle};
+use crate::zone::{GateStream, JoinError, Joining, SessionMeta, ZoneHandle};
 
 use super::frames::send_closed;
 
@@ -146,12 +146,9 @@ async fn claim_and_join(
         saved_seq: applied_seq,
         dirty: false,
         quit: false,
-        out: out.clone(),
-        wedged: false,
-        hearing: Default::default(),
+        stream: GateStream::new(out.clone()),
         persist_id: row.persist_id.clone(),
         commit: None,
-        held: Default::default(),
     };
     let attached = Attached {
         ack_input_seq: applied_seq,
@@ -221,12 +218,9 @@ pub(super) async fn attach_frame(
         // Not saved since the freeze: the first cadence saves it here.
         dirty: true,
         quit: false,
-        out: out.clone(),
-        wedged: false,
-        hearing: Default::default(),
+        stream: GateStream::new(out.clone()),
         persist_id: activated.persist_id.clone(),
         commit: Some(activated.commit.clone()),
-        held: Default::default(),
     };
     let attached = Attached {
         ack_input_seq: activated.applied_seq,

@@ -1,7 +1,7 @@
 //! What waits for a zone's next commit (output commit): the replies to
 //! the lines it covers, whether the zone's state may have changed since
 //! the last one, and when a commit that did not land is tried again. The
-//! frames themselves wait in each session ([`Held`](super::session::Held)).
+//! frames themselves wait in each session's stream ([`GateStream`](super::stream::GateStream)).
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;

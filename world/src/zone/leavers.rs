@@ -146,7 +146,7 @@ impl Quits {
 
     fn start(&mut self, store: &Store, zone: &str, leaver: Leaver) {
         let (store, zone) = (store.clone(), zone.to_string());
-        let named = (leaver.key.clone(), leaver.meta.out.clone());
+        let named = (leaver.key.clone(), leaver.meta.stream.sender().clone());
         let task = self.tasks.spawn(async move {
             let mut leaver = leaver;
             let meta = &mut leaver.meta;

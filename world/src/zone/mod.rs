@@ -8,8 +8,12 @@
 //! - [`lease`]: the renew loop and the local lease deadline (the fence).
 //! - [`roster`]: who is online on this shard, published for `who`.
 //! - [`events`]: a game's structured events as the Play stream carries them.
+//! - [`hearing`]: how much of a room's chatter one player is shown.
+//! - [`stream`]: a player's stream to the gate: answers held for the
+//!   commit covering them, chatter bounded, the stream's end always
+//!   delivered.
 //! - [`session`]: per-player session state: the `applied_seq` watermark,
-//!   epoch, out channel.
+//!   epoch, its stream.
 //! - [`phase`]: where an actor is in its life; a drain's report.
 //! - [`comm`]: the queue of words leaving a zone (`tell`, `chat`).
 //! - [`handle`]: [`ZoneHandle`], its messages and replies.
@@ -42,6 +46,7 @@ pub mod phase;
 pub mod roster;
 pub mod session;
 mod state_row;
+pub mod stream;
 
 pub use actor::{spawn_adopted_zone, spawn_zone};
 pub use env::ZoneEnv;
@@ -50,3 +55,4 @@ pub use handle::{InputReply, JoinError, MAILBOX, Unadopted, ZoneHandle, ZoneUnav
 pub use hosted::{Hosted, Opening, Taken};
 pub use phase::DrainReport;
 pub use session::{Joining, SessionMeta, SiblingMove};
+pub use stream::GateStream;

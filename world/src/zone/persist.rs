@@ -182,7 +182,7 @@ pub async fn save_player(
             meta.state_version = version;
             meta.saved_seq = seq;
             meta.dirty = false;
-            meta.send(Frame::DurableAck(DurableAck { seq }));
+            meta.stream.send(Frame::DurableAck(DurableAck { seq }));
             Saved::Done
         }
         Ok(Ok(SaveOutcome::Refused {
@@ -215,6 +215,7 @@ pub async fn save_player(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::zone::stream::GateStream;
 
     const MINE: ClaimId = ClaimId::NONE;
 
@@ -285,13 +286,10 @@ mod tests {
             saved_seq: 0,
             dirty: true,
             quit: false,
-            out: tx,
-            wedged: false,
-            hearing: Default::default(),
+            stream: GateStream::new(tx),
             persist_id: "pid".into(),
             chat: Default::default(),
             commit: None,
-            held: Default::default(),
         };
         // A save of ours landed but its reply was lost: the row moved on.
         let lost = store

@@ -191,7 +191,7 @@ impl ZoneActor {
             // ever carry. It must not be committed: the zone fences and
             // reopens from its last cut.
             refusal @ (Refusal::NewerOwner | Refusal::Reissued) => {
-                meta.drop_uncommitted();
+                meta.stream.drop_uncommitted();
                 let carried = meta.epoch;
                 warn!(zone = %self.id, player = %key, row_epoch = row.epoch, "a player's row is another owner's: fencing the zone (it reopens from its last commit)");
                 if refusal == Refusal::NewerOwner {
@@ -380,7 +380,7 @@ impl ZoneActor {
                 m.saved_seq = m.applied_seq;
                 m.dirty = false;
                 let seq = m.applied_seq;
-                m.send(Frame::DurableAck(DurableAck { seq }));
+                m.stream.send(Frame::DurableAck(DurableAck { seq }));
             }
         }
     }
@@ -390,12 +390,12 @@ impl ZoneActor {
     /// of it (see `commit_settled`), who waits for the next.
     pub(super) fn release_all(&mut self) {
         for meta in self.sessions.values_mut().filter(|m| !m.needs_save()) {
-            meta.release();
+            meta.stream.release();
         }
         // A walker frozen with its move line applied waits for its
         // `Redirect` (or its refusal), which releases what it holds.
         for frozen in self.frozen.values_mut().filter(|f| !f.meta.needs_save()) {
-            frozen.meta.release();
+            frozen.meta.stream.release();
         }
         let sessions = &self.sessions;
         self.pending

@@ -284,8 +284,8 @@ impl ZoneActor {
         // player's) failing is as invisible as its success would be.
         let quiet = walk.is_none();
         if !quiet {
-            meta.output(format!("{message}\n"));
-            meta.send(Frame::InputAck(InputAck {
+            meta.stream.output(format!("{message}\n"));
+            meta.stream.send(Frame::InputAck(InputAck {
                 seq: meta.applied_seq,
             }));
         }
@@ -326,7 +326,7 @@ impl ZoneActor {
             };
             if f.in_flight {
                 warn!(zone = %self.id, player = %key, "stopping with a handoff in flight: closing not-final, unsaved (the gate replays)");
-                f.meta.send(Frame::Closed(Closed {
+                f.meta.stream.send(Frame::Closed(Closed {
                     reason: reason.to_string(),
                     r#final: false,
                 }));

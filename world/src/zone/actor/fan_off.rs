@@ -130,7 +130,7 @@ impl ZoneActor {
         let Some(room) = self
             .sessions
             .get(key)
-            .filter(|m| !m.wedged)
+            .filter(|m| !m.stream.wedged)
             .and_then(|_| self.state.player(key))
             .map(|c| c.room().to_string())
         else {
@@ -183,7 +183,7 @@ impl ZoneActor {
             let recovered: Vec<(String, String)> = self
                 .sessions
                 .iter()
-                .filter(|(_, m)| !m.wedged)
+                .filter(|(_, m)| !m.stream.wedged)
                 .filter_map(|(k, _)| {
                     self.state
                         .player(k)
@@ -207,7 +207,7 @@ impl ZoneActor {
             f.meta.dirty = true;
             f.meta.settle_by(settle_by).await;
             save_player(&self.env.store, &self.id, &*f.character, &mut f.meta).await;
-            f.meta.send(Frame::Closed(Closed {
+            f.meta.stream.send(Frame::Closed(Closed {
                 reason: "The world shifts around you; reconnecting...".into(),
                 r#final: false,
             }));
@@ -271,7 +271,8 @@ impl ZoneActor {
                 continue;
             };
             meta.dirty = true;
-            meta.output("The walls fade; you find yourself back where you came in.\n".into());
+            meta.stream
+                .output("The walls fade; you find yourself back where you came in.\n".into());
             let from_room = {
                 let from = character.room().to_string();
                 character.set_room(back);

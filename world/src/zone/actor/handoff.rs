@@ -153,7 +153,7 @@ impl ZoneActor {
     /// the `Redirect` found the out channel full (dropped: the gate stopped
     /// reading and never re-dials).
     pub(super) fn redirect(&mut self, key: &str, mut frozen: FrozenPlayer, begun: Begun) -> bool {
-        frozen.meta.send(Frame::Redirect(Redirect {
+        frozen.meta.stream.send(Frame::Redirect(Redirect {
             addr: begun.addr,
             token: begun.token,
             credential: String::new(),
@@ -162,6 +162,6 @@ impl ZoneActor {
         if self.env.roster.zone_of(key).as_deref() == Some(self.id.as_str()) {
             self.env.roster.remove(key);
         }
-        !frozen.meta.wedged
+        !frozen.meta.stream.wedged
     }
 }

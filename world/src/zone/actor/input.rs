@@ -86,7 +86,7 @@ impl ZoneActor {
             // Refused like any way that cannot be taken now: the player
             // stays, and the line is answered once it is durable.
             if let Some(m) = self.sessions.get_mut(key) {
-                m.output(format!("{MOVE_REFUSED}.\n"));
+                m.stream.output(format!("{MOVE_REFUSED}.\n"));
             }
             self.ack(key, seq);
             return InputReply::Applied;
@@ -96,7 +96,7 @@ impl ZoneActor {
             Action::Who { viewer_is_admin } => {
                 let text = self.who(viewer_is_admin).await;
                 if let Some(m) = self.sessions.get_mut(key) {
-                    m.output(text);
+                    m.stream.output(text);
                 }
                 InputReply::Applied
             }
@@ -106,7 +106,7 @@ impl ZoneActor {
                 if let Err(Outgoing::Tell(tell)) = self.env.comm.send(Outgoing::Tell(tell))
                     && let Some(m) = self.sessions.get_mut(key)
                 {
-                    m.output(tell.unreachable);
+                    m.stream.output(tell.unreachable);
                 }
                 InputReply::Applied
             }
@@ -115,7 +115,7 @@ impl ZoneActor {
                     self.env.comm.send(Outgoing::Broadcast(line))
                     && let Some(m) = self.sessions.get_mut(key)
                 {
-                    m.output(line.unsent);
+                    m.stream.output(line.unsent);
                 }
                 InputReply::Applied
             }
@@ -149,7 +149,7 @@ impl ZoneActor {
 
     pub(super) fn ack(&mut self, key: &str, seq: u64) {
         if let Some(m) = self.sessions.get_mut(key) {
-            m.send(Frame::InputAck(InputAck { seq }));
+            m.stream.send(Frame::InputAck(InputAck { seq }));
         }
     }
 
@@ -184,7 +184,7 @@ impl ZoneActor {
             // is refused like any other that cannot be taken.
             warn!(zone = %self.id, instance = %id, "the game could not open an instance");
             if let Some(m) = self.sessions.get_mut(key) {
-                m.output(format!("{MOVE_REFUSED}.\n"));
+                m.stream.output(format!("{MOVE_REFUSED}.\n"));
             }
             return InputReply::Applied;
         };

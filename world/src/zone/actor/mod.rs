@@ -497,14 +497,14 @@ impl ZoneActor {
         self.touch();
         self.deliver(deliveries);
         for m in self.sessions.values_mut() {
-            m.summarise_skipped();
+            m.stream.summarise_skipped();
         }
         // A gate that stopped reading: reclaim the player (save, remove)
         // rather than buffer frames for it without bound.
         let wedged: Vec<String> = self
             .sessions
             .iter()
-            .filter(|(_, m)| m.wedged)
+            .filter(|(_, m)| m.stream.wedged)
             .map(|(k, _)| k.clone())
             .collect();
         for key in wedged {

@@ -27,16 +27,16 @@ fn takeover(mut old: SessionMeta, mut new: SessionMeta) -> SessionMeta {
         // moves_under_faults, after a shard restart). The answers the old
         // stream still held (its lines not yet committed, which the new
         // stream's watermark covers) go to the new stream once committed.
-        new.held.take_from(&mut old.held);
-        old.send(Frame::Closed(Closed {
+        new.stream.take_held_from(&mut old.stream);
+        old.stream.send(Frame::Closed(Closed {
             reason: "resumed on a newer link".into(),
             r#final: false,
         }));
     } else {
         // Never shown: those lines are not committed yet (the new session
         // commits them).
-        old.drop_uncommitted();
-        old.send(Frame::Closed(Closed {
+        old.stream.drop_uncommitted();
+        old.stream.send(Frame::Closed(Closed {
             reason: TAKEN_OVER.into(),
             r#final: true,
         }));
@@ -73,7 +73,7 @@ impl ZoneActor {
     pub(super) fn acknowledge_entry(&mut self, key: &str) {
         if let Some(m) = self.sessions.get_mut(key) {
             let seq = m.applied_seq;
-            m.send(Frame::InputAck(InputAck { seq }));
+            m.stream.send(Frame::InputAck(InputAck { seq }));
         }
     }
 
@@ -190,7 +190,7 @@ impl ZoneActor {
         mut meta: SessionMeta,
         attached: telos_proto::v1::Attached,
     ) {
-        meta.send(Frame::Attached(attached));
+        meta.stream.send(Frame::Attached(attached));
         self.sessions.insert(key.to_string(), meta);
     }
 
@@ -226,7 +226,7 @@ impl ZoneActor {
         // The move line's ack follows its answer, the room it led to.
         if let Some(m) = self.sessions.get_mut(&key) {
             let seq = m.applied_seq;
-            m.send(Frame::InputAck(InputAck { seq }));
+            m.stream.send(Frame::InputAck(InputAck { seq }));
         }
         Ok(())
     }
@@ -235,9 +235,9 @@ impl ZoneActor {
     pub(super) fn deliver(&mut self, deliveries: Vec<Delivery>) {
         for d in deliveries {
             if let Some(m) = self.sessions.get_mut(&d.to) {
-                m.output(d.text);
+                m.stream.output(d.text);
                 for event in d.events {
-                    m.event(event);
+                    m.stream.event(event);
                 }
             }
         }
@@ -250,9 +250,9 @@ impl ZoneActor {
         let Some(m) = self.sessions.get_mut(&d.to) else {
             return false;
         };
-        m.others_words(d.text);
+        m.stream.others_words(d.text);
         for event in d.events {
-            m.event(event);
+            m.stream.event(event);
         }
         true
     }
@@ -264,9 +264,9 @@ impl ZoneActor {
             if *key == line.from {
                 continue;
             }
-            m.chatter(line.text.clone());
+            m.stream.chatter(line.text.clone());
             for event in &line.events {
-                m.chatter_event(event.clone());
+                m.stream.chatter_event(event.clone());
             }
         }
     }
@@ -279,15 +279,15 @@ impl ZoneActor {
             if let Some(m) = self.sessions.get_mut(&d.to) {
                 let mine = d.to == actor;
                 if mine {
-                    m.output(d.text);
+                    m.stream.output(d.text);
                 } else {
-                    m.chatter(d.text);
+                    m.stream.chatter(d.text);
                 }
                 for event in d.events {
                     if mine {
-                        m.event(event);
+                        m.stream.event(event);
                     } else {
-                        m.chatter_event(event);
+                        m.stream.chatter_event(event);
                     }
                 }
             }
@@ -313,7 +313,7 @@ impl ZoneActor {
         };
         for d in deliveries.into_iter().filter(|d| d.to == actor) {
             for event in d.events {
-                m.event(event);
+                m.stream.event(event);
             }
         }
     }
@@ -348,7 +348,7 @@ impl ZoneActor {
 
     pub(super) fn close(&mut self, key: &str, reason: &str, is_final: bool) {
         if let Some((_, mut meta)) = self.remove(key) {
-            meta.send(Frame::Closed(Closed {
+            meta.stream.send(Frame::Closed(Closed {
                 reason: reason.to_string(),
                 r#final: is_final,
             }));

@@ -151,7 +151,8 @@ impl ZoneActor {
                     },
                 ) if winner > carried && !waited => {
                     warn!(zone = %self.id, player = %key, carried, winner, "character claimed elsewhere while quitting");
-                    meta.output("Your character has been claimed elsewhere.\n".into());
+                    meta.stream
+                        .output("Your character has been claimed elsewhere.\n".into());
                     ("Claimed by a newer session.", true)
                 }
                 (None, saved) => {
@@ -159,7 +160,7 @@ impl ZoneActor {
                     (RECONNECTING, false)
                 }
             };
-            meta.send(Frame::Closed(Closed {
+            meta.stream.send(Frame::Closed(Closed {
                 reason: reason.to_string(),
                 r#final: is_final,
             }));

@@ -81,7 +81,8 @@ impl ZoneActor {
         if winner > carried {
             warn!(zone = %self.id, player = %key, carried, winner, "character claimed elsewhere; closing this session");
             if let Some(m) = self.sessions.get_mut(key) {
-                m.output("Your character has been claimed elsewhere.\n".into());
+                m.stream
+                    .output("Your character has been claimed elsewhere.\n".into());
             }
             self.close(key, "Claimed by a newer session.", true);
         } else {

@@ -42,9 +42,9 @@ impl ZoneActor {
         let keys: Vec<String> = self.sessions.keys().cloned().collect();
         for key in &keys {
             if let Some(m) = self.sessions.get_mut(key) {
-                m.drop_uncommitted();
-                m.output("The world fades around you...\n".into());
-                m.release();
+                m.stream.drop_uncommitted();
+                m.stream.output("The world fades around you...\n".into());
+                m.stream.release();
             }
         }
         for key in keys {

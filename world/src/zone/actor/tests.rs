@@ -23,7 +23,7 @@ use crate::zone::handle::{JoinError, ZoneHandle};
 use crate::zone::hosted::Hosted;
 use crate::zone::lease::LeaseState;
 use crate::zone::roster::Roster;
-use crate::zone::session::{Joining, OUT_CHANNEL, SessionMeta};
+use crate::zone::session::{GateStream, Joining, OUT_CHANNEL, SessionMeta};
 
 /// Bounds every wait here (a hang, not a performance claim).
 pub(super) const WAIT: Duration = Duration::from_secs(10);
@@ -101,13 +101,10 @@ async fn city_with_a_player(
         saved_seq: 0,
         dirty: true,
         quit: false,
-        out,
-        wedged: false,
-        hearing: Default::default(),
+        stream: GateStream::new(out),
         persist_id: "pid".into(),
         chat: Default::default(),
         commit: None,
-        held: Default::default(),
     };
     let attached = Attached {
         ack_input_seq: 0,
@@ -184,12 +181,9 @@ async fn a_join_from_a_row_in_another_zone_is_routed_again() -> anyhow::Result<(
         saved_seq: 4,
         dirty: false,
         quit: false,
-        out,
-        wedged: false,
-        hearing: Default::default(),
+        stream: GateStream::new(out),
         persist_id: "pid-2".into(),
         commit: None,
-        held: Default::default(),
         chat: Default::default(),
     };
     let attached = Attached {

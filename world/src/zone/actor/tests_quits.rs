@@ -14,7 +14,7 @@ use super::tests::{WAIT, city};
 use crate::model::Game;
 use crate::zone::handle::{InputReply, JoinError, ZoneHandle};
 use crate::zone::roster::Roster;
-use crate::zone::session::{Joining, OUT_CHANNEL, SessionMeta};
+use crate::zone::session::{GateStream, Joining, OUT_CHANNEL, SessionMeta};
 
 /// A password hash no test logs in with (no hash is spent on a crowd).
 const PHC: &str = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA";
@@ -85,13 +85,10 @@ async fn claim(s: &Setup, name: &str, conn: &str) -> anyhow::Result<(Joining, Fr
         saved_seq: 0,
         dirty: false,
         quit: false,
-        out,
-        wedged: false,
-        hearing: Default::default(),
+        stream: GateStream::new(out),
         persist_id: claimed.row.persist_id.clone(),
         chat: Default::default(),
         commit: None,
-        held: Default::default(),
     };
     let attached = Attached {
         ack_input_seq: 0,
@@ -423,7 +420,7 @@ async fn an_older_claim_never_takes_over_a_newer_one() -> anyhow::Result<()> {
     let (mut orphan, _) = claim(&s, "Ada", "c-9").await?;
     // Its gate is gone: nothing reads the stream.
     let (dead, _) = mpsc::channel(OUT_CHANNEL);
-    orphan.meta.out = dead;
+    orphan.meta.stream.redirect_to(dead);
     s.zone.join(orphan).await?;
     let stale = s.zone.join(login2).await;
     assert!(
