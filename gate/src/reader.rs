@@ -87,14 +87,12 @@ impl ByteBudget {
         self.tokens as usize
     }
 
+    /// Take `n` bytes of the budget, even beyond what is there: a debt is
+    /// waited out before the next read ([`grant`](Self::grant),
+    /// [`ready_at`](Self::ready_at)). A telnet read never takes more than
+    /// it was granted (but the one byte a read always may); a web page's
+    /// read takes a whole message, however large, after a small check.
     pub fn spend(&mut self, n: usize) {
-        self.tokens = (self.tokens - n as f64).max(0.0);
-    }
-
-    /// Spend `n` even beyond what is there: the debt is waited out before
-    /// the next read ([`ready_at`](Self::ready_at)). For reads that take a
-    /// whole message, however large, after a small check (a web page's).
-    pub fn owe(&mut self, n: usize) {
         self.tokens -= n as f64;
     }
 

@@ -106,7 +106,7 @@ impl PageBudget {
     /// budget held (a 16 KiB message read on 64 bytes of budget is waited
     /// out before the next one).
     pub fn spend(&mut self, m: &Message) {
-        self.budget.owe(message_cost(m));
+        self.budget.spend(message_cost(m));
     }
 }
 
