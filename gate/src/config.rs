@@ -10,11 +10,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use telos_redis::target::{RedisTarget, redact};
+use telos_redis::target::RedisTarget;
 
 pub use crate::config_edge::{EdgeCli, EdgeLimits};
 pub use crate::config_file::{ConfigError, FileConfig};
 use crate::config_file::{pick, positive, positive_pick};
+pub use crate::config_redis::{DEFAULT_REDIS_URL, RedisCli};
 use crate::config_tls::{PlayersTls, TlsCli};
 pub use crate::config_web::{WebCli, WebConfig};
 
@@ -175,7 +176,6 @@ pub use crate::config_edge::{
     DEFAULT_CREATE_IP_BURST, DEFAULT_CREATE_IP_PER_HOUR, DEFAULT_MAX_CONNECTIONS_PER_IP,
     DEFAULT_PRE_LOGIN_TIMEOUT,
 };
-pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 
 /// telos-gate: holds players' TCP (telnet) sockets and forwards their input
 /// lines to the world shard that owns them.
@@ -188,31 +188,8 @@ pub struct Cli {
     /// Player TCP (telnet) listen address [default: 127.0.0.1:4000].
     #[arg(long, value_name = "ADDR", env = "TELOS_GATE_LISTEN")]
     pub listen: Option<String>,
-    /// Redis URL (shard registry, read only): `redis://`, `rediss://`,
-    /// `unix://`, or `redis+sentinel://HOST:PORT,HOST:PORT/MASTER`
-    /// [default: redis://127.0.0.1:6379].
-    // The value is never shown in --help: it may hold the password.
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "TELOS_REDIS_URL",
-        hide_env_values = true
-    )]
-    pub redis_url: Option<String>,
-    /// Sentinels (`HOST:PORT,HOST:PORT`) to find the Redis primary through,
-    /// with --redis-master-name; instead of --redis-url.
-    #[arg(long, value_name = "HOSTS", env = "TELOS_REDIS_SENTINELS")]
-    pub redis_sentinels: Option<String>,
-    /// The name the Sentinels monitor the primary under (with --redis-sentinels).
-    #[arg(long, value_name = "NAME", env = "TELOS_REDIS_MASTER_NAME")]
-    pub redis_master_name: Option<String>,
-    /// File holding the Redis password (trailing newline trimmed); the URL's
-    /// user, if any, stays the ACL user [default: the URL's password].
-    #[arg(long, value_name = "PATH", env = "TELOS_REDIS_PASSWORD_FILE")]
-    pub redis_password_file: Option<PathBuf>,
-    /// PEM CA that verifies a rediss:// Redis's certificate [default: the system's roots].
-    #[arg(long, value_name = "PATH", env = "TELOS_REDIS_CA")]
-    pub redis_ca: Option<PathBuf>,
+    #[command(flatten)]
+    pub redis: RedisCli,
     /// Prometheus /metrics listen address: PORT (binds 127.0.0.1) or
     /// ADDR:PORT as given; unauthenticated, keep it private [default: off].
     #[arg(long, value_name = "ADDR", env = "TELOS_METRICS_LISTEN")]
@@ -291,6 +268,7 @@ impl Cli {
         let edge = self.edge.resolve(&file)?;
         let tls_players = self.tls_players.resolve(&file)?;
         let web = self.web.resolve(&file)?;
+        let redis = self.redis.resolve(&file)?;
         let listen = pick::<String>(
             "listen",
             "TELOS_GATE_LISTEN",
@@ -303,37 +281,6 @@ impl Cli {
                 "invalid listen (--listen / TELOS_GATE_LISTEN) {listen:?}: {e}"
             ))
         })?;
-        let redis_url = pick::<String>(
-            "redis-url",
-            "TELOS_REDIS_URL",
-            self.redis_url.as_ref(),
-            file.redis_url,
-        )?;
-        let redis_url = telos_redis::sentinel::url_from_flags(
-            redis_url,
-            self.redis_sentinels.clone().or(file.redis_sentinels),
-            self.redis_master_name.clone().or(file.redis_master_name),
-            DEFAULT_REDIS_URL,
-        )
-        .map_err(|e| ConfigError(format!("invalid Redis settings: {e}")))?;
-        if !(redis_url.starts_with("redis://")
-            || redis_url.starts_with("rediss://")
-            || redis_url.starts_with("unix://")
-            || telos_redis::sentinel::SentinelSpec::is_sentinel_url(&redis_url))
-        {
-            return Err(ConfigError(format!(
-                "invalid redis_url (--redis-url / TELOS_REDIS_URL) {:?}: expected redis://HOST:PORT",
-                redact(&redis_url)
-            )));
-        }
-        let redis = RedisTarget::from_files(
-            redis_url,
-            self.redis_password_file
-                .as_deref()
-                .or(file.redis_password_file.as_deref()),
-            self.redis_ca.as_deref().or(file.redis_ca.as_deref()),
-        )
-        .map_err(|e| ConfigError(format!("invalid Redis settings: {e}")))?;
         let metrics_listen = pick::<String>(
             "metrics-listen",
             "TELOS_METRICS_LISTEN",

@@ -39,7 +39,10 @@ fn env_is_read_by_clap_between_flag_and_file() {
     // Clap folds env into the same Option; simulate with a Cli value as
     // it would come out of clap when only the variable is set.
     let c = Cli {
-        redis_url: Some("redis://10.0.0.1:6379".into()),
+        redis: RedisCli {
+            redis_url: Some("redis://10.0.0.1:6379".into()),
+            ..RedisCli::default()
+        },
         ..Cli::default()
     };
     let file = FileConfig::parse("redis_url = \"redis://file:6379\"").unwrap();

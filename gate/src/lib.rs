@@ -5,7 +5,7 @@
 //!
 //! # Layout
 //! - [`config`]: settings (flag > env > file > default), every bound named;
-//!   [`config_tls`]: TLS for players' flags.
+//!   [`config_tls`]: TLS for players' flags; [`config_redis`]: where Redis is.
 //! - [`player_tls`]: the certificate shown to players, reloaded on SIGHUP.
 //! - [`stream`]: a player's byte stream (plain TCP or TLS) in halves.
 //! - [`telnet`]: IAC parser, option negotiation and the MUD client
@@ -63,7 +63,7 @@
 //! its own, or before it in its own layer's chain (`a → b`: `b` may import
 //! `a`), never one after it (`tests/layers.rs` fails on an import cycle).
 //! 1. `player_tls` → `config_file` → `config_edge`, `config_web` →
-//!    `config_tls` → `config`, `metrics`, `lines`, `telnet`, `login`,
+//!    `config_tls`, `config_redis` → `config`, `metrics`, `lines`, `telnet`, `login`,
 //!    `buffer`, `notices`, `ratelimit`, `hangup`, `stream`, `prompt`,
 //!    `colour` →
 //!    `admission`, `proxy`, `registry`, `tokens`, `kept`: leaves, no imports of the
@@ -93,6 +93,7 @@ pub mod command_rate;
 pub mod config;
 pub mod config_edge;
 pub mod config_file;
+pub mod config_redis;
 pub mod config_tls;
 pub mod config_web;
 pub mod connection;
