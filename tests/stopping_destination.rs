@@ -148,6 +148,7 @@ async fn a_zone_closing_here_takes_no_handoff_and_sends_on_whoever_was_prepared(
             Frame::Attached(_) => Some(telos_proto::v1::Closed {
                 reason: "attached to a closing zone".into(),
                 r#final: true,
+                ..Default::default()
             }),
             _ => None,
         })

@@ -254,10 +254,7 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
                     };
                     return Attempt::Failed(reason);
                 }
-                Err(EstablishError::Closed {
-                    reason,
-                    is_final: false,
-                }) if reason == telos_proto::LOGIN_BUSY => {
+                Err(EstablishError::Busy(_)) => {
                     tracing::debug!(shard = %shard.id, "login: shard busy hashing, trying another");
                     busy = true;
                 }

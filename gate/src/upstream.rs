@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use telos_proto::v1::{
-    Attach, Attached, ClientFrame, ClientInfo, Hangup, Input, Login, Resume, ServerFrame,
+    Attach, Attached, ClientFrame, ClientInfo, Hangup, Input, Login, Refusal, Resume, ServerFrame,
     client_frame, play_client::PlayClient, server_frame,
 };
 use telos_tls::grpc::endpoint;
@@ -137,6 +137,10 @@ pub enum EstablishError {
     /// The world answered `Closed`: a refusal (`final`) or "not now".
     #[error("closed by shard: {reason}")]
     Closed { reason: String, is_final: bool },
+    /// The shard cannot take a login now (`Refusal::Busy`: every core
+    /// hashing passwords): try another shard, or later.
+    #[error("shard busy: {0}")]
+    Busy(String),
     /// Transport failure, timeout or protocol nonsense: try again or elsewhere.
     #[error("shard unavailable: {0}")]
     Unavailable(String),
@@ -337,6 +341,9 @@ pub async fn establish(
                     credential: who.credential,
                     early_output,
                 });
+            }
+            server_frame::Frame::Closed(c) if c.refusal() == Refusal::Busy => {
+                return Err(EstablishError::Busy(c.reason));
             }
             server_frame::Frame::Closed(c) => {
                 return Err(EstablishError::Closed {

@@ -95,6 +95,18 @@ impl FakeSession {
         self.send(server_frame::Frame::Closed(Closed {
             reason: reason.into(),
             r#final: fin,
+            ..Default::default()
+        }))
+        .await;
+    }
+
+    /// A non-final `Closed` refusing a login for now (`Refusal::Busy`), in
+    /// the shard's own words: the gate acts on the type.
+    pub async fn busy(&self, reason: &str) {
+        self.send(server_frame::Frame::Closed(Closed {
+            reason: reason.into(),
+            r#final: false,
+            refusal: telos_proto::v1::Refusal::Busy.into(),
         }))
         .await;
     }

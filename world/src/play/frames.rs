@@ -1,6 +1,6 @@
 //! The frames every step of a session sends.
 
-use telos_proto::v1::{Closed, ServerFrame, server_frame::Frame};
+use telos_proto::v1::{Closed, Refusal, ServerFrame, server_frame::Frame};
 use tokio::sync::mpsc;
 use tracing::debug;
 
@@ -13,6 +13,7 @@ pub(super) async fn send_closed(out: &mpsc::Sender<ServerFrame>, reason: &str, i
         .send(frame(Frame::Closed(Closed {
             reason: reason.to_string(),
             r#final: is_final,
+            ..Default::default()
         })))
         .await;
 }
@@ -23,5 +24,10 @@ pub(super) async fn send_closed(out: &mpsc::Sender<ServerFrame>, reason: &str, i
 pub(super) async fn send_login_busy(out: &mpsc::Sender<ServerFrame>) {
     metrics::counter!("telos_login_busy_total").increment(1);
     debug!("login refused for now: password hashing at capacity");
-    send_closed(out, telos_proto::LOGIN_BUSY, false).await;
+    let closed = Closed {
+        reason: telos_proto::LOGIN_BUSY.into(),
+        r#final: false,
+        refusal: Refusal::Busy.into(),
+    };
+    let _ = out.send(frame(Frame::Closed(closed))).await;
 }

@@ -260,6 +260,7 @@ mod tests {
         Frame::Closed(Closed {
             reason: "Goodbye.".into(),
             r#final: true,
+            ..Default::default()
         })
     }
 

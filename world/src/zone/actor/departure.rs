@@ -329,6 +329,7 @@ impl ZoneActor {
                 f.meta.stream.send(Frame::Closed(Closed {
                     reason: reason.to_string(),
                     r#final: false,
+                    ..Default::default()
                 }));
                 f.release_callers();
                 if self.env.roster.zone_of(&key).as_deref() == Some(self.id.as_str()) {

@@ -210,6 +210,7 @@ impl ZoneActor {
             f.meta.stream.send(Frame::Closed(Closed {
                 reason: "The world shifts around you; reconnecting...".into(),
                 r#final: false,
+                ..Default::default()
             }));
             f.release_callers();
             self.env.roster.remove(&key);

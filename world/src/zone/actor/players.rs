@@ -31,6 +31,7 @@ fn takeover(mut old: SessionMeta, mut new: SessionMeta) -> SessionMeta {
         old.stream.send(Frame::Closed(Closed {
             reason: "resumed on a newer link".into(),
             r#final: false,
+            ..Default::default()
         }));
     } else {
         // Never shown: those lines are not committed yet (the new session
@@ -39,6 +40,7 @@ fn takeover(mut old: SessionMeta, mut new: SessionMeta) -> SessionMeta {
         old.stream.send(Frame::Closed(Closed {
             reason: TAKEN_OVER.into(),
             r#final: true,
+            ..Default::default()
         }));
     }
     new.state_version = new.state_version.max(old.state_version);
@@ -351,6 +353,7 @@ impl ZoneActor {
             meta.stream.send(Frame::Closed(Closed {
                 reason: reason.to_string(),
                 r#final: is_final,
+                ..Default::default()
             }));
         }
     }

@@ -163,6 +163,7 @@ impl ZoneActor {
             meta.stream.send(Frame::Closed(Closed {
                 reason: reason.to_string(),
                 r#final: is_final,
+                ..Default::default()
             }));
         } else if !matches!(saved, Saved::Done) {
             warn!(zone = %self.id, player = %key, ?saved, "a leaver's final save did not land (the gate keeps the lines)");
@@ -178,6 +179,7 @@ impl ZoneActor {
             frame: Some(Frame::Closed(Closed {
                 reason: RECONNECTING.to_string(),
                 r#final: false,
+                ..Default::default()
             })),
         });
         for (joining, reply) in self.quits.settled(key) {
