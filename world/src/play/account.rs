@@ -11,9 +11,9 @@ use tracing::{info, warn};
 
 use crate::model::names::{name_key, valid_name};
 use crate::runtime::shard::Shard;
-use crate::zone::ZoneHandle;
 use telos_redis::store::{Admission, StoreError};
 
+use super::forward::InPlay;
 use super::frames::{send_closed, send_login_busy};
 use super::limits::{caller_bucket, source_bucket, too_many_attempts};
 use super::route::enter;
@@ -43,7 +43,7 @@ pub(super) async fn login_frame(
     login: telos_proto::v1::Login,
     out: &mpsc::Sender<ServerFrame>,
     caller: &str,
-) -> Option<(String, String, ZoneHandle)> {
+) -> Option<InPlay> {
     if !valid_conn_id(&login.conn_id) {
         send_closed(out, "Protocol error: bad connection id.", true).await;
         return None;
@@ -242,7 +242,7 @@ pub(super) async fn resume_frame(
     shard: &Arc<Shard>,
     resume: telos_proto::v1::Resume,
     out: &mpsc::Sender<ServerFrame>,
-) -> Option<(String, String, ZoneHandle)> {
+) -> Option<InPlay> {
     if !valid_conn_id(&resume.conn_id) || !valid_name(&resume.name) {
         send_closed(out, "Protocol error: bad resume.", true).await;
         return None;

@@ -18,6 +18,7 @@ use crate::model::{Arrival, Player, Tier};
 use crate::runtime::shard::Shard;
 use crate::zone::{GateStream, JoinError, Joining, SessionMeta, ZoneHandle};
 
+use super::forward::InPlay;
 use super::frames::send_closed;
 
 /// Where a loaded character plays: its saved room, unless that is inside a
@@ -185,7 +186,7 @@ pub(super) async fn attach_frame(
     shard: &Arc<Shard>,
     attach: telos_proto::v1::Attach,
     out: &mpsc::Sender<ServerFrame>,
-) -> Option<(String, String, ZoneHandle)> {
+) -> Option<InPlay> {
     let h = &shard.handoff();
     let activated = match activate(h, &attach.token, &attach.conn_id) {
         Ok(a) => a,
@@ -239,7 +240,13 @@ pub(super) async fn attach_frame(
     };
     while let Some(handle) = shard.hosted().get(&zone) {
         match handle.join_or_return(joining).await {
-            Ok(_) => return Some((key, attach.conn_id, handle)),
+            Ok(_) => {
+                return Some(InPlay {
+                    key,
+                    conn_id: attach.conn_id,
+                    zone: handle,
+                });
+            }
             // Still opening (or holding a frozen copy of the player a
             // moment longer): worth the wait. A zone that is stopping never
             // takes the player: resume at once, where it is served next.

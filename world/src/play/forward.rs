@@ -12,13 +12,24 @@ use crate::runtime::shard::Shard;
 use crate::zone::{InputReply, ZoneHandle};
 
 /// Forward input to whichever local zone actor holds the player.
+/// A session put into play: whose, on which gate connection, and the zone
+/// actor that holds it now.
+pub(super) struct InPlay {
+    pub key: String,
+    pub conn_id: String,
+    pub zone: ZoneHandle,
+}
+
 pub(super) async fn forward_input(
     shard: Arc<Shard>,
-    key: String,
-    conn_id: String,
-    mut zone: ZoneHandle,
+    in_play: InPlay,
     inbound: &mut Streaming<ClientFrame>,
 ) {
+    let InPlay {
+        key,
+        conn_id,
+        mut zone,
+    } = in_play;
     loop {
         // Shutdown ends every session task, whatever its client does.
         let next = tokio::select! {

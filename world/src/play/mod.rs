@@ -127,7 +127,7 @@ async fn session(
         }
     };
     drop(out);
-    if let Some((key, conn_id, zone)) = started {
-        forward_input(shard.clone(), key, conn_id, zone, inbound).await;
+    if let Some(in_play) = started {
+        forward_input(shard.clone(), in_play, inbound).await;
     }
 }

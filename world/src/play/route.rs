@@ -15,9 +15,9 @@ use telos_redis::store::Claimant;
 use crate::model::Tier;
 use crate::model::ids::zone_of;
 use crate::runtime::shard::{Shard, ZoneRoute};
-use crate::zone::ZoneHandle;
 
 use super::attach::{AttachError, attach_local, resolve_room};
+use super::forward::InPlay;
 use super::frames::{frame, send_closed};
 
 /// How long a login waits for the character's zone to be served (a zone
@@ -40,7 +40,7 @@ pub(super) async fn enter(
     attempt: u64,
     credential: String,
     out: &mpsc::Sender<ServerFrame>,
-) -> Option<(String, String, ZoneHandle)> {
+) -> Option<InPlay> {
     let redirect = |addr: String| {
         frame(Frame::Redirect(Redirect {
             addr,
@@ -115,7 +115,13 @@ pub(super) async fn enter(
                     attempt,
                 };
                 match attach_local(shard, &key, asker, &credential, &handle, out).await {
-                    Ok(()) => return Some((key, conn_id, handle)),
+                    Ok(()) => {
+                        return Some(InPlay {
+                            key,
+                            conn_id,
+                            zone: handle,
+                        });
+                    }
                     Err(AttachError::ZoneRefused) if Instant::now() < wait_until => {
                         // Parked: the zone is opening here (a transfer's
                         // target). The player waits, they are not refused.
