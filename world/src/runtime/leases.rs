@@ -247,6 +247,18 @@ impl LeaseKeeper {
     pub fn forget(&self, zone: &str) {
         self.held.lock().expect("leases lock").remove(zone);
     }
+
+    /// Give `zone`'s lease at `generation` back now, if this process holds
+    /// it at that generation (`false`: it does not — an earlier process of
+    /// this shard id may, paused): a zone closed for a transfer, one the
+    /// game could not build, one leased to our id by no process of ours.
+    /// Nothing of it is renewed from now on.
+    pub async fn release(&self, zone: &str, generation: u64) -> Result<bool, DirectoryError> {
+        self.forget(zone);
+        self.directory
+            .release_zone(zone, &self.shard_id, generation)
+            .await
+    }
 }
 
 #[cfg(test)]

@@ -307,11 +307,7 @@ impl Shard {
         let Some(model) = self.env.game.open_zone(zone) else {
             // Ours now, but the game cannot build it: give the lease back
             // at once rather than hold a zone nobody serves.
-            let released = self
-                .env
-                .directory
-                .release_zone(zone, self.id(), lease.generation())
-                .await;
+            let released = self.leases.release(zone, lease.generation()).await;
             if let Err(e) = released {
                 warn!(zone, error = %e, "releasing the lease failed; it expires by TTL");
             }

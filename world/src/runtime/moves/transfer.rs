@@ -213,7 +213,7 @@ async fn source_step(shard: &Arc<Shard>, t: Transfer) -> Result<(), StepError> {
             // bound to it yet (ours to close), or a previous process of
             // ours, which may only be paused — then its lease must lapse
             // before the zone moves on (one writer per incarnation).
-            let released = dir.release_zone(&t.zone, shard.id(), generation).await?;
+            let released = shard.leases.release(&t.zone, generation).await?;
             if !released {
                 info!(
                     zone = t.zone,
@@ -249,12 +249,7 @@ async fn close_for_transfer(shard: &Arc<Shard>, t: &Transfer) -> Result<(), Step
     let deadline = Instant::now() + shard.cfg.drain_deadline;
     let report = handle.drain(deadline).await.unwrap_or_default();
     lease.renew_stop.cancel();
-    shard.leases.forget(&t.zone);
-    shard
-        .env
-        .directory
-        .release_zone(&t.zone, shard.id(), generation)
-        .await?;
+    shard.leases.release(&t.zone, generation).await?;
     info!(zone = t.zone, generation, ?report, "transfer: zone closed");
     complete(shard, t, generation).await
 }
