@@ -100,7 +100,7 @@ pub fn classify(
 
 /// A line whose answer was lost with its link: the gate resumed the
 /// session (its notice) and the takeover showed the room after it; when.
-fn taken_over(own: &[(Ms, String)], map: &WorldMap) -> Option<Ms> {
+pub(super) fn taken_over(own: &[(Ms, String)], map: &WorldMap) -> Option<Ms> {
     let resumed = own.iter().position(|(_, l)| l == RESUMING)?;
     own[resumed..]
         .iter()

@@ -12,10 +12,11 @@ use tokio::time::Instant;
 use crate::bot::{Bot, Recv, answered_marker, is_login_refusal, welcome_name};
 use crate::world::WorldMap;
 
-use super::classify::{GOODBYE, RESUMING, classify};
+use super::classify::{GOODBYE, RESUMING, classify, taken_over};
 use super::clock::{Clock, Ms};
 use super::config::{ABANDON_AFTER, ANSWER_BOUND};
 use super::history::{Answer, CommandRecord, Kind, Outcome};
+use super::outstanding::{MarkerIs, Outstanding};
 
 /// Received lines kept for a record's excerpt (the newest).
 const EXCERPT_LINES: usize = 40;
@@ -49,40 +50,6 @@ impl Pending {
     }
 }
 
-/// The marker answers that end a command's wait: its own, and one sent
-/// again after each [`RESUMING`]. A line the world applied just as the
-/// link died has its answer lost with the link, and the resume may replay
-/// nothing (the world took its in-memory session over, watermark and all):
-/// the command's own marker can be such a line, and its answer then never
-/// comes. The contract answers a lost answer with the room the player is
-/// in, shown on the resume; a marker sent after the notice is answered
-/// after that, in input order, so the command's output is then all there
-/// (partition 971045071: a bot waited out its 60 s for a marker shard-c
-/// applied as its links were reset). An answer the world did not give
-/// stays missing: the output is classified as ever, and a move with no
-/// room in it is still `Unrecognised`.
-#[derive(Debug)]
-struct Awaited {
-    words: Vec<&'static str>,
-}
-
-impl Awaited {
-    fn new(marker: &'static str) -> Awaited {
-        Awaited {
-            words: vec![marker],
-        }
-    }
-
-    /// A marker sent again after the gate said it resumes.
-    fn also(&mut self, word: &'static str) {
-        self.words.push(word);
-    }
-
-    fn ends(&self, word: &str) -> bool {
-        self.words.contains(&word)
-    }
-}
-
 /// One connection of one bot.
 pub struct Conn {
     bot: Bot,
@@ -91,6 +58,9 @@ pub struct Conn {
     pub session: usize,
     /// When reading resumed after the last pause.
     resumed: Option<Ms>,
+    /// Markers sent and not yet answered, and lines read for a later
+    /// command.
+    outstanding: Outstanding,
 }
 
 impl Conn {
@@ -104,6 +74,7 @@ impl Conn {
             clock,
             session,
             resumed: None,
+            outstanding: Outstanding::default(),
         })
     }
 
@@ -115,6 +86,7 @@ impl Conn {
             return Err(self.clock.now());
         }
         let marker = self.bot.send_marker().await.map_err(|_| self.clock.now())?;
+        self.outstanding.command(marker);
         Ok(Pending {
             line: line.to_string(),
             kind,
@@ -125,6 +97,21 @@ impl Conn {
     }
 
     /// Wait for `p`'s marker and classify what came before it.
+    ///
+    /// The marker answers that end the wait: its own, and one sent again
+    /// after each [`RESUMING`]. A line the world applied just as the link
+    /// died has its answer lost with the link, and the resume may replay
+    /// nothing (the world took its in-memory session over, watermark and
+    /// all): the command's own marker can be such a line, and its answer
+    /// then never comes. The contract answers a lost answer with the room
+    /// the player is in, shown on the resume; a marker sent after the
+    /// notice is answered after that, in input order, so the command's
+    /// output is then all there (partition 971045071). A later command's
+    /// marker answered first says the same of a bot that kept typing
+    /// ([`super::outstanding`]): the lines from the notice on are that
+    /// command's, and go on to its wait. An answer the world did not give
+    /// stays missing: the output is classified as ever, and a move with no
+    /// room in it is still `Unrecognised`.
     pub async fn complete(
         &mut self,
         p: Pending,
@@ -136,31 +123,42 @@ impl Conn {
         let give_up = self.clock.instant(from) + ABANDON_AFTER;
         let mut window: Vec<(Ms, String)> = Vec::new();
         let mut own_from = 0;
-        let mut awaited = Awaited::new(p.marker);
         let outcome = loop {
-            match self.next(give_up, finish).await {
-                Recv::Line(at, line) => {
-                    let t = self.clock.at(at);
-                    if let Some(word) = answered_marker(&line) {
-                        if awaited.ends(word) {
-                            let (at, answer) = classify(&p.kind, &window, own_from, map, t);
-                            break Outcome::Answered { at, answer };
-                        }
-                        // An older marker (a replay): what follows is ours.
+            let (t, line, fresh) = match self.outstanding.next_handed_on() {
+                Some((t, line)) => (t, line, false),
+                None => match self.next(give_up, finish).await {
+                    Recv::Line(at, line) => (self.clock.at(at), line, true),
+                    ended => break self.lost(&ended),
+                },
+            };
+            if let Some(word) = answered_marker(&line) {
+                match self.outstanding.judge(p.marker, word) {
+                    MarkerIs::Ours => {
+                        let (at, answer) = classify(&p.kind, &window, own_from, map, t);
+                        break Outcome::Answered { at, answer };
+                    }
+                    MarkerIs::Later => {
+                        let (at, answer) = self.answer_lost(&p, &mut window, own_from, map, t);
+                        self.outstanding.hand_on([(t, line)]);
+                        break Outcome::Answered { at, answer };
+                    }
+                    // An older marker (a replay): what follows is ours.
+                    MarkerIs::Older => {
                         window.push((t, line));
                         own_from = window.len();
                         continue;
                     }
-                    if line == RESUMING
-                        && let Ok(word) = self.bot.send_marker().await
-                    {
-                        awaited.also(word);
-                    }
-                    window.push((t, line));
                 }
-                ended => break self.lost(&ended),
             }
+            if fresh
+                && line == RESUMING
+                && let Ok(word) = self.bot.send_marker().await
+            {
+                self.outstanding.resumed(word);
+            }
+            window.push((t, line));
         };
+        self.outstanding.done(p.marker);
         record(
             p.line,
             p.kind,
@@ -170,6 +168,33 @@ impl Conn {
             outcome,
             window,
         )
+    }
+
+    /// `p`'s own marker's answer was lost (a later command's came first):
+    /// its answer is what came before the last resume notice, or the room
+    /// the resume showed; the lines from the notice on go on to the later
+    /// command's wait. Without a notice nothing explains the loss: the
+    /// window is classified as it is.
+    fn answer_lost(
+        &mut self,
+        p: &Pending,
+        window: &mut Vec<(Ms, String)>,
+        own_from: usize,
+        map: &WorldMap,
+        t: Ms,
+    ) -> (Ms, Answer) {
+        let Some(cut) = window.iter().rposition(|(_, l)| l == RESUMING) else {
+            return classify(&p.kind, window, own_from, map, t);
+        };
+        let before = classify(&p.kind, &window[..cut], own_from.min(cut), map, t);
+        let answer = match before {
+            (_, Answer::Unrecognised | Answer::TakenOver) => {
+                taken_over(&window[cut..], map).map_or(before, |at| (at, Answer::TakenOver))
+            }
+            answered => answered,
+        };
+        self.outstanding.hand_on(window.split_off(cut));
+        answer
     }
 
     /// One login attempt (`create` or `connect`); the password is not
@@ -397,19 +422,5 @@ mod tests {
             0,
             "another player's words are no answer of ours"
         );
-    }
-
-    #[test]
-    fn a_wait_ends_on_its_own_marker_or_one_sent_after_a_resume_never_an_older_one() {
-        let mut awaited = Awaited::new("look");
-        assert!(awaited.ends("look"));
-        assert!(
-            !awaited.ends("where"),
-            "an older marker's (replayed) answer"
-        );
-        awaited.also("who");
-        assert!(awaited.ends("who"));
-        assert!(awaited.ends("look"));
-        assert!(!awaited.ends("where"));
     }
 }

@@ -37,6 +37,7 @@ pub mod cluster;
 pub mod config;
 pub mod faults;
 pub mod history;
+pub mod outstanding;
 pub mod player;
 pub mod population;
 pub mod probe;
