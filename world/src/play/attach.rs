@@ -245,6 +245,7 @@ pub(super) async fn attach_frame(
                     key,
                     conn_id: attach.conn_id,
                     zone: handle,
+                    stream: out.downgrade(),
                 });
             }
             // Still opening (or holding a frozen copy of the player a

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use telos_proto::v1::{ClientFrame, client_frame};
+use telos_proto::v1::{ClientFrame, ServerFrame, client_frame};
+use tokio::sync::mpsc;
 use tonic::Streaming;
 use tracing::{debug, warn};
 
@@ -18,6 +19,9 @@ pub(super) struct InPlay {
     pub key: String,
     pub conn_id: String,
     pub zone: ZoneHandle,
+    /// The stream's way to the gate, not keeping it open: when the stream
+    /// ends, the session is detached only if it is still this stream's.
+    pub stream: mpsc::WeakSender<ServerFrame>,
 }
 
 pub(super) async fn forward_input(
@@ -29,6 +33,7 @@ pub(super) async fn forward_input(
         key,
         conn_id,
         mut zone,
+        stream,
     } = in_play;
     loop {
         // Shutdown ends every session task, whatever its client does.
@@ -116,5 +121,5 @@ pub(super) async fn forward_input(
             }
         }
     }
-    zone.detach(&key, &conn_id).await;
+    zone.detach(&key, &conn_id, stream).await;
 }

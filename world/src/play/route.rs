@@ -120,6 +120,7 @@ pub(super) async fn enter(
                             key,
                             conn_id,
                             zone: handle,
+                            stream: out.downgrade(),
                         });
                     }
                     Err(AttachError::ZoneRefused) if Instant::now() < wait_until => {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use telos_proto::v1::ServerFrame;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -65,13 +66,12 @@ pub(crate) enum Msg {
     Detach {
         key: String,
         conn_id: String,
+        /// The stream that ended (see [`ZoneHandle::detach`]).
+        stream: mpsc::WeakSender<ServerFrame>,
     },
     /// The player's client closed after its last line: end the session as
     /// `quit` does.
-    Hangup {
-        key: String,
-        conn_id: String,
-    },
+    Hangup { key: String, conn_id: String },
     /// A sibling refused a walking player: take them back and keep trying
     /// within the walk's window. The reply answers the move line; the
     /// transfer comes back on the second sender when this zone cannot hold
@@ -83,10 +83,7 @@ pub(crate) enum Msg {
     },
     /// The wait before another attempt at a frozen player's move is over.
     /// `departure` tells it from a later departure of the same player.
-    RetryDeparture {
-        key: String,
-        departure: ClaimId,
-    },
+    RetryDeparture { key: String, departure: ClaimId },
     Shutdown {
         reason: String,
         reply: oneshot::Sender<()>,
@@ -106,14 +103,10 @@ pub(crate) enum Msg {
     },
     /// Freeze every player in place, stop the game's clock and save the
     /// zone's state: a hand-over is about to flip the lease.
-    Seal {
-        reply: oneshot::Sender<bool>,
-    },
+    Seal { reply: oneshot::Sender<bool> },
     /// An adoption was never confirmed: tear down unless it has players or
     /// owes a durable write.
-    Unadopt {
-        reply: oneshot::Sender<Unadopted>,
-    },
+    Unadopt { reply: oneshot::Sender<Unadopted> },
     /// Words for one player of this zone (a `tell`): `true` once they
     /// have them, `false` when they are not here to hear (gone, or frozen
     /// mid-move).
@@ -122,9 +115,7 @@ pub(crate) enum Msg {
         reply: oneshot::Sender<bool>,
     },
     /// A channel line for every player here but its speaker.
-    Broadcast {
-        line: Arc<crate::model::Broadcast>,
-    },
+    Broadcast { line: Arc<crate::model::Broadcast> },
     /// `begin_handoff` for a frozen player finished. `departure` tells it
     /// from a later departure of the same player (the first was taken over).
     HandoffDone {
@@ -353,13 +344,20 @@ impl ZoneHandle {
         }
     }
 
-    /// The player's stream ended: save them and take them out of play.
-    pub async fn detach(&self, key: &str, conn_id: &str) {
+    /// The player's stream `stream` ended: save them and take them out of
+    /// play — if that stream is still theirs. A newer stream of the same
+    /// connection (a resume after the gate gave the old one up) may carry
+    /// the session by now, and the old stream's end (its reset, held by a
+    /// cut link until it healed) must not end it (partition seed 3030: a
+    /// resumed player's stream ended 80 ms after it attached, its takeover
+    /// view with it).
+    pub async fn detach(&self, key: &str, conn_id: &str, stream: mpsc::WeakSender<ServerFrame>) {
         let _ = self
             .tx
             .send(Msg::Detach {
                 key: key.to_string(),
                 conn_id: conn_id.to_string(),
+                stream,
             })
             .await;
     }

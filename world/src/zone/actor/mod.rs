@@ -29,6 +29,8 @@ mod tests;
 mod tests_final_save;
 #[cfg(test)]
 mod tests_quits;
+#[cfg(test)]
+mod tests_streams;
 mod tick;
 
 use super::awaiting::Awaiting;
@@ -428,12 +430,18 @@ impl ZoneActor {
             Msg::Unadopt { reply } => {
                 let _ = reply.send(self.unadopt());
             }
-            Msg::Detach { key, conn_id } => {
-                if self
-                    .sessions
-                    .get(&key)
-                    .is_some_and(|m| m.conn_id == conn_id)
-                {
+            Msg::Detach {
+                key,
+                conn_id,
+                stream,
+            } => {
+                let ended = stream.upgrade();
+                if self.sessions.get(&key).is_some_and(|m| {
+                    m.conn_id == conn_id
+                        && ended
+                            .as_ref()
+                            .is_some_and(|s| m.stream.sender().same_channel(s))
+                }) {
                     debug!(zone = %self.id, player = %key, "link dead: saving and removing");
                     self.leave_committed(&key, Leaving::LinkDead).await;
                 }

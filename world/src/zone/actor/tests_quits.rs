@@ -24,7 +24,7 @@ pub(super) struct Setup {
     _redis: RedisServer,
     pub(super) proxy: Proxy,
     pub(super) store: Store,
-    zone: ZoneHandle,
+    pub(super) zone: ZoneHandle,
     game: std::sync::Arc<dyn Game>,
     roster: Roster,
 }
@@ -59,7 +59,7 @@ pub(super) async fn login(s: &Setup, name: &str, conn: &str) -> anyhow::Result<F
 /// Create `name`'s row if need be and claim it as a login does (minting
 /// its next epoch), for connection `conn`: the join to send, and the
 /// session's frames.
-async fn claim(s: &Setup, name: &str, conn: &str) -> anyhow::Result<(Joining, Frames)> {
+pub(super) async fn claim(s: &Setup, name: &str, conn: &str) -> anyhow::Result<(Joining, Frames)> {
     let fresh = s.game.new_player(name).dump_state_json();
     if s.store.load(name).await?.is_none() {
         s.store.create_character_hashed(name, PHC, &fresh).await?;
