@@ -69,11 +69,14 @@ pub async fn watch_shards(shared: Arc<Shared>, mut feed: Feed, stop: Cancellatio
     let mut incarnations: HashMap<String, u64> = HashMap::new();
     while let Some(listing) = registry_feed::next(&mut feed, &stop).await {
         let replaced = replaced_at(&mut incarnations, &listing.shards);
-        let in_use = liveness.in_use();
+        let read_at = listing.read_at;
+        // Only links the read could know of: one made since may be to a
+        // shard that registered after it (a redirect's target), and must
+        // not be suspected for missing from an older listing.
+        let in_use = liveness.in_use_before(read_at);
         if in_use.is_empty() {
             continue;
         }
-        let read_at = listing.read_at;
         let listed: HashSet<&str> = listing.shards.iter().map(|s| s.addr.as_str()).collect();
         // Not probed: behind one address some connections reach the new
         // process (it answers) and the links may sit on the old one. Every

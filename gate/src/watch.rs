@@ -86,8 +86,20 @@ impl Liveness {
     }
 
     /// Addresses with links now.
+    #[cfg(test)]
     pub(crate) fn in_use(&self) -> Vec<String> {
         self.lock().keys().cloned().collect()
+    }
+
+    /// Addresses with links made before `before` (a registry read then
+    /// could list their shards; a link made since may be to a shard that
+    /// registered after it).
+    pub(crate) fn in_use_before(&self, before: std::time::Instant) -> Vec<String> {
+        self.lock()
+            .iter()
+            .filter(|(_, w)| w.since < before)
+            .map(|(addr, _)| addr.clone())
+            .collect()
     }
 
     /// End the links to `addr` if the first of them started before

@@ -5,18 +5,23 @@
 //! with its marker, and matches their answers in order once it reads again
 //! ([`super::client::Conn::complete`]). The world answers in input order,
 //! so a marker answered before the awaited one is either an *older*
-//! marker's (a replay after an outage repeats it) or a *later* command's:
-//! then every line up to the awaited marker was applied, and the awaited
-//! marker's answer was lost with a link the gate gave up (the contract
-//! answers it with the room the resume shows). Before, a later marker read
-//! as an older one: the first command's wait read on through every later
-//! command's output to the marker it sent after the resume notice, the
-//! later commands waited out their 60 s for answers already read, and one
-//! lost answer in a stall made seven violations (partition seed 3030, a
-//! slow reader behind a `slow` gate link cut off for it).
+//! marker's (a replay after an outage repeats it) or a *later* one's: then
+//! every line up to it was applied, and the awaited marker's answer was
+//! lost with a link the gate gave up (the contract answers it with the
+//! room the resume shows). Before, a later marker read as an older one:
+//! the first command's wait read on through every later command's output
+//! to the marker it had sent after the resume notice, the later commands
+//! waited out their 60 s for answers already read, and one lost answer in
+//! a stall made seven violations (partition seed 3030, a slow reader
+//! behind a `slow` gate link cut off for it).
 //!
-//! A marker sent after a resume notice ends the wait of any command sent
-//! before it; one sent before a command's own is an older one's for it.
+//! A marker sent after a resume notice ends the wait of the last command
+//! sent before it; for a command with others sent after it and before the
+//! marker, it is a later one's (their answers were all lost too, and each
+//! is answered by the resume's room view in turn). Marker words cycle, so
+//! a marker is told by where it stands in the queue, not by its word
+//! alone: the awaited one is the oldest command's, and everything before a
+//! marker answered is forgotten (input order proves it answered or lost).
 
 use std::collections::VecDeque;
 
@@ -25,9 +30,11 @@ use super::clock::Ms;
 /// What a marker's answer is to the command waiting for `own`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MarkerIs {
-    /// Its own marker, or one sent after a resume notice since it was sent.
+    /// Its own marker, or one sent after a resume notice with no other
+    /// command between.
     Ours,
-    /// A command's sent after it: its own marker's answer was lost.
+    /// One sent after it (a later command's, or a resume marker with
+    /// other commands between): its own marker's answer was lost.
     Later,
     /// An older marker's (a replay), or one nobody waits for any more.
     Older,
@@ -66,32 +73,47 @@ impl Outstanding {
         });
     }
 
-    /// What `word`'s answer is to the command waiting for `own`; a marker
-    /// that ends the wait, or that nobody waits for any more, is forgotten.
+    /// Where the awaited command's marker stands: the oldest command's
+    /// (commands complete in the order they were sent).
+    fn mine(&self, own: &str) -> Option<usize> {
+        self.sent.iter().position(|s| !s.resumed && s.word == own)
+    }
+
+    /// What `word`'s answer is to the command waiting for `own`. A marker
+    /// that ends the wait is forgotten with everything before it; an older
+    /// one is forgotten.
     pub fn judge(&mut self, own: &'static str, word: &str) -> MarkerIs {
-        let position = |w: &str| self.sent.iter().position(|s| s.word == w);
-        let (Some(mine), Some(theirs)) = (position(own), position(word)) else {
-            // Not outstanding: a replay of one answered long ago.
+        let Some(mine) = self.mine(own) else {
             return MarkerIs::Older;
         };
-        if theirs == mine || (theirs > mine && self.sent[theirs].resumed) {
-            self.sent.remove(theirs);
-            if theirs != mine {
-                self.sent.remove(mine);
+        let at_or_after = self
+            .sent
+            .iter()
+            .skip(mine)
+            .position(|s| s.word == word)
+            .map(|i| i + mine);
+        let Some(theirs) = at_or_after else {
+            // Before ours, or not outstanding: a replay.
+            if let Some(before) = self.sent.iter().take(mine).position(|s| s.word == word) {
+                self.sent.remove(before);
             }
+            return MarkerIs::Older;
+        };
+        let commands_between = || self.sent.range(mine + 1..theirs).any(|s| !s.resumed);
+        if theirs == mine || (self.sent[theirs].resumed && !commands_between()) {
+            self.sent.drain(..=theirs);
             return MarkerIs::Ours;
         }
-        if theirs > mine {
-            return MarkerIs::Later;
-        }
-        self.sent.remove(theirs);
-        MarkerIs::Older
+        MarkerIs::Later
     }
 
     /// The command waiting for `own` is done without its marker (its
-    /// answer was lost, a later one's came): it waits for nothing more.
+    /// answer was lost, a later one's came): it waits for nothing more,
+    /// and nothing sent before it is awaited.
     pub fn done(&mut self, own: &str) {
-        self.sent.retain(|s| s.word != own);
+        if let Some(mine) = self.mine(own) {
+            self.sent.drain(..=mine);
+        }
     }
 
     /// Lines the next wait reads first (they came for a later command).
@@ -113,6 +135,7 @@ mod tests {
     fn a_wait_ends_on_its_own_marker_or_one_sent_after_a_resume_never_an_older_one() {
         let mut o = Outstanding::default();
         o.command("where");
+        o.done("where");
         o.command("look");
         assert_eq!(o.judge("look", "where"), MarkerIs::Older, "a replay");
         assert_eq!(o.judge("look", "look"), MarkerIs::Ours);
@@ -139,6 +162,38 @@ mod tests {
         o.command("alias");
         assert_eq!(o.judge("alias", "dr"), MarkerIs::Older);
         assert_eq!(o.judge("alias", "alias"), MarkerIs::Ours);
+    }
+
+    /// Every typed-ahead command applied before the cut, every answer lost,
+    /// nothing replayed: only the marker sent after the notice is answered.
+    /// It is a later one's to each command but the last, whose wait it ends.
+    #[test]
+    fn a_resume_marker_ends_only_the_last_wait_before_it() {
+        let mut o = Outstanding::default();
+        for word in ["a", "b", "c"] {
+            o.command(word);
+        }
+        o.resumed("r");
+        assert_eq!(o.judge("a", "r"), MarkerIs::Later);
+        o.done("a");
+        assert_eq!(o.judge("b", "r"), MarkerIs::Later);
+        o.done("b");
+        assert_eq!(o.judge("c", "r"), MarkerIs::Ours);
+        assert!(o.sent.is_empty());
+    }
+
+    /// Marker words come round again: a stale entry (a resume marker whose
+    /// answer was lost in a second cut) never makes a replay look later.
+    #[test]
+    fn a_word_come_round_again_is_told_by_its_place() {
+        let mut o = Outstanding::default();
+        o.command("x");
+        o.resumed("look");
+        o.done("x");
+        o.command("look");
+        // The stale resume marker is before ours: its word is ours.
+        assert_eq!(o.judge("look", "look"), MarkerIs::Ours);
+        assert!(o.sent.is_empty());
     }
 
     #[test]

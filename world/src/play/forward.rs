@@ -12,7 +12,6 @@ use tracing::{debug, warn};
 use crate::runtime::shard::Shard;
 use crate::zone::{InputReply, ZoneHandle};
 
-/// Forward input to whichever local zone actor holds the player.
 /// A session put into play: whose, on which gate connection, and the zone
 /// actor that holds it now.
 pub(super) struct InPlay {
@@ -24,6 +23,7 @@ pub(super) struct InPlay {
     pub stream: mpsc::WeakSender<ServerFrame>,
 }
 
+/// Forward input to whichever local zone actor holds the player.
 pub(super) async fn forward_input(
     shard: Arc<Shard>,
     in_play: InPlay,

@@ -252,7 +252,8 @@ impl LeaseKeeper {
     /// it at that generation (`false`: it does not — an earlier process of
     /// this shard id may, paused): a zone closed for a transfer, one the
     /// game could not build, one leased to our id by no process of ours.
-    /// Nothing of it is renewed from now on.
+    /// It is no longer held here; a renew loop of it is stopped by its
+    /// caller (`renew_stop`).
     pub async fn release(&self, zone: &str, generation: u64) -> Result<bool, DirectoryError> {
         self.forget(zone);
         self.directory

@@ -173,7 +173,8 @@ impl Quits {
 const FINAL_SAVE_TRIES: u32 = 3;
 
 /// ...a try starting only this long after the first one *ended*, so that a
-/// sick Redis holds a seal or a waiting login little longer than two saves.
+/// sick Redis holds a seal or a waiting login at most about three saves'
+/// timeouts (a second try that fails fast leaves room for a third).
 /// Counted from the first try's end, not its start: a try that timed out
 /// took [`SAVE_TIMEOUT`](crate::zone::persist::SAVE_TIMEOUT), longer than
 /// this window, and counted from its start it was never tried again — the

@@ -28,7 +28,9 @@ async fn a_final_save_that_timed_out_is_tried_again() -> anyhow::Result<()> {
         matches!(reply, InputReply::Gone),
         "the quit line left no session"
     );
-    // Past the first try's timeout, before its retry (200 ms later).
+    // Past the first try's timeout (it started as the quit was applied),
+    // and well before its retry's own timeout: the retry's request, held
+    // or not, is answered.
     tokio::time::sleep(SAVE_TIMEOUT + Duration::from_millis(100)).await;
     s.proxy.heal();
     let (closed, _) = until_closed(&mut frames, Vec::new()).await;

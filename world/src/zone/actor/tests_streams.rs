@@ -15,6 +15,10 @@ async fn an_old_streams_end_never_ends_the_newer_one() -> anyhow::Result<()> {
     let s = setup().await?;
     let (old, _old_frames) = claim(&s, "Ada", "c-1").await?;
     let old_stream = old.meta.stream.sender().downgrade();
+    // Something still holds the old stream open (a stream's end waiting
+    // for room, a leaver's save task): it is alive, and still not this
+    // session's.
+    let _held_open = old.meta.stream.sender().clone();
     s.zone.join(old).await?;
     // The gate gave the old stream up and resumed on a new one.
     let (new, _new_frames) = claim(&s, "Ada", "c-1").await?;

@@ -4,7 +4,7 @@
 //! zone here too. A sealed zone's clock stands still, a draining one only
 //! fans its players off.
 
-use tracing::warn;
+use tracing::{debug, warn};
 
 use super::ZoneActor;
 use crate::zone::leavers::Leaving;
@@ -60,6 +60,26 @@ impl ZoneActor {
             warn!(zone = %self.id, player = %key, "out channel full: reclaiming a wedged session");
             metrics::counter!("telos_wedged_reclaims_total").increment(1);
             self.leave_committed(&key, Leaving::Wedged).await;
+        }
+        self.reclaim_gone_streams().await;
+    }
+
+    /// A session whose stream to the gate is gone (its receiver dropped)
+    /// that no `Detach` took out of play: its link is dead all the same.
+    /// A stream's end detaches only its own session, and a `Detach` can
+    /// miss one (it went to the zone the player left, or came while the
+    /// player was frozen mid-move); nothing would ever write to such a
+    /// session again, so it is saved and removed here as a dead link is.
+    async fn reclaim_gone_streams(&mut self) {
+        let gone: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|(_, m)| m.stream.sender().is_closed())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in gone {
+            debug!(zone = %self.id, player = %key, "stream gone: saving and removing");
+            self.leave_committed(&key, Leaving::LinkDead).await;
         }
     }
 }
