@@ -159,6 +159,15 @@ pub struct Settings {
     pub gate: GateConfig,
 }
 
+/// The session clocks of [`GateConfig`], resolved together (the warning
+/// must come before the timeout).
+struct Clocks {
+    idle_timeout: Duration,
+    idle_warning: Duration,
+    resume_give_up: Duration,
+    pre_login_timeout: Duration,
+}
+
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:4000";
 
 /// 64 KiB of input waiting for the world's `DurableAck`: hundreds of typed
@@ -264,28 +273,50 @@ impl Cli {
     }
 
     pub fn resolve_with(&self, file: FileConfig) -> Result<Settings, ConfigError> {
-        let d = GateConfig::default();
-        let edge = self.edge.resolve(&file)?;
-        let tls_players = self.tls_players.resolve(&file)?;
-        let web = self.web.resolve(&file)?;
-        let redis = self.redis.resolve(&file)?;
+        let clocks = self.clocks(&file)?;
+        let gate = GateConfig {
+            mssp: crate::config_file::mssp_vars(file.mssp.clone())?,
+            tls: self.shard_keys(&file)?,
+            edge: self.edge.resolve(&file)?,
+            web: self.web.resolve(&file)?,
+            idle_timeout: clocks.idle_timeout,
+            idle_warning: clocks.idle_warning,
+            resume_give_up: clocks.resume_give_up,
+            pre_login_timeout: clocks.pre_login_timeout,
+            ..self.bounds(&file)?
+        };
+        Ok(Settings {
+            listen: self.listen_addr(&file)?,
+            redis: self.redis.resolve(&file)?,
+            metrics_listen: self.metrics_addr(&file)?,
+            tls_players: self.tls_players.resolve(&file)?,
+            gate,
+        })
+    }
+
+    /// The players' telnet listen address.
+    fn listen_addr(&self, file: &FileConfig) -> Result<SocketAddr, ConfigError> {
         let listen = pick::<String>(
             "listen",
             "TELOS_GATE_LISTEN",
             self.listen.as_ref(),
-            file.listen,
+            file.listen.clone(),
         )?
         .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
-        let listen: SocketAddr = listen.parse().map_err(|e| {
+        listen.parse().map_err(|e| {
             ConfigError(format!(
                 "invalid listen (--listen / TELOS_GATE_LISTEN) {listen:?}: {e}"
             ))
-        })?;
-        let metrics_listen = pick::<String>(
+        })
+    }
+
+    /// Where `/metrics` is served, if anywhere.
+    fn metrics_addr(&self, file: &FileConfig) -> Result<Option<SocketAddr>, ConfigError> {
+        pick::<String>(
             "metrics-listen",
             "TELOS_METRICS_LISTEN",
             self.metrics_listen.as_ref(),
-            file.metrics_listen,
+            file.metrics_listen.clone(),
         )?
         .filter(|s| !s.trim().is_empty())
         .map(|s| {
@@ -295,86 +326,81 @@ impl Cli {
                 ))
             })
         })
-        .transpose()?;
+        .transpose()
+    }
 
-        let tls = self
-            .keys
+    /// The gate's certificate for mutual TLS to the shards, if keyed.
+    fn shard_keys(&self, file: &FileConfig) -> Result<Option<telos_tls::TlsKeys>, ConfigError> {
+        self.keys
             .clone()
-            .or(file.keys)
+            .or(file.keys.clone())
             .map(|dir| {
                 telos_tls::TlsKeys::load(&dir, telos_tls::Role::Gate)
                     .map_err(|e| ConfigError(format!("invalid keys (--keys / TELOS_KEYS): {e}")))
             })
-            .transpose()?;
+            .transpose()
+    }
+
+    /// The session clocks: idle timeout and its warning, the resume's
+    /// give-up, the time to log in.
+    fn clocks(&self, file: &FileConfig) -> Result<Clocks, ConfigError> {
+        let d = GateConfig::default();
         let secs =
             |flag: &str, var: &str, cli: Option<&String>, file: Option<u64>, def: Duration| {
                 pick(flag, var, cli, file).map(|v| v.map(Duration::from_secs).unwrap_or(def))
             };
-        let idle_timeout = secs(
-            "idle-timeout-secs",
-            "TELOS_GATE_IDLE_TIMEOUT",
-            self.idle_timeout_secs.as_ref(),
-            file.idle_timeout_secs,
-            d.idle_timeout,
-        )?;
-        let idle_warning = secs(
-            "idle-warning-secs",
-            "TELOS_GATE_IDLE_WARNING",
-            self.idle_warning_secs.as_ref(),
-            file.idle_warning_secs,
-            d.idle_warning,
-        )?;
-        let resume_give_up = secs(
-            "resume-give-up-secs",
-            "TELOS_GATE_RESUME_GIVE_UP",
-            self.resume_give_up_secs.as_ref(),
-            file.resume_give_up_secs,
-            d.resume_give_up,
-        )?;
-        let pre_login_timeout = secs(
-            "pre-login-timeout-secs",
-            "TELOS_GATE_PRE_LOGIN_TIMEOUT",
-            self.pre_login_timeout_secs.as_ref(),
-            file.pre_login_timeout_secs,
-            d.pre_login_timeout,
-        )?;
-        positive("pre_login_timeout_secs", pre_login_timeout)?;
-        positive("idle_timeout_secs", idle_timeout)?;
-        positive("resume_give_up_secs", resume_give_up)?;
-        if idle_warning >= idle_timeout {
+        let clocks = Clocks {
+            idle_timeout: secs(
+                "idle-timeout-secs",
+                "TELOS_GATE_IDLE_TIMEOUT",
+                self.idle_timeout_secs.as_ref(),
+                file.idle_timeout_secs,
+                d.idle_timeout,
+            )?,
+            idle_warning: secs(
+                "idle-warning-secs",
+                "TELOS_GATE_IDLE_WARNING",
+                self.idle_warning_secs.as_ref(),
+                file.idle_warning_secs,
+                d.idle_warning,
+            )?,
+            resume_give_up: secs(
+                "resume-give-up-secs",
+                "TELOS_GATE_RESUME_GIVE_UP",
+                self.resume_give_up_secs.as_ref(),
+                file.resume_give_up_secs,
+                d.resume_give_up,
+            )?,
+            pre_login_timeout: secs(
+                "pre-login-timeout-secs",
+                "TELOS_GATE_PRE_LOGIN_TIMEOUT",
+                self.pre_login_timeout_secs.as_ref(),
+                file.pre_login_timeout_secs,
+                d.pre_login_timeout,
+            )?,
+        };
+        positive("pre_login_timeout_secs", clocks.pre_login_timeout)?;
+        positive("idle_timeout_secs", clocks.idle_timeout)?;
+        positive("resume_give_up_secs", clocks.resume_give_up)?;
+        if clocks.idle_warning >= clocks.idle_timeout {
             return Err(ConfigError(
                 "invalid idle_warning_secs: must be less than idle_timeout_secs".into(),
             ));
         }
-        let gate = GateConfig {
-            mssp: crate::config_file::mssp_vars(file.mssp)?,
-            tls,
-            edge,
-            web,
-            idle_timeout,
-            idle_warning,
-            resume_give_up,
-            pre_login_timeout,
+        Ok(clocks)
+    }
+
+    /// The per-connection and per-address bounds, each positive, over the
+    /// defaults.
+    fn bounds(&self, file: &FileConfig) -> Result<GateConfig, ConfigError> {
+        let d = GateConfig::default();
+        let connections = GateConfig {
             input_buffer_bytes: positive_pick(
                 "input_buffer_bytes",
                 "TELOS_GATE_INPUT_BUFFER_BYTES",
                 self.input_buffer_bytes.as_ref(),
                 file.input_buffer_bytes,
                 d.input_buffer_bytes,
-            )?,
-            create_ip_burst: positive_pick(
-                "create_ip_burst",
-                "TELOS_GATE_CREATE_IP_BURST",
-                self.create_ip_burst.as_ref(),
-                file.create_ip_burst,
-                d.create_ip_burst,
-            )?,
-            create_ip_per_hour: positive_pick(
-                "create_ip_per_hour",
-                "TELOS_GATE_CREATE_IP_PER_HOUR",
-                self.create_ip_per_hour.as_ref(),
-                file.create_ip_per_hour,
-                d.create_ip_per_hour,
             )?,
             max_connections_per_ip: positive_pick(
                 "max_connections_per_ip",
@@ -397,6 +423,44 @@ impl Cli {
                 file.output_buffer_bytes,
                 d.output_buffer_bytes,
             )?,
+            max_connections: positive_pick(
+                "max_connections",
+                "TELOS_GATE_MAX_CONNECTIONS",
+                self.max_connections.as_ref(),
+                file.max_connections,
+                d.max_connections,
+            )?,
+            upstream_connections: positive_pick(
+                "upstream_connections",
+                "TELOS_GATE_UPSTREAM_CONNECTIONS",
+                self.upstream_connections.as_ref(),
+                file.upstream_connections,
+                d.upstream_connections,
+            )?,
+            ..d
+        };
+        self.login_bounds(file, connections)
+    }
+
+    /// The login and character-creation budgets, each positive, over
+    /// `base`.
+    fn login_bounds(&self, file: &FileConfig, base: GateConfig) -> Result<GateConfig, ConfigError> {
+        let d = GateConfig::default();
+        Ok(GateConfig {
+            create_ip_burst: positive_pick(
+                "create_ip_burst",
+                "TELOS_GATE_CREATE_IP_BURST",
+                self.create_ip_burst.as_ref(),
+                file.create_ip_burst,
+                d.create_ip_burst,
+            )?,
+            create_ip_per_hour: positive_pick(
+                "create_ip_per_hour",
+                "TELOS_GATE_CREATE_IP_PER_HOUR",
+                self.create_ip_per_hour.as_ref(),
+                file.create_ip_per_hour,
+                d.create_ip_per_hour,
+            )?,
             login_max_failures: positive_pick(
                 "login_max_failures",
                 "TELOS_GATE_LOGIN_MAX_FAILURES",
@@ -418,28 +482,7 @@ impl Cli {
                 file.login_ip_per_sec,
                 d.login_ip_per_sec,
             )?,
-            max_connections: positive_pick(
-                "max_connections",
-                "TELOS_GATE_MAX_CONNECTIONS",
-                self.max_connections.as_ref(),
-                file.max_connections,
-                d.max_connections,
-            )?,
-            upstream_connections: positive_pick(
-                "upstream_connections",
-                "TELOS_GATE_UPSTREAM_CONNECTIONS",
-                self.upstream_connections.as_ref(),
-                file.upstream_connections,
-                d.upstream_connections,
-            )?,
-            ..d
-        };
-        Ok(Settings {
-            listen,
-            redis,
-            metrics_listen,
-            tls_players,
-            gate,
+            ..base
         })
     }
 }
