@@ -1,14 +1,18 @@
 //! telos-gate binary: parse settings, set up logs, traces and metrics, bind, serve.
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
 use telos_gate::Cli;
+use telos_gate::config_tls::PlayersTls;
 use telos_gate::directory::DirectoryRegistry;
+use telos_gate::player_tls::PlayerTls;
 use telos_gate::web::WebListeners;
 use telos_gate::{Listeners, serve_all};
+use telos_redis::target::RedisTarget;
 use telos_telemetry::health::Health;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -37,6 +41,84 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// The players' plain telnet listener (`--listen`), bound, and where.
+async fn bind_telnet(listen: SocketAddr) -> Result<(TcpListener, SocketAddr), String> {
+    let listener = TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("invalid listen (--listen / TELOS_GATE_LISTEN) {listen}: {e}"))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| format!("listen socket: {e}"))?;
+    Ok((listener, local))
+}
+
+/// Telnet over TLS for players (`--tls-listen`), bound, with its
+/// certificate.
+async fn bind_players_tls(
+    players_tls: Option<&PlayersTls>,
+) -> Result<Option<(TcpListener, Arc<PlayerTls>)>, String> {
+    let Some((listen, cert)) = players_tls.and_then(|t| t.listen.map(|l| (l, t.tls.clone())))
+    else {
+        return Ok(None);
+    };
+    match TcpListener::bind(listen).await {
+        Ok(l) => Ok(Some((l, cert))),
+        Err(e) => Err(format!(
+            "invalid tls_listen (--tls-listen / TELOS_GATE_TLS_LISTEN) {listen}: {e}"
+        )),
+    }
+}
+
+/// The web client's listener (`--web-listen`), bound and announced.
+async fn bind_web(
+    listen: Option<SocketAddr>,
+    web_tls: Option<Arc<PlayerTls>>,
+) -> Result<Option<WebListeners>, String> {
+    let Some(addr) = listen else {
+        if web_tls.is_some() {
+            return Err("invalid web_tls (--web-tls): no --web-listen to serve TLS on".into());
+        }
+        return Ok(None);
+    };
+    match TcpListener::bind(addr).await {
+        Ok(web) => {
+            let local = web.local_addr().map_or(addr, |a| a);
+            let scheme = if web_tls.is_some() { "https" } else { "http" };
+            // Before the line tests wait for: the address is known then.
+            println!("telos-gate web client on {scheme}://{local}/");
+            let _ = std::io::stdout().flush();
+            tracing::info!(addr = %local, tls = web_tls.is_some(), "web client listening");
+            Ok(Some(WebListeners { web, tls: web_tls }))
+        }
+        Err(e) => Err(format!(
+            "invalid web_listen (--web-listen / TELOS_GATE_WEB_LISTEN) {addr}: {e}"
+        )),
+    }
+}
+
+/// The read-only operator page (`--operator-listen`), bound and started.
+async fn start_operator(
+    addr: SocketAddr,
+    redis: &RedisTarget,
+    shutdown: &CancellationToken,
+) -> Result<(), String> {
+    let l = TcpListener::bind(addr).await.map_err(|e| {
+        format!(
+            "invalid operator_listen (--operator-listen / TELOS_GATE_OPERATOR_LISTEN) {addr}: {e}"
+        )
+    })?;
+    let local = l.local_addr().map_or(addr, |a| a);
+    println!("telos-gate operator page on http://{local}/");
+    tracing::info!(addr = %local, "operator page listening");
+    if !local.ip().is_loopback() {
+        // Read only, but unauthenticated: the cluster's shards, zones,
+        // players and moves for anyone who reaches it.
+        tracing::warn!(addr = %local, "the operator page listens beyond loopback and is unauthenticated: firewall it or bind 127.0.0.1");
+    }
+    telos_gate::operator::start(l, redis.clone(), shutdown.clone());
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let settings = match Cli::parse().resolve() {
@@ -58,79 +140,25 @@ async fn main() -> ExitCode {
         Ok(r) => Arc::new(r),
         Err(e) => return fail(e),
     };
-    let listener = match TcpListener::bind(settings.listen).await {
+    let (listener, local) = match bind_telnet(settings.listen).await {
         Ok(l) => l,
-        Err(e) => {
-            return fail(format!(
-                "invalid listen (--listen / TELOS_GATE_LISTEN) {}: {e}",
-                settings.listen
-            ));
-        }
-    };
-    let local = match listener.local_addr() {
-        Ok(a) => a,
-        Err(e) => return fail(format!("listen socket: {e}")),
+        Err(e) => return fail(e),
     };
     let players_tls = settings.tls_players.as_ref();
-    let tls = match players_tls.and_then(|t| t.listen.map(|l| (l, t.tls.clone()))) {
-        None => None,
-        Some((listen, cert)) => match TcpListener::bind(listen).await {
-            Ok(l) => Some((l, cert)),
-            Err(e) => {
-                return fail(format!(
-                    "invalid tls_listen (--tls-listen / TELOS_GATE_TLS_LISTEN) {listen}: {e}"
-                ));
-            }
-        },
+    let tls = match bind_players_tls(players_tls).await {
+        Ok(t) => t,
+        Err(e) => return fail(e),
     };
     let web_tls = players_tls.filter(|t| t.web).map(|t| t.tls.clone());
-    let web = match settings.gate.web.listen {
-        None if web_tls.is_some() => {
-            return fail(
-                "invalid web_tls (--web-tls): no --web-listen to serve TLS on".to_string(),
-            );
-        }
-        None => None,
-        Some(addr) => match TcpListener::bind(addr).await {
-            Ok(web) => {
-                let local = web.local_addr().map_or(addr, |a| a);
-                let scheme = if web_tls.is_some() { "https" } else { "http" };
-                // Before the line tests wait for: the address is known then.
-                println!("telos-gate web client on {scheme}://{local}/");
-                let _ = std::io::stdout().flush();
-                tracing::info!(addr = %local, tls = web_tls.is_some(), "web client listening");
-                Some(WebListeners {
-                    web,
-                    tls: web_tls.clone(),
-                })
-            }
-            Err(e) => {
-                return fail(format!(
-                    "invalid web_listen (--web-listen / TELOS_GATE_WEB_LISTEN) {addr}: {e}"
-                ));
-            }
-        },
+    let web = match bind_web(settings.gate.web.listen, web_tls).await {
+        Ok(w) => w,
+        Err(e) => return fail(e),
     };
     let shutdown = CancellationToken::new();
-    if let Some(addr) = settings.gate.web.operator_listen {
-        match TcpListener::bind(addr).await {
-            Ok(l) => {
-                let local = l.local_addr().map_or(addr, |a| a);
-                println!("telos-gate operator page on http://{local}/");
-                tracing::info!(addr = %local, "operator page listening");
-                if !local.ip().is_loopback() {
-                    // Read only, but unauthenticated: the cluster's shards,
-                    // zones, players and moves for anyone who reaches it.
-                    tracing::warn!(addr = %local, "the operator page listens beyond loopback and is unauthenticated: firewall it or bind 127.0.0.1");
-                }
-                telos_gate::operator::start(l, settings.redis.clone(), shutdown.clone());
-            }
-            Err(e) => {
-                return fail(format!(
-                    "invalid operator_listen (--operator-listen / TELOS_GATE_OPERATOR_LISTEN) {addr}: {e}"
-                ));
-            }
-        }
+    if let Some(addr) = settings.gate.web.operator_listen
+        && let Err(e) = start_operator(addr, &settings.redis, &shutdown).await
+    {
+        return fail(e);
     }
     if let Some(t) = players_tls {
         // One handler reloads the certificate for every listener using it.
