@@ -210,69 +210,23 @@ impl WorldConfig {
             Some(p) => read_file(p)?,
             None => FileConfig::default(),
         };
-        let shard_id = cli
-            .shard_id
-            .or(file.shard_id)
-            .ok_or_else(|| bad("--shard-id (TELOS_SHARD_ID)", "required"))?;
-        if !valid_shard_id(&shard_id) {
-            return Err(bad(
-                "--shard-id (TELOS_SHARD_ID)",
-                format!("{shard_id:?} must match [a-z0-9-]{{1,32}}"),
-            ));
-        }
         let grpc_listen = cli
             .grpc_listen
             .or(file.grpc_listen)
             .unwrap_or_else(|| "127.0.0.1:7100".into());
-        let metrics_listen = cli
-            .metrics_listen
-            .or(file.metrics_listen)
-            .map(|m| {
-                telos_telemetry::metrics_listen_addr(&m).map_err(|e| {
-                    bad(
-                        "--metrics-listen (TELOS_METRICS_LISTEN)",
-                        format!("{m:?}: {e}"),
-                    )
-                })
-            })
-            .transpose()?;
-        let zones: Vec<String> = cli
-            .zones
-            .or(file.zones)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|z| z.trim().to_string())
-            .filter(|z| !z.is_empty())
-            .collect();
         let capacity = cli.capacity.or(file.capacity).unwrap_or(2000);
         if capacity == 0 {
             return Err(bad("--capacity (TELOS_CAPACITY)", "must be at least 1"));
         }
-        let positive = |name: &str, v: Option<u64>, default: u64| {
-            let v = v.unwrap_or(default);
-            if v == 0 {
-                Err(bad(name, "must be positive"))
-            } else {
-                Ok(v)
-            }
-        };
-        let redis_url = telos_redis::sentinel::url_from_flags(
+        let redis = redis_target(
             cli.redis_url.or(file.redis_url),
             cli.redis_sentinels.or(file.redis_sentinels),
             cli.redis_master_name.or(file.redis_master_name),
-            "redis://127.0.0.1:6379",
-        )
-        .map_err(|e| bad("--redis-url / --redis-sentinels / --redis-master-name", e))?;
-        let redis = RedisTarget::from_files(
-            redis_url,
-            cli.redis_password_file
-                .or(file.redis_password_file)
-                .as_deref(),
-            cli.redis_ca.or(file.redis_ca).as_deref(),
-        )
-        .map_err(|e| bad("--redis-url / --redis-password-file / --redis-ca", e))?;
+            cli.redis_password_file.or(file.redis_password_file),
+            cli.redis_ca.or(file.redis_ca),
+        )?;
         Ok(WorldConfig {
-            shard_id,
+            shard_id: shard_id(cli.shard_id.or(file.shard_id))?,
             grpc_listen: parse_addr("--grpc-listen (TELOS_GRPC_LISTEN)", &grpc_listen)?,
             advertise_addr: cli.advertise_addr.or(file.advertise_addr),
             redis,
@@ -280,10 +234,10 @@ impl WorldConfig {
                 .world
                 .or(file.world)
                 .unwrap_or_else(|| "config/world".into()),
-            zones,
+            zones: zone_list(cli.zones.or(file.zones)),
             keys: cli.keys.or(file.keys),
             data_dir: cli.data_dir.or(file.data_dir),
-            metrics_listen,
+            metrics_listen: metrics_addr(cli.metrics_listen.or(file.metrics_listen))?,
             capacity,
             drain_deadline: Duration::from_secs(positive(
                 "--drain-deadline (TELOS_DRAIN_DEADLINE)",
@@ -318,6 +272,69 @@ impl WorldConfig {
             rebalance: cli.rebalance.resolve()?,
         })
     }
+}
+
+/// The shard's id: required, and a name Redis keys and logs can carry.
+fn shard_id(given: Option<String>) -> Result<String, ConfigError> {
+    let shard_id = given.ok_or_else(|| bad("--shard-id (TELOS_SHARD_ID)", "required"))?;
+    if !valid_shard_id(&shard_id) {
+        return Err(bad(
+            "--shard-id (TELOS_SHARD_ID)",
+            format!("{shard_id:?} must match [a-z0-9-]{{1,32}}"),
+        ));
+    }
+    Ok(shard_id)
+}
+
+/// Where `/metrics` is served, if anywhere.
+fn metrics_addr(given: Option<String>) -> Result<Option<SocketAddr>, ConfigError> {
+    given
+        .map(|m| {
+            telos_telemetry::metrics_listen_addr(&m).map_err(|e| {
+                bad(
+                    "--metrics-listen (TELOS_METRICS_LISTEN)",
+                    format!("{m:?}: {e}"),
+                )
+            })
+        })
+        .transpose()
+}
+
+/// The zones this shard boots with, blanks left out.
+fn zone_list(given: Option<Vec<String>>) -> Vec<String> {
+    given
+        .unwrap_or_default()
+        .into_iter()
+        .map(|z| z.trim().to_string())
+        .filter(|z| !z.is_empty())
+        .collect()
+}
+
+/// A setting that must be positive, or its default.
+fn positive(name: &str, v: Option<u64>, default: u64) -> Result<u64, ConfigError> {
+    match v.unwrap_or(default) {
+        0 => Err(bad(name, "must be positive")),
+        v => Ok(v),
+    }
+}
+
+/// The Redis to use: a URL or Sentinels, a password file, a CA.
+fn redis_target(
+    url: Option<String>,
+    sentinels: Option<String>,
+    master_name: Option<String>,
+    password_file: Option<PathBuf>,
+    ca: Option<PathBuf>,
+) -> Result<RedisTarget, ConfigError> {
+    let redis_url = telos_redis::sentinel::url_from_flags(
+        url,
+        sentinels,
+        master_name,
+        "redis://127.0.0.1:6379",
+    )
+    .map_err(|e| bad("--redis-url / --redis-sentinels / --redis-master-name", e))?;
+    RedisTarget::from_files(redis_url, password_file.as_deref(), ca.as_deref())
+        .map_err(|e| bad("--redis-url / --redis-password-file / --redis-ca", e))
 }
 
 #[cfg(test)]
