@@ -17,7 +17,7 @@ use crate::lines::LineEvent;
 use crate::login::{BANNER, Credentials, LoginDialog, LoginStep, PASSWORD_PROMPT, REPEAT_PROMPT};
 use crate::metrics as m;
 use crate::proxy;
-use crate::ratelimit::ip_bucket;
+use crate::ratelimit::{IpBucket, ip_bucket};
 use crate::session::Session;
 use crate::shared::Shared;
 use crate::stream::PlayerIo;
@@ -183,10 +183,32 @@ enum Attempt {
 /// One login: a random live shard, the next one if it cannot be reached.
 /// The password lives in `creds` and is dropped when this returns.
 async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
-    let shared = conn.shared.clone();
     let ip = ip_bucket(conn.peer.ip());
+    if let Some(refused) = admit(conn, &creds, ip) {
+        return Ok(refused);
+    }
+    let who = Who {
+        conn_id: conn.conn_id.clone(),
+        name: creds.name.clone(),
+        credential: None,
+        client_addr: conn.peer.ip().to_string(),
+        client: conn.reader.negotiator.caps.client_info(),
+    };
+    let shared = conn.shared.clone();
+    let result = tokio::select! {
+        _ = conn.cancel.cancelled() => return Err(End::Shutdown),
+        _ = conn.evicted() => return Err(End::Evicted),
+        r = try_shards(&shared, &creds, &who) => r,
+    };
+    settle(conn, &creds, ip, &result);
+    Ok(result)
+}
+
+/// The address's budgets for this attempt: a creation's (checked first: a
+/// refused creation spends no login token), then a login's. `Some`: refused.
+fn admit(conn: &Conn, creds: &Credentials, ip: IpBucket) -> Option<Attempt> {
+    let shared = &conn.shared;
     let create = creds.create;
-    // Checked first: a refused creation spends no login token.
     if create
         && !shared
             .create_limiter
@@ -200,7 +222,7 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
             true,
             "create_limited",
         );
-        return Ok(Attempt::CreateLimited);
+        return Some(Attempt::CreateLimited);
     }
     if !shared.ip_limiter.try_acquire(ip, Instant::now()) {
         if create {
@@ -214,67 +236,65 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
             create,
             "rate_limited",
         );
-        return Ok(Attempt::Failed(RATE_LIMITED.into()));
+        return Some(Attempt::Failed(RATE_LIMITED.into()));
     }
-    let who = Who {
-        conn_id: conn.conn_id.clone(),
-        name: creds.name.clone(),
-        credential: None,
-        client_addr: conn.peer.ip().to_string(),
-        client: conn.reader.negotiator.caps.client_info(),
+    None
+}
+
+/// The login tried on the live shards in a random order, until one attaches
+/// or refuses for good; one busy hashing is passed over for the next.
+async fn try_shards(shared: &Shared, creds: &Credentials, who: &Who) -> Attempt {
+    let mut shards = match shared.registry.live_shards().await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "login: no shard list");
+            return Attempt::Unavailable;
+        }
     };
-    let work = async {
-        let mut shards = match shared.registry.live_shards().await {
-            Ok(s) => s,
+    shards.shuffle(&mut rand::rng());
+    let mut busy = false;
+    for shard in shards {
+        match establish(
+            &shared.pool,
+            &shard.addr,
+            Opening::Login(creds.clone()),
+            who.clone(),
+        )
+        .await
+        {
+            Ok(est) => return Attempt::Attached(est),
+            Err(EstablishError::Closed {
+                reason,
+                is_final: true,
+            }) => {
+                let reason = if reason.is_empty() {
+                    "Login failed.".to_string()
+                } else {
+                    reason
+                };
+                return Attempt::Failed(reason);
+            }
+            Err(EstablishError::Busy(_)) => {
+                tracing::debug!(shard = %shard.id, "login: shard busy hashing, trying another");
+                busy = true;
+            }
             Err(e) => {
-                tracing::warn!(error = %e, "login: no shard list");
-                return Attempt::Unavailable;
-            }
-        };
-        shards.shuffle(&mut rand::rng());
-        let mut busy = false;
-        for shard in shards {
-            match establish(
-                &shared.pool,
-                &shard.addr,
-                Opening::Login(creds.clone()),
-                who.clone(),
-            )
-            .await
-            {
-                Ok(est) => return Attempt::Attached(est),
-                Err(EstablishError::Closed {
-                    reason,
-                    is_final: true,
-                }) => {
-                    let reason = if reason.is_empty() {
-                        "Login failed.".to_string()
-                    } else {
-                        reason
-                    };
-                    return Attempt::Failed(reason);
-                }
-                Err(EstablishError::Busy(_)) => {
-                    tracing::debug!(shard = %shard.id, "login: shard busy hashing, trying another");
-                    busy = true;
-                }
-                Err(e) => {
-                    tracing::warn!(shard = %shard.id, addr = %shard.addr, error = %e, "login: shard failed, trying another")
-                }
+                tracing::warn!(shard = %shard.id, addr = %shard.addr, error = %e, "login: shard failed, trying another")
             }
         }
-        if busy {
-            Attempt::Busy
-        } else {
-            Attempt::Unavailable
-        }
-    };
-    let result = tokio::select! {
-        _ = conn.cancel.cancelled() => return Err(End::Shutdown),
-        _ = conn.evicted() => return Err(End::Evicted),
-        r = work => r,
-    };
-    let outcome = match &result {
+    }
+    if busy {
+        Attempt::Busy
+    } else {
+        Attempt::Unavailable
+    }
+}
+
+/// Count and audit the attempt's outcome, and give back the budgets it did
+/// not spend: only a failure spends the address's login token (a busy world
+/// is not one), only a created character the creation budget.
+fn settle(conn: &Conn, creds: &Credentials, ip: IpBucket, result: &Attempt) {
+    let outcome = match result {
         Attempt::Attached(_) => "ok",
         Attempt::Failed(_) => "failed",
         Attempt::Unavailable => "unavailable",
@@ -282,21 +302,18 @@ async fn attempt(conn: &mut Conn, creds: Credentials) -> Result<Attempt, End> {
         Attempt::CreateLimited => "create_limited",
     };
     metrics::counter!(m::LOGINS_TOTAL, "outcome" => outcome).increment(1);
-    audit::login(conn.peer, &conn.conn_id, &creds.name, create, outcome);
+    audit::login(conn.peer, &conn.conn_id, &creds.name, creds.create, outcome);
     if !matches!(result, Attempt::Failed(_)) {
-        // Only failures spend the address's budget (a busy world is not one).
-        shared.ip_limiter.release(ip);
+        conn.shared.ip_limiter.release(ip);
     }
-    let made_nothing = match &result {
+    let made_nothing = match result {
         Attempt::Unavailable | Attempt::Busy => true,
         Attempt::Failed(reason) => telos_proto::create_made_nothing(reason),
         _ => false,
     };
-    if create && made_nothing {
+    if creds.create && made_nothing {
         // The world made nothing (unreachable, busy, the name taken, the
-        // password refused): the creation budget is not spent. Only a
-        // created character spends it.
-        shared.create_limiter.release(conn.peer.ip());
+        // password refused): the creation budget is not spent.
+        conn.shared.create_limiter.release(conn.peer.ip());
     }
-    Ok(result)
 }
