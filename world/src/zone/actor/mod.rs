@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 mod commit;
 mod departure;
@@ -19,6 +19,7 @@ mod durable;
 mod fan_off;
 mod handoff;
 mod input;
+mod links;
 mod players;
 mod quits;
 mod save;
@@ -357,22 +358,7 @@ impl ZoneActor {
         match msg {
             Msg::Join { player, reply } => self.join_after_save(player, reply),
             Msg::JoinOrReturn { player, reply } => {
-                // A handed-off arrival while another session of the same
-                // character is frozen here mid-move: not now (the attach
-                // retries, then resumes from the durable row).
-                let key = player.character.key();
-                // Or a newer claim of it joined here first (a login): the
-                // arrival's older epoch must not take that over.
-                let busy = self.frozen.contains_key(&key)
-                    || self.quits.holds(&key)
-                    || self.newer_in_play(&key, &player.meta);
-                let misrouted = self.misrouted(&*player.character).is_some();
-                let result = if busy || misrouted || self.stopping() || !self.lease_valid() {
-                    Err(player)
-                } else {
-                    Ok(self.join(*player).unwrap_or_default())
-                };
-                let _ = reply.send(result);
+                let _ = reply.send(self.join_or_return(player));
             }
             Msg::Arrive { player, reply } => {
                 let result = self.arrive(player);
@@ -384,22 +370,7 @@ impl ZoneActor {
                 seq,
                 line,
                 reply,
-            } => {
-                if self.phase.is_sealed() {
-                    // Nothing changes a sealed zone any more: the player is
-                    // frozen in place (and fanned off with the rest) and the
-                    // line waits with them.
-                    self.freeze_in_place(&key);
-                }
-                if let Some(f) = self.frozen.get_mut(&key)
-                    && f.meta.conn_id == conn_id
-                {
-                    f.queued.push((seq, line, reply));
-                    return ControlFlow::Continue(());
-                }
-                let result = self.input(&key, &conn_id, seq, &line).await;
-                self.answer(&key, reply, result);
-            }
+            } => self.on_input(&key, &conn_id, seq, line, reply).await,
             Msg::TakeBack {
                 transfer,
                 reply,
@@ -434,34 +405,8 @@ impl ZoneActor {
                 key,
                 conn_id,
                 stream,
-            } => {
-                let ended = stream.upgrade();
-                if self.sessions.get(&key).is_some_and(|m| {
-                    m.conn_id == conn_id
-                        && ended
-                            .as_ref()
-                            .is_some_and(|s| m.stream.sender().same_channel(s))
-                }) {
-                    debug!(zone = %self.id, player = %key, "link dead: saving and removing");
-                    self.leave_committed(&key, Leaving::LinkDead).await;
-                }
-            }
-            Msg::Hangup { key, conn_id } => {
-                if let Some(f) = self.frozen.get_mut(&key)
-                    && f.meta.conn_id == conn_id
-                {
-                    // Mid-move: acted on if the move is refused and the
-                    // player stays (see `unfreeze`).
-                    f.hung_up = true;
-                } else if self
-                    .sessions
-                    .get(&key)
-                    .is_some_and(|m| m.conn_id == conn_id)
-                {
-                    debug!(zone = %self.id, player = %key, "client hung up: leaving as a quit");
-                    self.leave_committed(&key, Leaving::Quit).await;
-                }
-            }
+            } => self.detach(&key, &conn_id, &stream).await,
+            Msg::Hangup { key, conn_id } => self.hang_up(&key, &conn_id).await,
             Msg::Shutdown { reason, reply } => {
                 self.shutdown(&reason).await;
                 let _ = reply.send(());
