@@ -182,20 +182,7 @@ impl ZoneActor {
         );
         save.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let cancel = self.handle.cancel.clone();
-        // A claimed zone's lease is ours already: open its saved state
-        // before anything queued in the mailbox is let in.
-        if let Some(generation) = self
-            .lease
-            .as_ref()
-            .filter(|l| l.is_confirmed())
-            .map(LeaseState::generation)
-            && let Err(e) = self.open_state(generation).await
-        {
-            warn!(zone = %self.id, generation, error = %e, "the zone's saved state could not be opened: not serving the zone (its claimer tries again)");
-            // Stopping the zone releases its lease.
-            cancel.cancel();
-            self.enter_phase(Phase::Finished);
-        }
+        self.open_claimed().await;
         info!(zone = %self.id, "zone started");
         self.update_serving();
         while !self.phase.is_over() {
@@ -240,8 +227,34 @@ impl ZoneActor {
                 self.end_turn().await;
             }
         }
-        // No leaver's save outlives the zone (a stop settled them already);
-        // a login waiting for one is refused.
+        self.finish(rx).await;
+    }
+
+    /// A claimed zone's lease is ours already: open its saved state before
+    /// anything queued in the mailbox is let in. A state that cannot be
+    /// opened stops the zone (which releases its lease; its claimer tries
+    /// again).
+    async fn open_claimed(&mut self) {
+        let Some(generation) = self
+            .lease
+            .as_ref()
+            .filter(|l| l.is_confirmed())
+            .map(LeaseState::generation)
+        else {
+            return;
+        };
+        if let Err(e) = self.open_state(generation).await {
+            warn!(zone = %self.id, generation, error = %e, "the zone's saved state could not be opened: not serving the zone (its claimer tries again)");
+            self.handle.cancel.cancel();
+            self.enter_phase(Phase::Finished);
+        }
+    }
+
+    /// The loop is over: no leaver's save outlives the zone (a stop settled
+    /// them already; a login waiting for one is refused), the zone is no
+    /// longer hosted here, and whatever is still queued is refused so no
+    /// caller waits forever.
+    async fn finish(&mut self, mut rx: mpsc::Receiver<Msg>) {
         if !self.stopping() {
             self.enter_phase(Phase::Finished);
         }
@@ -250,7 +263,6 @@ impl ZoneActor {
         if std::mem::take(&mut self.serving) {
             count_serving(&self.id, -1.0);
         }
-        // Refuse whatever is still queued so no caller waits forever.
         rx.close();
         while let Ok(msg) = rx.try_recv() {
             if let Msg::Arrive { player, reply } = msg {
