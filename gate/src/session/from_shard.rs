@@ -33,55 +33,15 @@ impl Session {
                 metrics::counter!(m::CHATTER_DROPPED_TOTAL).increment(1);
             }
             Frame::Event(e) => conn.show_event(&e)?,
-            Frame::Output(o) => {
-                if o.chatter && conn.out.queued() > conn.out.chatter_mark() {
-                    self.dropped_chatter += o.text.lines().count().max(1) as u64;
-                    metrics::counter!(m::CHATTER_DROPPED_TOTAL).increment(1);
-                    return Ok(());
-                }
-                self.tell_dropped_chatter(conn)?;
-                conn.show_output(&o)?;
-                if let Some(last) = o.text.lines().rev().find(|l| !l.trim().is_empty()) {
-                    self.last_line = last.trim().chars().take(LAST_LINE_CHARS).collect();
-                }
-            }
+            Frame::Output(o) => self.on_output(conn, &o)?,
             Frame::InputAck(a) => {
                 if let Err(e) = self.buffer.on_input_ack(a.seq) {
                     protocol_error(conn, &e);
                 }
                 conn.show_prompt()?;
             }
-            Frame::DurableAck(a) => {
-                let before = self.buffer.bytes();
-                match self.buffer.on_durable_ack(a.seq) {
-                    Ok(n) => {
-                        metrics::gauge!(m::BUFFERED_LINES).decrement(n as f64);
-                        let freed = before - self.buffer.bytes();
-                        metrics::gauge!(m::BUFFERED_BYTES).decrement(freed as f64);
-                    }
-                    Err(e) => protocol_error(conn, &e),
-                }
-            }
-            Frame::Redirect(r) => {
-                if !r.credential.is_empty() {
-                    self.who.credential = Some(r.credential);
-                }
-                let (opening, kind) = if r.token.is_empty() {
-                    (Opening::Resume, Kind::Redirect)
-                } else {
-                    (Opening::Attach { token: r.token }, Kind::Handoff)
-                };
-                tracing::debug!(conn_id = %conn.conn_id, to = %r.addr, kind = kind.label(), "following redirect");
-                let shared = conn.shared.clone();
-                self.who.client = conn.reader.negotiator.caps.client_info();
-                let who = self.who.clone();
-                // Dropping the old link ends that stream; the input is frozen
-                // until the new `Attached`.
-                self.upstream = Upstream::Connecting(
-                    Box::pin(async move { establish(&shared.pool, &r.addr, opening, who).await }),
-                    kind,
-                );
-            }
+            Frame::DurableAck(a) => self.on_durable_ack(conn, a.seq),
+            Frame::Redirect(r) => self.follow_redirect(conn, r),
             Frame::Closed(c) if c.r#final => {
                 crate::audit::closed(conn.peer, &conn.conn_id, &self.who.name, &c.reason);
                 let repeat = c.reason.trim() == self.last_line;
@@ -101,6 +61,57 @@ impl Session {
             }
         }
         Ok(())
+    }
+
+    /// Output for the player; another player's words for a reader behind
+    /// the room are dropped (counted, and said once there is room).
+    fn on_output(&mut self, conn: &mut Conn, o: &telos_proto::v1::Output) -> Result<(), End> {
+        if o.chatter && conn.out.queued() > conn.out.chatter_mark() {
+            self.dropped_chatter += o.text.lines().count().max(1) as u64;
+            metrics::counter!(m::CHATTER_DROPPED_TOTAL).increment(1);
+            return Ok(());
+        }
+        self.tell_dropped_chatter(conn)?;
+        conn.show_output(o)?;
+        if let Some(last) = o.text.lines().rev().find(|l| !l.trim().is_empty()) {
+            self.last_line = last.trim().chars().take(LAST_LINE_CHARS).collect();
+        }
+        Ok(())
+    }
+
+    /// Lines up to `seq` are durable: the buffer forgets them.
+    fn on_durable_ack(&mut self, conn: &Conn, seq: u64) {
+        let before = self.buffer.bytes();
+        match self.buffer.on_durable_ack(seq) {
+            Ok(n) => {
+                metrics::gauge!(m::BUFFERED_LINES).decrement(n as f64);
+                let freed = before - self.buffer.bytes();
+                metrics::gauge!(m::BUFFERED_BYTES).decrement(freed as f64);
+            }
+            Err(e) => protocol_error(conn, &e),
+        }
+    }
+
+    /// Follow a `Redirect`: a handoff with its token, or a resume there.
+    /// Dropping the old link ends that stream; the input is frozen until
+    /// the new `Attached`.
+    fn follow_redirect(&mut self, conn: &Conn, r: telos_proto::v1::Redirect) {
+        if !r.credential.is_empty() {
+            self.who.credential = Some(r.credential);
+        }
+        let (opening, kind) = if r.token.is_empty() {
+            (Opening::Resume, Kind::Redirect)
+        } else {
+            (Opening::Attach { token: r.token }, Kind::Handoff)
+        };
+        tracing::debug!(conn_id = %conn.conn_id, to = %r.addr, kind = kind.label(), "following redirect");
+        let shared = conn.shared.clone();
+        self.who.client = conn.reader.negotiator.caps.client_info();
+        let who = self.who.clone();
+        self.upstream = Upstream::Connecting(
+            Box::pin(async move { establish(&shared.pool, &r.addr, opening, who).await }),
+            kind,
+        );
     }
 
     /// Say how much chatter was dropped, if any, before what comes next.
