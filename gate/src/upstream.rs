@@ -304,32 +304,7 @@ pub async fn establish(
     let lane = pool.lane(&who.conn_id);
     for _hop in 0..=cfg.max_redirect_hops {
         let mut link = open(pool, &addr, lane, first).await?;
-        let answer = tokio::time::timeout(cfg.upstream_attach_timeout, async {
-            loop {
-                match link.next().await {
-                    Ok(Some(server_frame::Frame::Output(o))) => early_output.push(o),
-                    // Acks before Attached have nothing to refer to; an
-                    // event is said again with the room the attach shows.
-                    Ok(Some(
-                        server_frame::Frame::InputAck(_)
-                        | server_frame::Frame::DurableAck(_)
-                        | server_frame::Frame::Event(_),
-                    )) => {}
-                    Ok(Some(f)) => return Ok(f),
-                    Ok(None) => {
-                        return Err(EstablishError::Unavailable(format!("{addr}: stream ended")));
-                    }
-                    Err(s) => {
-                        return Err(EstablishError::Unavailable(format!(
-                            "{addr}: {}",
-                            s.message()
-                        )));
-                    }
-                }
-            }
-        })
-        .await
-        .map_err(|_| EstablishError::Unavailable(format!("{addr}: no answer in time")))??;
+        let answer = first_answer(&mut link, &addr, &mut early_output, cfg).await?;
         match answer {
             server_frame::Frame::Attached(a) => {
                 if !a.credential.is_empty() {
@@ -374,6 +349,43 @@ pub async fn establish(
         "more than {} redirects",
         cfg.max_redirect_hops
     )))
+}
+
+/// The stream's first answer that is not output (kept in `early_output`)
+/// nor an ack or an event before `Attached` (they have nothing to refer to;
+/// an event is said again with the room the attach shows), within the
+/// attach timeout.
+async fn first_answer(
+    link: &mut Link,
+    addr: &str,
+    early_output: &mut Vec<telos_proto::v1::Output>,
+    cfg: &GateConfig,
+) -> Result<server_frame::Frame, EstablishError> {
+    let read = async {
+        loop {
+            match link.next().await {
+                Ok(Some(server_frame::Frame::Output(o))) => early_output.push(o),
+                Ok(Some(
+                    server_frame::Frame::InputAck(_)
+                    | server_frame::Frame::DurableAck(_)
+                    | server_frame::Frame::Event(_),
+                )) => {}
+                Ok(Some(f)) => return Ok(f),
+                Ok(None) => {
+                    return Err(EstablishError::Unavailable(format!("{addr}: stream ended")));
+                }
+                Err(s) => {
+                    return Err(EstablishError::Unavailable(format!(
+                        "{addr}: {}",
+                        s.message()
+                    )));
+                }
+            }
+        }
+    };
+    tokio::time::timeout(cfg.upstream_attach_timeout, read)
+        .await
+        .map_err(|_| EstablishError::Unavailable(format!("{addr}: no answer in time")))?
 }
 
 #[cfg(test)]
