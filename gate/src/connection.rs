@@ -97,16 +97,8 @@ async fn login(conn: &mut Conn) -> Result<(String, Established), End> {
             }
         }
         let step = dialog.on_line(&line);
-        if was_password && conn.reader.negotiator.speaks_telnet {
-            // The client did not echo the Enter. Echo comes back on unless
-            // another password follows at once: turning it on and off
-            // again between two prompts opens a window (one round trip)
-            // in which the client echoes what is typed.
-            if step != LoginStep::AskPasswordAgain {
-                let show = conn.reader.negotiator.set_hide_input(false);
-                conn.out.raw(show)?;
-            }
-            conn.out.text("\n")?;
+        if was_password {
+            after_password(conn, &step)?;
         }
         match step {
             LoginStep::Nothing => {}
@@ -121,34 +113,64 @@ async fn login(conn: &mut Conn) -> Result<(String, Established), End> {
             LoginStep::AskPassword => ask_password(conn, PASSWORD_PROMPT)?,
             LoginStep::AskPasswordAgain => ask_password(conn, REPEAT_PROMPT)?,
             LoginStep::Attempt(creds) => {
-                let name = creds.name.clone();
-                if conn.shared.seats.full() {
-                    // No seat to log in to: said before the world is asked.
-                    return Err(End::Full);
-                }
-                match attempt(conn, creds).await? {
-                    Attempt::Attached(est) => {
-                        // A seat for the player (dropping `est` on `Full`
-                        // closes the new session, as a lost socket would).
-                        conn.seat(&name)?;
-                        return Ok((name, est));
-                    }
-                    Attempt::Failed(reason) => {
-                        conn.out.line(&reason)?;
-                        failures += 1;
-                        if failures >= conn.cfg().login_max_failures {
-                            return Err(End::LoginFailures);
-                        }
-                    }
-                    Attempt::Unavailable => conn.out.line(WORLD_UNAVAILABLE)?,
-                    // Said clearly; not a wrong password, so not counted.
-                    Attempt::CreateLimited => conn.out.line(CREATE_LIMITED)?,
-                    // Not the player's failure: not counted, connection kept.
-                    Attempt::Busy => conn.out.line(telos_proto::LOGIN_BUSY)?,
+                if let Some(logged_in) = try_login(conn, creds, &mut failures).await? {
+                    return Ok(logged_in);
                 }
             }
         }
     }
+}
+
+/// After a password line: the client did not echo the Enter. Echo comes
+/// back on unless another password follows at once: turning it on and off
+/// again between two prompts opens a window (one round trip) in which the
+/// client echoes what is typed.
+fn after_password(conn: &mut Conn, step: &LoginStep) -> Result<(), End> {
+    if !conn.reader.negotiator.speaks_telnet {
+        return Ok(());
+    }
+    if *step != LoginStep::AskPasswordAgain {
+        let show = conn.reader.negotiator.set_hide_input(false);
+        conn.out.raw(show)?;
+    }
+    conn.out.text("\n")?;
+    Ok(())
+}
+
+/// One login attempt through the world: `Some` once the player is in (a
+/// seat taken); a refusal is said, and a failure counted against the
+/// connection's budget.
+async fn try_login(
+    conn: &mut Conn,
+    creds: Credentials,
+    failures: &mut u32,
+) -> Result<Option<(String, Established)>, End> {
+    let name = creds.name.clone();
+    if conn.shared.seats.full() {
+        // No seat to log in to: said before the world is asked.
+        return Err(End::Full);
+    }
+    match attempt(conn, creds).await? {
+        Attempt::Attached(est) => {
+            // A seat for the player (dropping `est` on `Full` closes the
+            // new session, as a lost socket would).
+            conn.seat(&name)?;
+            return Ok(Some((name, est)));
+        }
+        Attempt::Failed(reason) => {
+            conn.out.line(&reason)?;
+            *failures += 1;
+            if *failures >= conn.cfg().login_max_failures {
+                return Err(End::LoginFailures);
+            }
+        }
+        Attempt::Unavailable => conn.out.line(WORLD_UNAVAILABLE)?,
+        // Said clearly; not a wrong password, so not counted.
+        Attempt::CreateLimited => conn.out.line(CREATE_LIMITED)?,
+        // Not the player's failure: not counted, connection kept.
+        Attempt::Busy => conn.out.line(telos_proto::LOGIN_BUSY)?,
+    }
+    Ok(None)
 }
 
 /// Whether the address still has a creation to spend (nothing is taken).
