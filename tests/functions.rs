@@ -36,7 +36,6 @@ const STILL_LONG: &[(&str, &str, usize)] = &[
     ("world/src/zone/actor/quits.rs", "quit_settled", 95),
     ("gate/src/web/mod.rs", "open", 95),
     ("gate/src/web/park.rs", "attached", 93),
-    ("world/src/app.rs", "serve", 91),
     ("world/src/play/attach.rs", "claim_and_join", 89),
     ("world/src/play/attach.rs", "attach_frame", 86),
 ];

@@ -107,41 +107,7 @@ async fn serve(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<Option<D
     crate::runtime::start(&shard);
     let (grpc_health, grpc_health_service) = tonic_health::server::health_reporter();
     report_readiness(&shard, health.clone(), grpc_health);
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-    let stop_serving = shard.stopped().clone();
-    let mut builder = tonic::transport::Server::builder()
-        .max_concurrent_streams(max_streams_per_connection(shard.config().capacity))
-        .initial_connection_window_size(PLAY_CONNECTION_WINDOW);
-    let play = PlayServer::new(PlayService::new(shard.clone()));
-    let handoff = HandoffServer::new(HandoffService::new(shard.clone()));
-    let admin = AdminServer::new(AdminService::new(shard.clone()));
-    type Serving = std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<(), tonic::transport::Error>> + Send>,
-    >;
-    let server: Serving = match shard.handoff().keys.as_ref().map(|k| k.tls.server()) {
-        // A keyed shard speaks only mutual TLS, and each service checks
-        // the role in the caller's certificate.
-        Some(tls) => Box::pin(
-            builder
-                .tls_config(tls)
-                .context("the shard's TLS certificate (--keys)")?
-                .add_service(InterceptedService::new(play, PLAY_CALLERS))
-                .add_service(InterceptedService::new(handoff, HANDOFF_CALLERS))
-                .add_service(InterceptedService::new(admin, ADMIN_CALLERS))
-                // Any certificate of the cluster may ask (mutual TLS).
-                .add_service(grpc_health_service)
-                .serve_with_incoming_shutdown(incoming, stop_serving.cancelled_owned()),
-        ),
-        // Keyless: the single-shard dev mode, plaintext.
-        None => Box::pin(
-            builder
-                .add_service(play)
-                .add_service(handoff)
-                .add_service(admin)
-                .add_service(grpc_health_service)
-                .serve_with_incoming_shutdown(incoming, stop_serving.cancelled_owned()),
-        ),
-    };
+    let server = grpc_server(&shard, listener, grpc_health_service)?;
     let server = tokio::spawn(server);
     // Readiness line for scripts and tests (they read the bound address).
     println!("telos-world {} listening on {bound}", shard.id());
@@ -177,6 +143,57 @@ async fn serve(cfg: WorldConfig, game: Arc<dyn Game>) -> anyhow::Result<Option<D
         anyhow::bail!("superseded by a newer process of this shard id");
     }
     Ok(drained)
+}
+
+/// A running gRPC server's future.
+type Serving = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<(), tonic::transport::Error>> + Send>,
+>;
+
+/// The shard's gRPC services on `listener`, until the shard stops: a keyed
+/// shard speaks only mutual TLS, and each service checks the role in the
+/// caller's certificate; a keyless one (the single-shard dev mode) speaks
+/// plaintext.
+fn grpc_server(
+    shard: &Arc<Shard>,
+    listener: TcpListener,
+    grpc_health_service: tonic_health::pb::health_server::HealthServer<
+        impl tonic_health::pb::health_server::Health,
+    >,
+) -> anyhow::Result<Serving> {
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let stop_serving = shard.stopped().clone();
+    let mut builder = tonic::transport::Server::builder()
+        .max_concurrent_streams(max_streams_per_connection(shard.config().capacity))
+        .initial_connection_window_size(PLAY_CONNECTION_WINDOW);
+    let play = PlayServer::new(PlayService::new(shard.clone()));
+    let handoff = HandoffServer::new(HandoffService::new(shard.clone()));
+    let admin = AdminServer::new(AdminService::new(shard.clone()));
+    let server: Serving = match shard.handoff().keys.as_ref().map(|k| k.tls.server()) {
+        // A keyed shard speaks only mutual TLS, and each service checks
+        // the role in the caller's certificate.
+        Some(tls) => Box::pin(
+            builder
+                .tls_config(tls)
+                .context("the shard's TLS certificate (--keys)")?
+                .add_service(InterceptedService::new(play, PLAY_CALLERS))
+                .add_service(InterceptedService::new(handoff, HANDOFF_CALLERS))
+                .add_service(InterceptedService::new(admin, ADMIN_CALLERS))
+                // Any certificate of the cluster may ask (mutual TLS).
+                .add_service(grpc_health_service)
+                .serve_with_incoming_shutdown(incoming, stop_serving.cancelled_owned()),
+        ),
+        // Keyless: the single-shard dev mode, plaintext.
+        None => Box::pin(
+            builder
+                .add_service(play)
+                .add_service(handoff)
+                .add_service(admin)
+                .add_service(grpc_health_service)
+                .serve_with_incoming_shutdown(incoming, stop_serving.cancelled_owned()),
+        ),
+    };
+    Ok(server)
 }
 
 #[derive(Debug, PartialEq, Eq)]
