@@ -31,7 +31,6 @@ const STILL_LONG: &[(&str, &str, usize)] = &[
     ("world/src/zone/persist.rs", "save_player", 132),
     ("world/src/runtime/rebalance/plan.rs", "plan", 118),
     ("world/src/zone/actor/input.rs", "input", 115),
-    ("world/src/runtime/shard.rs", "new", 105),
     ("world/src/zone/actor/commit.rs", "try_commit", 102),
     ("world/src/zone/actor/quits.rs", "quit_settled", 95),
     ("gate/src/web/mod.rs", "open", 95),

@@ -121,38 +121,8 @@ impl Shard {
         info!(shard = %cfg.shard_id, incarnation, "process incarnation minted");
         super::events::started(&directory, &cfg.shard_id, &addr).await;
         let store = Store::connect_with_hash_queue(&cfg.redis, cfg.login_hash_queue).await?;
-        for zone in &cfg.zones {
-            if game.zone(zone).is_none() {
-                anyhow::bail!("invalid setting --zones (TELOS_ZONES): unknown zone {zone:?}");
-            }
-        }
-        let (instanced, zone_ids): (Vec<_>, Vec<_>) =
-            game.zones().into_iter().partition(|z| z.instanced);
-        let ids = |zones: Vec<ZoneInfo>| zones.into_iter().map(|z| z.id).collect::<Vec<_>>();
-        directory.register_zones(&ids(zone_ids)).await?;
-        directory.register_instanced(&ids(instanced)).await?;
-        let keys = match &cfg.keys {
-            Some(dir) => Some(
-                keys::load(dir, &cfg.shard_id)
-                    .with_context(|| "invalid setting --keys (TELOS_KEYS)".to_string())?,
-            ),
-            None => {
-                // A keyless shard serves every port in plaintext without a
-                // role check: in a keyed cluster it would let anyone move
-                // the cluster's zones through its Admin service.
-                if directory.is_keyed_cluster().await? {
-                    anyhow::bail!(
-                        "this Redis serves a keyed cluster (mutual TLS); a keyless shard would \
-                         open it to anyone who can reach its port: start it with --keys"
-                    );
-                }
-                warn!("no --keys: this shard is keyless and never hands a player off");
-                None
-            }
-        };
-        if keys.is_some() {
-            directory.mark_keyed_cluster().await?;
-        }
+        register_zones(&directory, &*game, &cfg.zones).await?;
+        let keys = load_keys(&directory, &cfg).await?;
         let tracker = TaskTracker::new();
         let root = CancellationToken::new();
         let handoff = Arc::new(Handoff::new(
@@ -459,4 +429,48 @@ impl Shard {
             warn!(error = %e, "leaving the registry failed; the entry expires by TTL");
         }
     }
+}
+
+/// The game's zones, registered (the instanced ones apart), once the boot
+/// zones asked for are known to be the game's.
+async fn register_zones(
+    directory: &Directory,
+    game: &dyn Game,
+    boot: &[String],
+) -> anyhow::Result<()> {
+    for zone in boot {
+        if game.zone(zone).is_none() {
+            anyhow::bail!("invalid setting --zones (TELOS_ZONES): unknown zone {zone:?}");
+        }
+    }
+    let (instanced, zone_ids): (Vec<_>, Vec<_>) =
+        game.zones().into_iter().partition(|z| z.instanced);
+    let ids = |zones: Vec<ZoneInfo>| zones.into_iter().map(|z| z.id).collect::<Vec<_>>();
+    directory.register_zones(&ids(zone_ids)).await?;
+    directory.register_instanced(&ids(instanced)).await?;
+    Ok(())
+}
+
+/// The shard's keys (`--keys`), and the cluster marked keyed; a keyless
+/// shard serves every port in plaintext without a role check, so in a
+/// keyed cluster it would let anyone move the cluster's zones through its
+/// Admin service: refused.
+async fn load_keys(
+    directory: &Directory,
+    cfg: &WorldConfig,
+) -> anyhow::Result<Option<keys::ClusterKeys>> {
+    let Some(dir) = &cfg.keys else {
+        if directory.is_keyed_cluster().await? {
+            anyhow::bail!(
+                "this Redis serves a keyed cluster (mutual TLS); a keyless shard would \
+                 open it to anyone who can reach its port: start it with --keys"
+            );
+        }
+        warn!("no --keys: this shard is keyless and never hands a player off");
+        return Ok(None);
+    };
+    let keys = keys::load(dir, &cfg.shard_id)
+        .with_context(|| "invalid setting --keys (TELOS_KEYS)".to_string())?;
+    directory.mark_keyed_cluster().await?;
+    Ok(Some(keys))
 }
